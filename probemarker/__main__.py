@@ -1,0 +1,7 @@
+"""`python -m probemarker` runs the command line."""
+
+import sys
+
+from probemarker.cli import main
+
+sys.exit(main())
