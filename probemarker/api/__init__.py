@@ -1,0 +1,1 @@
+"""The PodProbeMarker API: model, rules, validation, parsing and the CRD (all pure)."""

@@ -1,0 +1,442 @@
+"""Build the PodProbeMarker CustomResourceDefinition from the rules in `rules.py`.
+
+Stage: api (pure). `build_crd()` returns the apiextensions.k8s.io/v1 object that
+`manifests/crd/podprobemarkers.probemarker.io.yaml` holds; a unit test keeps the file
+and this function identical (`probemarker crd > manifests/crd/...` regenerates it).
+What OpenAPI can say goes into the schema; the rest (uniqueness, exactly one handler,
+reserved types, key syntax, immutability) into `x-kubernetes-validations` CEL rules,
+written in standard CEL only so they need no Kubernetes CEL extension library.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from probemarker.api import rules
+
+Schema = dict[str, Any]
+
+
+def _cel(rule: str, message: str, **extra: str) -> dict[str, str]:
+    return {"rule": rule, "message": message, **extra}
+
+
+def _quote(text: str) -> str:
+    """A CEL single-quoted string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _int(description: str, minimum: int, default: int | None = None) -> Schema:
+    schema: Schema = {
+        "type": "integer",
+        "format": "int32",
+        "minimum": minimum,
+        "description": description,
+    }
+    if default is not None:
+        schema["default"] = default
+    return schema
+
+
+def _label_map(description: str) -> Schema:
+    key_rule = (
+        f"self.all(k, k.matches({_quote(rules.QUALIFIED_NAME_RE)}) && "
+        f"(!k.contains('/') || k.matches({_quote(rules.QUALIFIED_NAME_PREFIX_LENGTH_RE)})))"
+    )
+    return {
+        "type": "object",
+        "description": description,
+        "maxProperties": rules.MAX_POLICY_ENTRIES,
+        "additionalProperties": {"type": "string", "maxLength": rules.MAX_LABEL_VALUE_LENGTH},
+        "x-kubernetes-validations": [
+            _cel(key_rule, rules.MSG_LABEL_KEYS),
+            _cel(
+                f"self.all(k, self[k].matches({_quote(rules.LABEL_VALUE_RE)}))",
+                rules.MSG_LABEL_VALUES,
+            ),
+        ],
+    }
+
+
+def _annotation_map(description: str) -> Schema:
+    key_rule = (
+        f"self.all(k, k.matches({_quote(rules.ANNOTATION_KEY_RE)}) && "
+        f"(!k.contains('/') || k.matches({_quote(rules.QUALIFIED_NAME_PREFIX_LENGTH_RE)})))"
+    )
+    return {
+        "type": "object",
+        "description": description,
+        "maxProperties": rules.MAX_POLICY_ENTRIES,
+        "additionalProperties": {
+            "type": "string",
+            "maxLength": rules.MAX_ANNOTATION_VALUE_BYTES,
+        },
+        "x-kubernetes-validations": [
+            _cel(key_rule, rules.MSG_LABEL_KEYS),
+            _cel(
+                f"self.all(k, size(bytes(self[k])) <= {rules.MAX_ANNOTATION_VALUE_BYTES})",
+                rules.MSG_ANNOTATION_VALUES,
+            ),
+        ],
+    }
+
+
+def _port(description: str) -> Schema:
+    rule = (
+        "type(self) == int ? (self >= 1 && self <= 65535) : "
+        f"(self.matches({_quote(rules.PORT_NAME_RE)}) && "
+        f"self.matches({_quote(rules.PORT_NAME_LETTER_RE)}) && !self.contains('--'))"
+    )
+    return {
+        "x-kubernetes-int-or-string": True,
+        "description": description,
+        "x-kubernetes-validations": [_cel(rule, rules.MSG_PORT)],
+    }
+
+
+_HOST: Schema = {
+    "type": "string",
+    "maxLength": 253,
+    "description": "Refused: probes reach only the pod's own IP. Present in the schema "
+    "only so that setting it gives a clear error instead of being dropped.",
+}
+
+
+def _no_host() -> list[dict[str, str]]:
+    return [_cel("!has(self.host)", rules.MSG_HOST, fieldPath=".host")]
+
+
+def _selector_schema() -> Schema:
+    requirement: Schema = {
+        "type": "object",
+        "required": ["key", "operator"],
+        "properties": {
+            "key": {"type": "string", "maxLength": rules.MAX_QUALIFIED_NAME_LENGTH},
+            "operator": {"type": "string", "enum": list(rules.SELECTOR_OPERATORS)},
+            "values": {
+                "type": "array",
+                "maxItems": rules.MAX_SELECTOR_VALUES,
+                "items": {"type": "string", "maxLength": rules.MAX_LABEL_VALUE_LENGTH},
+            },
+        },
+        "x-kubernetes-validations": [
+            _cel(
+                f"self.key.matches({_quote(rules.QUALIFIED_NAME_RE)}) && (!self.key.contains('/') "
+                f"|| self.key.matches({_quote(rules.QUALIFIED_NAME_PREFIX_LENGTH_RE)}))",
+                rules.MSG_LABEL_KEYS,
+                fieldPath=".key",
+            ),
+            _cel(
+                f"!has(self.values) || self.values.all(v, v.matches({_quote(rules.LABEL_VALUE_RE)}))",
+                rules.MSG_LABEL_VALUES,
+                fieldPath=".values",
+            ),
+            _cel(
+                "!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) > 0)",
+                rules.MSG_SELECTOR_VALUES_REQUIRED,
+                fieldPath=".values",
+            ),
+            _cel(
+                "!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) "
+                "|| size(self.values) == 0",
+                rules.MSG_SELECTOR_VALUES_FORBIDDEN,
+                fieldPath=".values",
+            ),
+        ],
+    }
+    return {
+        "type": "object",
+        "description": "Selects the pods to probe by label, in the marker's namespace. "
+        "Required, must not be empty, and cannot be changed after creation.",
+        "properties": {
+            "matchLabels": _label_map("Labels the pod must carry, key: value."),
+            "matchExpressions": {
+                "type": "array",
+                "maxItems": rules.MAX_SELECTOR_EXPRESSIONS,
+                "items": requirement,
+            },
+        },
+        "x-kubernetes-validations": [
+            _cel(
+                "(has(self.matchLabels) && size(self.matchLabels) > 0) || "
+                "(has(self.matchExpressions) && size(self.matchExpressions) > 0)",
+                rules.MSG_SELECTOR_EMPTY,
+            ),
+            _cel("self == oldSelf", rules.MSG_SELECTOR_IMMUTABLE),
+        ],
+    }
+
+
+def _handlers_schema() -> dict[str, Schema]:
+    return {
+        "exec": {
+            "type": "object",
+            "description": "Run a command in the container through the pods/exec "
+            "subresource; exit code 0 is success.",
+            "required": ["command"],
+            "properties": {
+                "command": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": rules.MAX_COMMAND_ARGS,
+                    "description": "The argv to run; not run in a shell.",
+                    "items": {"type": "string", "maxLength": rules.MAX_COMMAND_ARG_LENGTH},
+                    "x-kubernetes-validations": [
+                        _cel("size(self) == 0 || size(self[0]) > 0", rules.MSG_COMMAND_EMPTY)
+                    ],
+                }
+            },
+        },
+        "httpGet": {
+            "type": "object",
+            "description": "HTTP GET against the pod IP; status 200-399 is success.",
+            "required": ["port"],
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "default": rules.HTTP_PATH_DEFAULT,
+                    "maxLength": rules.MAX_HTTP_PATH_LENGTH,
+                    "pattern": rules.HTTP_PATH_RE,
+                    "description": "Absolute path to request.",
+                },
+                "port": _port("Container port number or name."),
+                "host": _HOST,
+                "scheme": {
+                    "type": "string",
+                    "enum": list(rules.SCHEMES),
+                    "default": rules.HTTP_SCHEME_DEFAULT,
+                    "description": "HTTP or HTTPS (certificates are not verified, as with the kubelet).",
+                },
+                "httpHeaders": {
+                    "type": "array",
+                    "maxItems": rules.MAX_HTTP_HEADERS,
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "value"],
+                        "properties": {
+                            "name": {
+                                "type": "string",
+                                "pattern": rules.HTTP_HEADER_NAME_RE,
+                                "maxLength": 256,
+                            },
+                            "value": {
+                                "type": "string",
+                                "maxLength": rules.MAX_HTTP_HEADER_VALUE_LENGTH,
+                            },
+                        },
+                    },
+                },
+            },
+            "x-kubernetes-validations": _no_host(),
+        },
+        "tcpSocket": {
+            "type": "object",
+            "description": "TCP connect to the pod IP; a connection is success.",
+            "required": ["port"],
+            "properties": {"port": _port("Container port number or name."), "host": _HOST},
+            "x-kubernetes-validations": _no_host(),
+        },
+        "grpc": {
+            "type": "object",
+            "description": "gRPC health check (grpc.health.v1) against the pod IP; SERVING is success.",
+            "required": ["port"],
+            "properties": {
+                "port": {"type": "integer", "format": "int32", "minimum": 1, "maximum": 65535},
+                "service": {"type": "string", "maxLength": rules.MAX_GRPC_SERVICE_LENGTH},
+                "host": _HOST,
+            },
+            "x-kubernetes-validations": _no_host(),
+        },
+    }
+
+
+def _probe_spec_schema() -> Schema:
+    handler_count = " + ".join(f"(has(self.{h}) ? 1 : 0)" for h in rules.HANDLERS)
+    timing = {
+        "initialDelaySeconds": "Seconds after the container started before the first probe.",
+        "timeoutSeconds": "Seconds after which one probe run counts as failed.",
+        "periodSeconds": "Seconds between probe runs.",
+        "successThreshold": "Consecutive successes before the result is Succeeded.",
+        "failureThreshold": "Consecutive failures before the result is Failed.",
+    }
+    properties: Schema = dict(_handlers_schema())
+    for field, text in timing.items():
+        properties[field] = _int(text, rules.TIMING_MINIMUMS[field], rules.TIMING_DEFAULTS[field])
+    properties["terminationGracePeriodSeconds"] = _int(
+        "Accepted for compatibility with core/v1 Probe; ignored.",
+        rules.TIMING_MINIMUMS["terminationGracePeriodSeconds"],
+    )
+    return {
+        "type": "object",
+        "description": "How and when to probe, shaped like a core/v1 Probe.",
+        "properties": properties,
+        "x-kubernetes-validations": [_cel(f"{handler_count} == 1", rules.MSG_ONE_HANDLER)],
+    }
+
+
+def _probe_schema() -> Schema:
+    reserved = ", ".join(_quote(t) for t in rules.RESERVED_CONDITION_TYPES)
+    return {
+        "type": "object",
+        "required": ["name", "containerName", "probe"],
+        "properties": {
+            "name": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": rules.MAX_PROBE_NAME_LENGTH,
+                "pattern": rules.PROBE_NAME_RE,
+                "description": "Probe name, unique within the marker, without '#'.",
+            },
+            "containerName": {
+                "type": "string",
+                "maxLength": rules.MAX_DNS1123_LABEL_LENGTH,
+                "pattern": rules.DNS1123_LABEL_RE,
+                "description": "Container to probe: a regular container or a restartable init container.",
+            },
+            "probe": _probe_spec_schema(),
+            "markerPolicy": {
+                "type": "array",
+                "maxItems": rules.MAX_POLICIES,
+                "description": "Labels and annotations to put on the pod per result.",
+                "items": {
+                    "type": "object",
+                    "required": ["state"],
+                    "properties": {
+                        "state": {"type": "string", "enum": list(rules.STATES)},
+                        "labels": _label_map("Labels set on the pod in this state."),
+                        "annotations": _annotation_map("Annotations set on the pod in this state."),
+                    },
+                    "x-kubernetes-validations": [
+                        _cel(
+                            "(has(self.labels) && size(self.labels) > 0) || "
+                            "(has(self.annotations) && size(self.annotations) > 0)",
+                            rules.MSG_POLICY_EMPTY,
+                        )
+                    ],
+                },
+                "x-kubernetes-validations": [
+                    _cel(
+                        "self.all(p, self.exists_one(q, q.state == p.state))",
+                        rules.MSG_POLICY_STATES_UNIQUE,
+                    )
+                ],
+            },
+            "podConditionType": {
+                "type": "string",
+                "maxLength": rules.MAX_QUALIFIED_NAME_LENGTH,
+                "description": "Pod condition type to write the result to (True on "
+                "Succeeded, False on Failed), e.g. for a readiness gate.",
+                "x-kubernetes-validations": [
+                    _cel(
+                        f"self.matches({_quote(rules.QUALIFIED_NAME_RE)}) && (!self.contains('/') "
+                        f"|| self.matches({_quote(rules.QUALIFIED_NAME_PREFIX_LENGTH_RE)}))",
+                        "must be a qualified name, e.g. example.com/Idle",
+                    ),
+                    _cel(f"!(self in [{reserved}])", rules.MSG_RESERVED_CONDITION),
+                ],
+            },
+        },
+        "x-kubernetes-validations": [
+            _cel(
+                "(has(self.markerPolicy) && size(self.markerPolicy) > 0) || has(self.podConditionType)",
+                rules.MSG_POLICY_OR_CONDITION,
+            )
+        ],
+    }
+
+
+def _spec_schema() -> Schema:
+    return {
+        "type": "object",
+        "required": ["selector", "probes"],
+        "properties": {
+            "selector": _selector_schema(),
+            "probes": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": rules.MAX_PROBES,
+                "description": "The probes to run on every selected pod.",
+                "items": _probe_schema(),
+                "x-kubernetes-validations": [
+                    _cel(
+                        "self.all(p, self.exists_one(q, q.name == p.name))",
+                        rules.MSG_PROBE_NAMES_UNIQUE,
+                    ),
+                    _cel(
+                        "self.all(p, !has(p.podConditionType) || self.exists_one(q, "
+                        "has(q.podConditionType) && q.podConditionType == p.podConditionType))",
+                        rules.MSG_CONDITION_TYPES_UNIQUE,
+                    ),
+                ],
+            },
+        },
+    }
+
+
+def _status_schema() -> Schema:
+    return {
+        "type": "object",
+        "description": "Observed state, written by probemarker.",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "properties": {
+            "observedGeneration": {"type": "integer", "format": "int64"},
+            "matchedPods": {"type": "integer", "format": "int64"},
+        },
+    }
+
+
+def build_crd() -> dict[str, Any]:
+    """The CustomResourceDefinition for probemarker.io/v1alpha1 PodProbeMarker."""
+    schema: Schema = {
+        "type": "object",
+        "description": "PodProbeMarker runs custom probes on the pods it selects and "
+        "writes the results onto them as labels, annotations and pod conditions.",
+        "required": ["spec"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": _spec_schema(),
+            "status": _status_schema(),
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{rules.PLURAL}.{rules.GROUP}"},
+        "spec": {
+            "group": rules.GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": rules.KIND,
+                "listKind": f"{rules.KIND}List",
+                "plural": rules.PLURAL,
+                "singular": rules.SINGULAR,
+                "shortNames": [rules.SHORT_NAME],
+            },
+            "versions": [
+                {
+                    "name": rules.VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [
+                        {
+                            "name": "Selector",
+                            "type": "string",
+                            "jsonPath": ".spec.selector.matchLabels",
+                            "description": "The pods probed (matchLabels)",
+                        },
+                        {
+                            "name": "Probes",
+                            "type": "string",
+                            "jsonPath": ".spec.probes[*].name",
+                            "description": "Probe names (JSONPath cannot count them)",
+                        },
+                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                    ],
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }

@@ -1,0 +1,88 @@
+"""Split YAML/JSON text into Kubernetes object documents.
+
+Stage: api (pure: text in, documents out). Multi-document YAML, `kind: List`
+wrappers (as `kubectl get -o yaml` writes them) are unrolled, empty documents are
+skipped, and duplicate keys are an error (as in kubectl's strict decoding), because
+silently keeping the last of two `periodSeconds` hides a mistake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+
+class DocumentError(ValueError):
+    """The text is not YAML: `where` says the document and position."""
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One object from a file; `where` locates it, e.g. `document 2` or `document 1, items[3]`."""
+
+    where: str
+    body: Any
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys in a mapping."""
+
+
+def _construct_mapping(
+    loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in seen
+        except TypeError:  # an unhashable key (a list as key): let the validator report it
+            continue
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping",
+                node.start_mark,
+                f"found duplicate key {key!r}",
+                key_node.start_mark,
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_documents(text: str) -> Iterator[Document]:
+    """Each object in `text`, in order; raises DocumentError on YAML syntax errors."""
+    try:
+        raw = list(yaml.load_all(text, Loader=_StrictLoader))  # _StrictLoader is a SafeLoader
+    except yaml.YAMLError as exc:
+        raise DocumentError(_describe_yaml_error(exc)) from None
+    for number, body in enumerate(raw, start=1):
+        if body is None:
+            continue
+        if _is_list(body):
+            for i, item in enumerate(body.get("items") or ()):
+                yield Document(f"document {number}, items[{i}]", item)
+        else:
+            yield Document(f"document {number}", body)
+
+
+def _is_list(body: Any) -> bool:
+    return (
+        isinstance(body, Mapping)
+        and isinstance(body.get("kind"), str)
+        and body["kind"].endswith("List")
+        and isinstance(body.get("items"), list)
+    )
+
+
+def _describe_yaml_error(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if mark is not None:
+        return f"not valid YAML: line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return f"not valid YAML: {problem}"

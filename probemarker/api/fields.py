@@ -1,0 +1,138 @@
+"""Field errors and the small typed readers the validator walks a document with.
+
+Stage: api (pure). A document is untrusted JSON/YAML: every reader checks the type
+first and records a `FieldError` naming the field path instead of raising, so the
+validator returns every problem at once and never crashes on garbage.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One problem: the field path (Kubernetes style) and what is wrong and how to fix it."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+@dataclass(slots=True)
+class Errors:
+    """Collects field errors during one validation pass."""
+
+    items: list[FieldError] = field(default_factory=list)
+
+    def add(self, path: str, message: str) -> None:
+        self.items.append(FieldError(path, message))
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+def child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def index(path: str, i: int | str) -> str:
+    return f"{path}[{i}]"
+
+
+def describe(value: Any) -> str:
+    """A short, safe rendering of a bad value for an error message."""
+    kind = json_type(value)
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return f'"{text}"'
+    if kind in ("integer", "number", "boolean", "null"):
+        return f"{kind} {value!r}" if kind != "null" else "null"
+    return kind
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "list"
+    return type(value).__name__
+
+
+def as_map(value: Any, path: str, errors: Errors) -> Mapping[str, Any] | None:
+    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+        return value
+    errors.add(path, f"must be an object (a map of fields), got {describe(value)}")
+    return None
+
+
+def as_list(value: Any, path: str, errors: Errors) -> Sequence[Any] | None:
+    if isinstance(value, list | tuple):
+        return value
+    errors.add(path, f"must be a list, got {describe(value)}")
+    return None
+
+
+def as_str(value: Any, path: str, errors: Errors) -> str | None:
+    if isinstance(value, str):
+        return value
+    errors.add(path, f"must be a string, got {describe(value)}")
+    return None
+
+
+def as_int(value: Any, path: str, errors: Errors) -> int | None:
+    # JSON has one number type; Kubernetes accepts 3.0 for an integer field but not 3.5.
+    if isinstance(value, bool):
+        errors.add(path, f"must be an integer, got {describe(value)}")
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    errors.add(path, f"must be an integer, got {describe(value)}")
+    return None
+
+
+def as_string_map(value: Any, path: str, errors: Errors) -> dict[str, str] | None:
+    mapping = as_map(value, path, errors)
+    if mapping is None:
+        return None
+    result: dict[str, str] = {}
+    for key, item in mapping.items():
+        text = as_str(item, index(path, key), errors)
+        if text is not None:
+            result[key] = text
+    return result
+
+
+def check_known(
+    mapping: Mapping[str, Any], known: Iterable[str], path: str, errors: Errors
+) -> None:
+    """Unknown fields are errors, as with kubectl's default strict field validation."""
+    known_set = tuple(known)
+    for key in mapping:
+        if key not in known_set:
+            errors.add(
+                child(path, key),
+                f"unknown field (check the spelling; known fields here: {', '.join(known_set)})",
+            )
+
+
+def matches(pattern: str, text: str) -> bool:
+    """Anchored patterns from rules.py, matched the way RE2 `matches` does."""
+    return re.search(pattern, text) is not None

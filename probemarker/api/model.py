@@ -1,0 +1,136 @@
+"""Typed, immutable PodProbeMarker objects.
+
+Stage: api (pure). Built only by `parse.parse_marker`, which validates first, so every
+instance here satisfies the rules in `rules.py`: timing fields carry the kubelet
+defaults, exactly one handler is set, and no probe reaches a host other than the pod.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+class ProbeState(enum.StrEnum):
+    """A decided probe result, as markerPolicy[].state names it."""
+
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerRef:
+    """Identity of a marker: namespace/name."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ExecAction:
+    command: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPHeader:
+    name: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPGetAction:
+    port: int | str
+    path: str = "/"
+    scheme: Literal["HTTP", "HTTPS"] = "HTTP"
+    headers: tuple[HTTPHeader, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TCPSocketAction:
+    port: int | str
+
+
+@dataclass(frozen=True, slots=True)
+class GRPCAction:
+    port: int
+    service: str | None = None
+
+
+Handler = ExecAction | HTTPGetAction | TCPSocketAction | GRPCAction
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Probe timing, in the kubelet's terms and with its defaults."""
+
+    initial_delay_seconds: int = 0
+    timeout_seconds: int = 1
+    period_seconds: int = 10
+    success_threshold: int = 1
+    failure_threshold: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerPolicy:
+    """What to put on the pod when a probe is decided in `state`."""
+
+    state: ProbeState
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeSpec:
+    """One entry of spec.probes[]."""
+
+    name: str
+    container_name: str
+    handler: Handler
+    timing: Timing
+    policies: tuple[MarkerPolicy, ...] = ()
+    condition_type: str | None = None
+
+    def policy_for(self, state: ProbeState) -> MarkerPolicy | None:
+        return next((p for p in self.policies if p.state is state), None)
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorRequirement:
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    match_labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    match_expressions: tuple[SelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A validated PodProbeMarker."""
+
+    ref: MarkerRef
+    api_version: str
+    selector: LabelSelector
+    probes: tuple[ProbeSpec, ...]
+    uid: str = ""
+    generation: int = 0
+    resource_version: str = ""
+
+    def probe(self, name: str) -> ProbeSpec | None:
+        return next((p for p in self.probes if p.name == name), None)
+
+
+def frozen_mapping(values: Mapping[str, str]) -> Mapping[str, str]:
+    """A read-only copy, so model objects stay immutable."""
+    return MappingProxyType(dict(values)) if values else _EMPTY

@@ -1,0 +1,461 @@
+"""Validate a PodProbeMarker document (a JSON/YAML dict) against SPEC §1.
+
+Stage: api (pure). Input: an untrusted dict, as read from a file or the API server.
+Output: every `FieldError` at once, each naming its field path. Never raises on bad
+input. The rules and messages come from `rules.py`, which the CRD generator uses too;
+`tests/unit/api/test_agreement.py` proves the two agree on the corpus in tests/data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from probemarker.api import names, rules
+from probemarker.api.fields import (
+    Errors,
+    FieldError,
+    as_int,
+    as_list,
+    as_map,
+    as_str,
+    as_string_map,
+    check_known,
+    child,
+    describe,
+    index,
+    matches,
+)
+
+_TOP_FIELDS = ("apiVersion", "kind", "metadata", "spec", "status")
+_PROBE_FIELDS = ("name", "containerName", "probe", "markerPolicy", "podConditionType")
+_HANDLER_FIELDS = {
+    "exec": ("command",),
+    "httpGet": ("path", "port", "host", "scheme", "httpHeaders"),
+    "tcpSocket": ("port", "host"),
+    "grpc": ("port", "service", "host"),
+}
+_PROBE_SPEC_FIELDS = (*rules.HANDLERS, *rules.TIMING_MINIMUMS)
+
+
+def validate_marker(doc: Any) -> list[FieldError]:
+    """All problems with a PodProbeMarker document; empty when it is valid."""
+    errors = Errors()
+    top = as_map(doc, "", errors)
+    if top is None:
+        return errors.items
+    check_known(top, _TOP_FIELDS, "", errors)
+    _check_type_meta(top, errors)
+    _check_metadata(top.get("metadata"), errors)
+    spec = top.get("spec")
+    if spec is None:
+        errors.add("spec", "required: a PodProbeMarker needs spec.selector and spec.probes")
+    elif (spec_map := as_map(spec, "spec", errors)) is not None:
+        check_known(spec_map, ("selector", "probes"), "spec", errors)
+        _check_selector(spec_map.get("selector"), "spec.selector", errors)
+        _check_probes(spec_map.get("probes"), "spec.probes", errors)
+    return errors.items
+
+
+def validate_marker_update(old: Any, new: Any) -> list[FieldError]:
+    """Problems with replacing `old` by `new`: `new` must be valid and keep its selector."""
+    problems = validate_marker(new)
+    old_spec = old.get("spec") if isinstance(old, Mapping) else None
+    new_spec = new.get("spec") if isinstance(new, Mapping) else None
+    if (
+        isinstance(old_spec, Mapping)
+        and isinstance(new_spec, Mapping)
+        and old_spec.get("selector") != new_spec.get("selector")
+    ):
+        problems.append(FieldError("spec.selector", rules.MSG_SELECTOR_IMMUTABLE))
+    return problems
+
+
+def _check_type_meta(top: Mapping[str, Any], errors: Errors) -> None:
+    api_version, kind = top.get("apiVersion"), top.get("kind")
+    if api_version not in rules.ACCEPTED_API_VERSIONS:
+        errors.add(
+            "apiVersion",
+            f"must be {' or '.join(rules.ACCEPTED_API_VERSIONS)}, got {describe(api_version)}",
+        )
+    if kind != rules.KIND:
+        errors.add("kind", f'must be "{rules.KIND}", got {describe(kind)}')
+
+
+def _check_metadata(value: Any, errors: Errors) -> None:
+    if value is None:
+        errors.add("metadata.name", "required: give the marker a name")
+        return
+    meta = as_map(value, "metadata", errors)
+    if meta is None:
+        return
+    name, generate_name = meta.get("name"), meta.get("generateName")
+    if name is None and generate_name is None:
+        errors.add("metadata.name", "required: give the marker a name")
+    elif name is not None and (text := as_str(name, "metadata.name", errors)) is not None:
+        for problem in names.dns1123_subdomain_problems(text):
+            errors.add("metadata.name", problem)
+    namespace = meta.get("namespace")
+    if namespace is not None and (ns := as_str(namespace, "metadata.namespace", errors)):
+        for problem in names.dns1123_label_problems(ns):
+            errors.add("metadata.namespace", problem)
+
+
+def _check_selector(value: Any, path: str, errors: Errors) -> None:
+    if value is None:
+        errors.add(path, f"required: {rules.MSG_SELECTOR_EMPTY}")
+        return
+    selector = as_map(value, path, errors)
+    if selector is None:
+        return
+    check_known(selector, ("matchLabels", "matchExpressions"), path, errors)
+    match_labels = selector.get("matchLabels")
+    labels = (
+        {}
+        if match_labels is None
+        else as_string_map(match_labels, child(path, "matchLabels"), errors)
+    )
+    if labels:
+        _check_labels(labels, child(path, "matchLabels"), errors)
+    raw_expressions = selector.get("matchExpressions")
+    expressions: Sequence[Any] | None = ()
+    if raw_expressions is not None:
+        expressions = as_list(raw_expressions, child(path, "matchExpressions"), errors)
+        _check_max_items(
+            expressions, rules.MAX_SELECTOR_EXPRESSIONS, child(path, "matchExpressions"), errors
+        )
+        for i, item in enumerate(expressions or ()):
+            _check_requirement(item, index(child(path, "matchExpressions"), i), errors)
+    if labels is not None and expressions is not None and not labels and not expressions:
+        errors.add(path, rules.MSG_SELECTOR_EMPTY)
+
+
+def _check_requirement(value: Any, path: str, errors: Errors) -> None:
+    requirement = as_map(value, path, errors)
+    if requirement is None:
+        return
+    check_known(requirement, ("key", "operator", "values"), path, errors)
+    key = _required_str(requirement, "key", path, errors)
+    if key is not None:
+        for problem in names.qualified_name_problems(key):
+            errors.add(child(path, "key"), problem)
+    operator = _required_str(requirement, "operator", path, errors)
+    if operator is not None and operator not in rules.SELECTOR_OPERATORS:
+        allowed = ", ".join(f'"{op}"' for op in rules.SELECTOR_OPERATORS)
+        errors.add(child(path, "operator"), f"must be one of {allowed}, got {describe(operator)}")
+    raw_values = requirement.get("values")
+    values = [] if raw_values is None else as_list(raw_values, child(path, "values"), errors)
+    if values is None:
+        return
+    _check_max_items(values, rules.MAX_SELECTOR_VALUES, child(path, "values"), errors)
+    for i, item in enumerate(values):
+        text = as_str(item, index(child(path, "values"), i), errors)
+        for problem in names.label_value_problems(text) if text is not None else ():
+            errors.add(index(child(path, "values"), i), problem)
+    if operator in ("In", "NotIn") and not values:
+        errors.add(child(path, "values"), rules.MSG_SELECTOR_VALUES_REQUIRED)
+    if operator in ("Exists", "DoesNotExist") and values:
+        errors.add(child(path, "values"), rules.MSG_SELECTOR_VALUES_FORBIDDEN)
+
+
+def _check_probes(value: Any, path: str, errors: Errors) -> None:
+    if value is None:
+        errors.add(path, "required: list at least one probe")
+        return
+    probes = as_list(value, path, errors)
+    if probes is None:
+        return
+    if not probes:
+        errors.add(path, "must list at least one probe")
+    _check_max_items(probes, rules.MAX_PROBES, path, errors)
+    seen_names: dict[str, int] = {}
+    seen_types: dict[str, int] = {}
+    for i, item in enumerate(probes):
+        item_path = index(path, i)
+        probe = as_map(item, item_path, errors)
+        if probe is None:
+            continue
+        _check_probe(probe, item_path, errors)
+        _check_unique(
+            probe.get("name"),
+            seen_names,
+            i,
+            child(item_path, "name"),
+            path,
+            errors,
+            rules.MSG_PROBE_NAMES_UNIQUE,
+        )
+        _check_unique(
+            probe.get("podConditionType"),
+            seen_types,
+            i,
+            child(item_path, "podConditionType"),
+            path,
+            errors,
+            rules.MSG_CONDITION_TYPES_UNIQUE,
+        )
+
+
+def _check_unique(
+    value: Any,
+    seen: dict[str, int],
+    i: int,
+    path: str,
+    list_path: str,
+    errors: Errors,
+    message: str,
+) -> None:
+    if not isinstance(value, str):
+        return
+    if value in seen:
+        errors.add(
+            path, f"{message}: {describe(value)} is also used by {index(list_path, seen[value])}"
+        )
+    else:
+        seen[value] = i
+
+
+def _check_probe(probe: Mapping[str, Any], path: str, errors: Errors) -> None:
+    check_known(probe, _PROBE_FIELDS, path, errors)
+    name = _required_str(probe, "name", path, errors)
+    if name is not None:
+        if not name:
+            errors.add(child(path, "name"), "must not be empty")
+        elif not matches(rules.PROBE_NAME_RE, name):
+            errors.add(child(path, "name"), rules.MSG_PROBE_NAME_HASH)
+        elif len(name) > rules.MAX_PROBE_NAME_LENGTH:
+            errors.add(
+                child(path, "name"),
+                f"must be no more than {rules.MAX_PROBE_NAME_LENGTH} characters",
+            )
+    container = _required_str(probe, "containerName", path, errors)
+    if container is not None:
+        for problem in names.dns1123_label_problems(container):
+            errors.add(child(path, "containerName"), f"{problem} (it names a container of the pod)")
+    if "probe" not in probe:
+        errors.add(
+            child(path, "probe"), "required: say how to probe (exec, httpGet, tcpSocket or grpc)"
+        )
+    elif (spec := as_map(probe["probe"], child(path, "probe"), errors)) is not None:
+        _check_probe_spec(spec, child(path, "probe"), errors)
+    has_policy = _check_policies(probe.get("markerPolicy"), child(path, "markerPolicy"), errors)
+    condition = probe.get("podConditionType")
+    if condition is not None:
+        _check_condition_type(condition, child(path, "podConditionType"), errors)
+    elif not has_policy:
+        errors.add(path, rules.MSG_POLICY_OR_CONDITION)
+
+
+def _check_probe_spec(spec: Mapping[str, Any], path: str, errors: Errors) -> None:
+    check_known(spec, _PROBE_SPEC_FIELDS, path, errors)
+    handlers = [h for h in rules.HANDLERS if h in spec]
+    if len(handlers) != 1:
+        found = f" (found {', '.join(handlers)})" if handlers else ""
+        errors.add(path, rules.MSG_ONE_HANDLER + found)
+    for handler in handlers:
+        action = as_map(spec[handler], child(path, handler), errors)
+        if action is not None:
+            _check_handler(handler, action, child(path, handler), errors)
+    for field, minimum in rules.TIMING_MINIMUMS.items():
+        if (
+            field in spec
+            and (number := as_int(spec[field], child(path, field), errors)) is not None
+        ):
+            _check_timing(field, number, minimum, child(path, field), errors)
+
+
+def _check_timing(field: str, number: int, minimum: int, path: str, errors: Errors) -> None:
+    if number < minimum:
+        default = rules.TIMING_DEFAULTS.get(field)
+        hint = f" (omit the field for the default of {default})" if default is not None else ""
+        errors.add(path, f"must be at least {minimum}, got {number}{hint}")
+    elif number > rules.INT32_MAX:
+        errors.add(path, f"must be at most {rules.INT32_MAX}, got {number}")
+
+
+def _check_handler(handler: str, action: Mapping[str, Any], path: str, errors: Errors) -> None:
+    check_known(action, _HANDLER_FIELDS[handler], path, errors)
+    if "host" in action:
+        errors.add(child(path, "host"), rules.MSG_HOST)
+    if handler == "exec":
+        _check_command(action.get("command"), child(path, "command"), errors)
+        return
+    _check_port(action, handler, path, errors)
+    if handler == "httpGet":
+        _check_http(action, path, errors)
+    elif handler == "grpc" and "service" in action:
+        service = as_str(action["service"], child(path, "service"), errors)
+        if service is not None and len(service) > rules.MAX_GRPC_SERVICE_LENGTH:
+            errors.add(
+                child(path, "service"),
+                f"must be no more than {rules.MAX_GRPC_SERVICE_LENGTH} characters",
+            )
+
+
+def _check_command(value: Any, path: str, errors: Errors) -> None:
+    if value is None:
+        errors.add(path, "required: the command to run in the container, as a list of arguments")
+        return
+    command = as_list(value, path, errors)
+    if command is None:
+        return
+    if not command:
+        errors.add(path, rules.MSG_COMMAND_EMPTY)
+    _check_max_items(command, rules.MAX_COMMAND_ARGS, path, errors)
+    for i, arg in enumerate(command):
+        text = as_str(arg, index(path, i), errors)
+        if text is None:
+            continue
+        if i == 0 and not text:
+            errors.add(path, rules.MSG_COMMAND_EMPTY)
+        if len(text) > rules.MAX_COMMAND_ARG_LENGTH:
+            errors.add(
+                index(path, i), f"must be no more than {rules.MAX_COMMAND_ARG_LENGTH} characters"
+            )
+
+
+def _check_port(action: Mapping[str, Any], handler: str, path: str, errors: Errors) -> None:
+    port_path = child(path, "port")
+    if "port" not in action:
+        errors.add(port_path, "required: the container port to probe, a number or a port name")
+        return
+    port = action["port"]
+    if handler == "grpc" or not isinstance(port, str):
+        port = as_int(port, port_path, errors)
+    if port is not None:
+        for problem in names.port_problems(port):
+            errors.add(port_path, f"{problem}, got {describe(port)}")
+
+
+def _check_http(action: Mapping[str, Any], path: str, errors: Errors) -> None:
+    if (
+        "path" in action
+        and (text := as_str(action["path"], child(path, "path"), errors)) is not None
+    ):
+        if len(text) > rules.MAX_HTTP_PATH_LENGTH:
+            errors.add(
+                child(path, "path"), f"must be no more than {rules.MAX_HTTP_PATH_LENGTH} characters"
+            )
+        elif not matches(rules.HTTP_PATH_RE, text):
+            errors.add(
+                child(path, "path"),
+                f"must be an absolute path starting with '/' without spaces or control characters, got {describe(text)}",
+            )
+    if "scheme" in action:
+        scheme = as_str(action["scheme"], child(path, "scheme"), errors)
+        if scheme is not None and scheme not in rules.SCHEMES:
+            errors.add(child(path, "scheme"), f'must be "HTTP" or "HTTPS", got {describe(scheme)}')
+    if "httpHeaders" in action:
+        _check_headers(action["httpHeaders"], child(path, "httpHeaders"), errors)
+
+
+def _check_headers(value: Any, path: str, errors: Errors) -> None:
+    headers = as_list(value, path, errors)
+    if headers is None:
+        return
+    _check_max_items(headers, rules.MAX_HTTP_HEADERS, path, errors)
+    for i, item in enumerate(headers):
+        header = as_map(item, index(path, i), errors)
+        if header is None:
+            continue
+        check_known(header, ("name", "value"), index(path, i), errors)
+        name = _required_str(header, "name", index(path, i), errors)
+        if name is not None and not matches(rules.HTTP_HEADER_NAME_RE, name):
+            errors.add(
+                child(index(path, i), "name"),
+                f"must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~), got {describe(name)}",
+            )
+        value_text = _required_str(header, "value", index(path, i), errors)
+        if value_text is not None and len(value_text) > rules.MAX_HTTP_HEADER_VALUE_LENGTH:
+            errors.add(
+                child(index(path, i), "value"),
+                f"must be no more than {rules.MAX_HTTP_HEADER_VALUE_LENGTH} characters",
+            )
+
+
+def _check_policies(value: Any, path: str, errors: Errors) -> bool:
+    """Validate markerPolicy; True when it has at least one entry."""
+    if value is None:
+        return False
+    policies = as_list(value, path, errors)
+    if policies is None:
+        return True  # present but broken: already reported, do not pile on
+    _check_max_items(policies, rules.MAX_POLICIES, path, errors)
+    seen: dict[str, int] = {}
+    for i, item in enumerate(policies):
+        policy = as_map(item, index(path, i), errors)
+        if policy is None:
+            continue
+        _check_policy(policy, index(path, i), errors)
+        _check_unique(
+            policy.get("state"),
+            seen,
+            i,
+            child(index(path, i), "state"),
+            path,
+            errors,
+            rules.MSG_POLICY_STATES_UNIQUE,
+        )
+    return bool(policies)
+
+
+def _check_policy(policy: Mapping[str, Any], path: str, errors: Errors) -> None:
+    check_known(policy, ("state", "labels", "annotations"), path, errors)
+    state = _required_str(policy, "state", path, errors)
+    if state is not None and state not in rules.STATES:
+        errors.add(child(path, "state"), f'must be "Succeeded" or "Failed", got {describe(state)}')
+    labels = as_string_map(policy.get("labels", {}), child(path, "labels"), errors)
+    annotations = as_string_map(policy.get("annotations", {}), child(path, "annotations"), errors)
+    if labels:
+        _check_labels(labels, child(path, "labels"), errors)
+    if annotations:
+        _check_annotations(annotations, child(path, "annotations"), errors)
+    if labels == {} and annotations == {}:
+        errors.add(path, rules.MSG_POLICY_EMPTY)
+
+
+def _check_labels(labels: Mapping[str, str], path: str, errors: Errors) -> None:
+    _check_max_entries(labels, path, errors)
+    for key, value in labels.items():
+        for problem in names.qualified_name_problems(key):
+            errors.add(index(path, key), f"key {describe(key)}: {problem}")
+        for problem in names.label_value_problems(value):
+            errors.add(index(path, key), f"value {describe(value)}: {problem}")
+
+
+def _check_annotations(annotations: Mapping[str, str], path: str, errors: Errors) -> None:
+    _check_max_entries(annotations, path, errors)
+    for key, value in annotations.items():
+        for problem in names.qualified_name_problems(key, any_case_prefix=True):
+            errors.add(index(path, key), f"key {describe(key)}: {problem}")
+        for problem in names.annotation_value_problems(value):
+            errors.add(index(path, key), f"value: {problem}")
+
+
+def _check_condition_type(value: Any, path: str, errors: Errors) -> None:
+    text = as_str(value, path, errors)
+    if text is None:
+        return
+    for problem in names.qualified_name_problems(text):
+        errors.add(path, f"must be a qualified name: {problem}")
+    if text in rules.RESERVED_CONDITION_TYPES:
+        errors.add(path, f'"{text}" {rules.MSG_RESERVED_CONDITION}')
+
+
+def _check_max_items(items: Sequence[Any] | None, limit: int, path: str, errors: Errors) -> None:
+    if items is not None and len(items) > limit:
+        errors.add(path, f"must have at most {limit} items, got {len(items)}")
+
+
+def _check_max_entries(mapping: Mapping[str, str], path: str, errors: Errors) -> None:
+    if len(mapping) > rules.MAX_POLICY_ENTRIES:
+        errors.add(
+            path, f"must have at most {rules.MAX_POLICY_ENTRIES} entries, got {len(mapping)}"
+        )
+
+
+def _required_str(mapping: Mapping[str, Any], field: str, path: str, errors: Errors) -> str | None:
+    if field not in mapping or mapping[field] is None:
+        errors.add(child(path, field), "required")
+        return None
+    return as_str(mapping[field], child(path, field), errors)
