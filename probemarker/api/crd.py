@@ -31,6 +31,8 @@ def _int(description: str, minimum: int, default: int | None = None) -> Schema:
         "type": "integer",
         "format": "int32",
         "minimum": minimum,
+        # The API server does not enforce format int32 on custom resources.
+        "maximum": rules.INT32_MAX,
         "description": description,
     }
     if default is not None:
@@ -89,6 +91,9 @@ def _port(description: str) -> Schema:
     )
     return {
         "x-kubernetes-int-or-string": True,
+        # Bounds the CEL cost estimate of the rule below (an unbounded int-or-string is
+        # estimated at the maximum request size); port names are at most 15 characters.
+        "maxLength": rules.MAX_PORT_NAME_LENGTH,
         "description": description,
         "x-kubernetes-validations": [_cel(rule, rules.MSG_PORT)],
     }
@@ -174,7 +179,9 @@ def _handlers_schema() -> dict[str, Schema]:
             "description": "Run a command in the container through the pods/exec "
             "subresource; exit code 0 is success.",
             "required": ["command"],
+            "x-kubernetes-validations": _no_host(),
             "properties": {
+                "host": _HOST,
                 "command": {
                     "type": "array",
                     "minItems": 1,
@@ -184,7 +191,7 @@ def _handlers_schema() -> dict[str, Schema]:
                     "x-kubernetes-validations": [
                         _cel("size(self) == 0 || size(self[0]) > 0", rules.MSG_COMMAND_EMPTY)
                     ],
-                }
+                },
             },
         },
         "httpGet": {
@@ -217,7 +224,7 @@ def _handlers_schema() -> dict[str, Schema]:
                             "name": {
                                 "type": "string",
                                 "pattern": rules.HTTP_HEADER_NAME_RE,
-                                "maxLength": 256,
+                                "maxLength": rules.MAX_HTTP_HEADER_NAME_LENGTH,
                             },
                             "value": {
                                 "type": "string",

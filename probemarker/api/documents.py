@@ -2,12 +2,15 @@
 
 Stage: api (pure: text in, documents out). Multi-document YAML, `kind: List`
 wrappers (as `kubectl get -o yaml` writes them) are unrolled, empty documents are
-skipped, and duplicate keys are an error (as in kubectl's strict decoding), because
+skipped, values become what kubectl would send as JSON (scalar keys such as
+`8080:` become strings, unquoted dates stay text, as sigs.k8s.io/yaml does), and
+duplicate keys are an error (as in kubectl's strict decoding), because
 silently keeping the last of two `periodSeconds` hides a mistake.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -61,7 +64,8 @@ def load_documents(text: str) -> Iterator[Document]:
         raw = list(yaml.load_all(text, Loader=_StrictLoader))  # _StrictLoader is a SafeLoader
     except yaml.YAMLError as exc:
         raise DocumentError(_describe_yaml_error(exc)) from None
-    for number, body in enumerate(raw, start=1):
+    for number, loaded in enumerate(raw, start=1):
+        body = as_json(loaded)
         if body is None:
             continue
         if _is_list(body):
@@ -69,6 +73,27 @@ def load_documents(text: str) -> Iterator[Document]:
                 yield Document(f"document {number}, items[{i}]", item)
         else:
             yield Document(f"document {number}", body)
+
+
+def as_json(value: Any) -> Any:
+    """A YAML value as the JSON kubectl would send: string keys, no dates."""
+    if isinstance(value, Mapping):
+        return {_json_key(k): as_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_json(v) for v in value]
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    return value
+
+
+def _json_key(key: Any) -> Any:
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int | float):
+        return str(key)
+    if key is None:
+        return "null"
+    return key  # str, or a list/map used as key: the validator reports it
 
 
 def _is_list(body: Any) -> bool:

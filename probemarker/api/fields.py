@@ -7,7 +7,9 @@ validator returns every problem at once and never crashes on garbage.
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,10 +52,19 @@ def describe(value: Any) -> str:
     kind = json_type(value)
     if isinstance(value, str):
         text = value if len(value) <= 40 else value[:37] + "..."
-        return f'"{text}"'
+        return f'"{printable(text)}"'
     if kind in ("integer", "number", "boolean", "null"):
         return f"{kind} {value!r}" if kind != "null" else "null"
     return kind
+
+
+def printable(text: str) -> str:
+    """`text` with control and format characters escaped, so a hostile value cannot
+    split a line of output or send escape sequences to a terminal, log or event."""
+    return "".join(
+        c.encode("unicode_escape").decode("ascii") if unicodedata.category(c)[0] == "C" else c
+        for c in text
+    )
 
 
 def json_type(value: Any) -> str:
@@ -75,10 +86,15 @@ def json_type(value: Any) -> str:
 
 
 def as_map(value: Any, path: str, errors: Errors) -> Mapping[str, Any] | None:
-    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
-        return value
-    errors.add(path, f"must be an object (a map of fields), got {describe(value)}")
-    return None
+    """The fields of an object; null fields count as absent, as the API server drops them."""
+    if not isinstance(value, Mapping):
+        errors.add(path, f"must be an object (a map of fields), got {describe(value)}")
+        return None
+    bad_keys = [k for k in value if not isinstance(k, str)]
+    if bad_keys:
+        errors.add(path, f"keys must be strings, got {describe(bad_keys[0])}")
+        return None
+    return {k: v for k, v in value.items() if v is not None}
 
 
 def as_list(value: Any, path: str, errors: Errors) -> Sequence[Any] | None:
@@ -113,11 +129,15 @@ def as_string_map(value: Any, path: str, errors: Errors) -> dict[str, str] | Non
     if mapping is None:
         return None
     result: dict[str, str] = {}
+    complete = True
     for key, item in mapping.items():
         text = as_str(item, index(path, key), errors)
-        if text is not None:
+        if text is None:
+            complete = False
+        else:
             result[key] = text
-    return result
+    # A map with a bad entry is reported once; callers skip their emptiness checks.
+    return result if complete else None
 
 
 def check_known(
@@ -134,5 +154,16 @@ def check_known(
 
 
 def matches(pattern: str, text: str) -> bool:
-    """Anchored patterns from rules.py, matched the way RE2 `matches` does."""
-    return re.search(pattern, text) is not None
+    """Patterns from rules.py, matched the way RE2 (CEL `matches`, OpenAPI `pattern`) does.
+
+    RE2's `$` (without the m flag) matches only at the end of the text; Python's also
+    matches before a final newline, which would let "true\\n" pass as a label value.
+    """
+    return re.search(_re2_end(pattern), text) is not None
+
+
+@functools.cache
+def _re2_end(pattern: str) -> str:
+    return (
+        pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith("\\$") else pattern
+    )

@@ -82,6 +82,7 @@ MAX_COMMAND_ARGS: Final = 64
 MAX_COMMAND_ARG_LENGTH: Final = 4096
 MAX_HTTP_PATH_LENGTH: Final = 2048
 MAX_HTTP_HEADERS: Final = 16
+MAX_HTTP_HEADER_NAME_LENGTH: Final = 256
 MAX_HTTP_HEADER_VALUE_LENGTH: Final = 4096
 MAX_GRPC_SERVICE_LENGTH: Final = 253
 MAX_SELECTOR_EXPRESSIONS: Final = 32
@@ -121,7 +122,8 @@ PORT_NAME_LETTER_RE: Final = "[a-z]"
 # An HTTP header field name is an RFC 7230 token.
 HTTP_HEADER_NAME_RE: Final = "^[-!#$%&'*+.^_`|~0-9A-Za-z]+$"
 # An absolute path: starts with '/', no whitespace or control characters.
-HTTP_PATH_RE: Final = "^/[^\\s\\x00-\\x1f\\x7f]*$"
+# Explicit ranges, not \\s: Python's \\s is Unicode-aware, RE2's is ASCII only.
+HTTP_PATH_RE: Final = "^/[^\\x00-\\x20\\x7f]*$"
 PROBE_NAME_RE: Final = "^[^#]+$"
 
 # --- messages shared by the validator and the CRD's CEL rules ---------------------

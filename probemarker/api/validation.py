@@ -30,7 +30,7 @@ from probemarker.api.fields import (
 _TOP_FIELDS = ("apiVersion", "kind", "metadata", "spec", "status")
 _PROBE_FIELDS = ("name", "containerName", "probe", "markerPolicy", "podConditionType")
 _HANDLER_FIELDS = {
-    "exec": ("command",),
+    "exec": ("command", "host"),
     "httpGet": ("path", "port", "host", "scheme", "httpHeaders"),
     "tcpSocket": ("port", "host"),
     "grpc": ("port", "service", "host"),
@@ -135,11 +135,13 @@ def _check_requirement(value: Any, path: str, errors: Errors) -> None:
     if requirement is None:
         return
     check_known(requirement, ("key", "operator", "values"), path, errors)
-    key = _required_str(requirement, "key", path, errors)
+    key = _required_str(requirement, "key", path, errors, "the label key to test")
     if key is not None:
         for problem in names.qualified_name_problems(key):
             errors.add(child(path, "key"), problem)
-    operator = _required_str(requirement, "operator", path, errors)
+    operator = _required_str(
+        requirement, "operator", path, errors, "In, NotIn, Exists or DoesNotExist"
+    )
     if operator is not None and operator not in rules.SELECTOR_OPERATORS:
         allowed = ", ".join(f'"{op}"' for op in rules.SELECTOR_OPERATORS)
         errors.add(child(path, "operator"), f"must be one of {allowed}, got {describe(operator)}")
@@ -217,7 +219,7 @@ def _check_unique(
 
 def _check_probe(probe: Mapping[str, Any], path: str, errors: Errors) -> None:
     check_known(probe, _PROBE_FIELDS, path, errors)
-    name = _required_str(probe, "name", path, errors)
+    name = _required_str(probe, "name", path, errors, "a probe name, unique in the marker")
     if name is not None:
         if not name:
             errors.add(child(path, "name"), "must not be empty")
@@ -228,7 +230,9 @@ def _check_probe(probe: Mapping[str, Any], path: str, errors: Errors) -> None:
                 child(path, "name"),
                 f"must be no more than {rules.MAX_PROBE_NAME_LENGTH} characters",
             )
-    container = _required_str(probe, "containerName", path, errors)
+    container = _required_str(
+        probe, "containerName", path, errors, "the name of the container to probe"
+    )
     if container is not None:
         for problem in names.dns1123_label_problems(container):
             errors.add(child(path, "containerName"), f"{problem} (it names a container of the pod)")
@@ -319,12 +323,19 @@ def _check_port(action: Mapping[str, Any], handler: str, path: str, errors: Erro
     if "port" not in action:
         errors.add(port_path, "required: the container port to probe, a number or a port name")
         return
-    port = action["port"]
-    if handler == "grpc" or not isinstance(port, str):
-        port = as_int(port, port_path, errors)
-    if port is not None:
-        for problem in names.port_problems(port):
-            errors.add(port_path, f"{problem}, got {describe(port)}")
+    raw = action["port"]
+    port: int | str | None = raw if isinstance(raw, str) and handler != "grpc" else None
+    if port is None and (port := as_int(raw, port_path, errors)) is None:
+        return
+    if handler == "grpc" and not (isinstance(port, int) and 1 <= port <= 65535):
+        errors.add(
+            port_path,
+            "must be a port number between 1 and 65535 (gRPC probes take no port names), "
+            f"got {describe(port)}",
+        )
+        return
+    for problem in names.port_problems(port):
+        errors.add(port_path, f"{problem}, got {describe(port)}")
 
 
 def _check_http(action: Mapping[str, Any], path: str, errors: Errors) -> None:
@@ -359,13 +370,18 @@ def _check_headers(value: Any, path: str, errors: Errors) -> None:
         if header is None:
             continue
         check_known(header, ("name", "value"), index(path, i), errors)
-        name = _required_str(header, "name", index(path, i), errors)
-        if name is not None and not matches(rules.HTTP_HEADER_NAME_RE, name):
+        name = _required_str(header, "name", index(path, i), errors, "the header name")
+        if name is not None and len(name) > rules.MAX_HTTP_HEADER_NAME_LENGTH:
+            errors.add(
+                child(index(path, i), "name"),
+                f"must be no more than {rules.MAX_HTTP_HEADER_NAME_LENGTH} characters",
+            )
+        elif name is not None and not matches(rules.HTTP_HEADER_NAME_RE, name):
             errors.add(
                 child(index(path, i), "name"),
                 f"must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~), got {describe(name)}",
             )
-        value_text = _required_str(header, "value", index(path, i), errors)
+        value_text = _required_str(header, "value", index(path, i), errors, "the header value")
         if value_text is not None and len(value_text) > rules.MAX_HTTP_HEADER_VALUE_LENGTH:
             errors.add(
                 child(index(path, i), "value"),
@@ -401,7 +417,7 @@ def _check_policies(value: Any, path: str, errors: Errors) -> bool:
 
 def _check_policy(policy: Mapping[str, Any], path: str, errors: Errors) -> None:
     check_known(policy, ("state", "labels", "annotations"), path, errors)
-    state = _required_str(policy, "state", path, errors)
+    state = _required_str(policy, "state", path, errors, '"Succeeded" or "Failed"')
     if state is not None and state not in rules.STATES:
         errors.add(child(path, "state"), f'must be "Succeeded" or "Failed", got {describe(state)}')
     labels = as_string_map(policy.get("labels", {}), child(path, "labels"), errors)
@@ -454,8 +470,10 @@ def _check_max_entries(mapping: Mapping[str, str], path: str, errors: Errors) ->
         )
 
 
-def _required_str(mapping: Mapping[str, Any], field: str, path: str, errors: Errors) -> str | None:
-    if field not in mapping or mapping[field] is None:
-        errors.add(child(path, field), "required")
+def _required_str(
+    mapping: Mapping[str, Any], field: str, path: str, errors: Errors, what: str
+) -> str | None:
+    if field not in mapping:
+        errors.add(child(path, field), f"required: {what}")
         return None
     return as_str(mapping[field], child(path, field), errors)

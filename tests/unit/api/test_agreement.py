@@ -79,6 +79,9 @@ def test_invalid(path: Path, schema: StructuralSchema) -> None:
     expected = [(m["path"], m["text"]) for m in EXPECT.finditer(text)]
     assert expected, f"{path.name} states no '# expect: path: message' line"
     errors = validate_marker(load(path))
+    assert len(errors) == len(expected), (
+        f"expected {len(expected)} errors, got {[str(e) for e in errors]}"
+    )
     for field, message in expected:
         assert any(e.path == field and message in e.message for e in errors), (
             f"validator did not report {field}: {message!r}; it said {[str(e) for e in errors]}"

@@ -84,9 +84,11 @@ def test_policies_and_condition() -> None:
     probe = parsed.probes[0]
     assert probe.condition_type == "example.com/Idle"
     failed = probe.policy_for(ProbeState.FAILED)
-    assert failed is not None and dict(failed.annotations) == {"a/b": "1"}
+    assert failed is not None
+    assert dict(failed.annotations) == {"a/b": "1"}
     succeeded = probe.policy_for(ProbeState.SUCCEEDED)
-    assert succeeded is not None and dict(succeeded.labels) == {"x": "y"}
+    assert succeeded is not None
+    assert dict(succeeded.labels) == {"x": "y"}
 
 
 def test_model_is_immutable_and_detached_from_input() -> None:

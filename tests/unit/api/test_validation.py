@@ -35,7 +35,6 @@ def doc(selector: Any = None) -> dict[str, Any]:
         pytest.param(None, id="null"),
         pytest.param([1, 2], id="list"),
         pytest.param("text", id="scalar"),
-        pytest.param({1: "x"}, id="non-string-keys"),
     ],
 )
 def test_garbage_documents_give_one_clear_error(garbage: Any) -> None:
@@ -153,3 +152,26 @@ def test_ports(port: int | str, ok: bool) -> None:
 def test_annotation_values_count_bytes() -> None:
     assert names.annotation_value_problems("é" * (rules.MAX_ANNOTATION_VALUE_BYTES // 2)) == []
     assert names.annotation_value_problems("é" * (rules.MAX_ANNOTATION_VALUE_BYTES // 2 + 1))
+
+
+def test_non_string_keys_are_named() -> None:
+    errors = validate_marker({1: "x"})
+    assert [str(e) for e in errors] == ["keys must be strings, got integer 1"]
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        pytest.param("a\r\nb", '"a\\r\\nb"', id="crlf"),
+        pytest.param("\x1b[31mred", '"\\x1b[31mred"', id="ansi-escape"),
+        pytest.param("x\u202ey", '"x\\u202ey"', id="bidi-override"),
+        pytest.param("caf\u00e9", '"caf\u00e9"', id="printable-unicode-kept"),
+    ],
+)
+def test_hostile_values_are_escaped_in_messages(value: str, shown: str) -> None:
+    d = doc()
+    d["spec"]["probes"][0]["probe"]["tcpSocket"]["port"] = value
+    (error,) = validate_marker(d)
+    assert error.message.endswith(f"got {shown}")
+    assert "\n" not in str(error)
+    assert "\x1b" not in str(error)

@@ -147,4 +147,5 @@ def test_version_and_help_through_python_m() -> None:
         timeout=30,
         check=True,
     )
-    assert "validate" in helptext.stdout and "crd" in helptext.stdout
+    assert "validate" in helptext.stdout
+    assert "crd" in helptext.stdout
