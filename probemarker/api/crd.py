@@ -114,12 +114,23 @@ def _no_host() -> list[dict[str, str]]:
 def _selector_schema() -> Schema:
     requirement: Schema = {
         "type": "object",
+        "description": "A label selector requirement: key, operator, values.",
         "required": ["key", "operator"],
         "properties": {
-            "key": {"type": "string", "maxLength": rules.MAX_QUALIFIED_NAME_LENGTH},
-            "operator": {"type": "string", "enum": list(rules.SELECTOR_OPERATORS)},
+            "key": {
+                "type": "string",
+                "maxLength": rules.MAX_QUALIFIED_NAME_LENGTH,
+                "description": "The label key the requirement tests.",
+            },
+            "operator": {
+                "type": "string",
+                "enum": list(rules.SELECTOR_OPERATORS),
+                "description": "In, NotIn, Exists or DoesNotExist.",
+            },
             "values": {
                 "type": "array",
+                "description": "Label values: required for In and NotIn, empty for Exists "
+                "and DoesNotExist.",
                 "maxItems": rules.MAX_SELECTOR_VALUES,
                 "items": {"type": "string", "maxLength": rules.MAX_LABEL_VALUE_LENGTH},
             },
@@ -157,6 +168,7 @@ def _selector_schema() -> Schema:
             "matchLabels": _label_map("Labels the pod must carry, key: value."),
             "matchExpressions": {
                 "type": "array",
+                "description": "Label requirements the pod must meet, all of them.",
                 "maxItems": rules.MAX_SELECTOR_EXPRESSIONS,
                 "items": requirement,
             },
@@ -216,19 +228,23 @@ def _handlers_schema() -> dict[str, Schema]:
                 },
                 "httpHeaders": {
                     "type": "array",
+                    "description": "Extra request headers.",
                     "maxItems": rules.MAX_HTTP_HEADERS,
                     "items": {
                         "type": "object",
+                        "description": "One HTTP header.",
                         "required": ["name", "value"],
                         "properties": {
                             "name": {
                                 "type": "string",
                                 "pattern": rules.HTTP_HEADER_NAME_RE,
+                                "description": "Header name (an HTTP token).",
                                 "maxLength": rules.MAX_HTTP_HEADER_NAME_LENGTH,
                             },
                             "value": {
                                 "type": "string",
                                 "maxLength": rules.MAX_HTTP_HEADER_VALUE_LENGTH,
+                                "description": "Header value.",
                             },
                         },
                     },
@@ -248,8 +264,19 @@ def _handlers_schema() -> dict[str, Schema]:
             "description": "gRPC health check (grpc.health.v1) against the pod IP; SERVING is success.",
             "required": ["port"],
             "properties": {
-                "port": {"type": "integer", "format": "int32", "minimum": 1, "maximum": 65535},
-                "service": {"type": "string", "maxLength": rules.MAX_GRPC_SERVICE_LENGTH},
+                "port": {
+                    "type": "integer",
+                    "format": "int32",
+                    "minimum": 1,
+                    "maximum": 65535,
+                    "description": "Container port number (gRPC probes take no port names).",
+                },
+                "service": {
+                    "type": "string",
+                    "maxLength": rules.MAX_GRPC_SERVICE_LENGTH,
+                    "description": "Service name sent in the health check request "
+                    "(empty: the server's overall health).",
+                },
                 "host": _HOST,
             },
             "x-kubernetes-validations": _no_host(),
@@ -285,6 +312,8 @@ def _probe_schema() -> Schema:
     reserved = ", ".join(_quote(t) for t in rules.RESERVED_CONDITION_TYPES)
     return {
         "type": "object",
+        "description": "One probe: which container, how to probe it, and what to write "
+        "onto the pod.",
         "required": ["name", "containerName", "probe"],
         "properties": {
             "name": {
@@ -307,9 +336,15 @@ def _probe_schema() -> Schema:
                 "description": "Labels and annotations to put on the pod per result.",
                 "items": {
                     "type": "object",
+                    "description": "Labels and annotations for one result state.",
                     "required": ["state"],
                     "properties": {
-                        "state": {"type": "string", "enum": list(rules.STATES)},
+                        "state": {
+                            "type": "string",
+                            "enum": list(rules.STATES),
+                            "description": "Succeeded or Failed. Keys of the other state's "
+                            "policy that this one does not set are removed from the pod.",
+                        },
                         "labels": _label_map("Labels set on the pod in this state."),
                         "annotations": _annotation_map("Annotations set on the pod in this state."),
                     },
@@ -355,6 +390,7 @@ def _probe_schema() -> Schema:
 def _spec_schema() -> Schema:
     return {
         "type": "object",
+        "description": "Which pods to probe and how.",
         "required": ["selector", "probes"],
         "properties": {
             "selector": _selector_schema(),
@@ -386,8 +422,16 @@ def _status_schema() -> Schema:
         "description": "Observed state, written by probemarker.",
         "x-kubernetes-preserve-unknown-fields": True,
         "properties": {
-            "observedGeneration": {"type": "integer", "format": "int64"},
-            "matchedPods": {"type": "integer", "format": "int64"},
+            "observedGeneration": {
+                "type": "integer",
+                "format": "int64",
+                "description": "The generation of the spec the status describes.",
+            },
+            "matchedPods": {
+                "type": "integer",
+                "format": "int64",
+                "description": "Number of pods the selector matches.",
+            },
         },
     }
 
@@ -400,9 +444,12 @@ def build_crd() -> dict[str, Any]:
         "writes the results onto them as labels, annotations and pod conditions.",
         "required": ["spec"],
         "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
+            "apiVersion": {
+                "type": "string",
+                "description": "probemarker.io/v1alpha1",
+            },
+            "kind": {"type": "string", "description": "PodProbeMarker"},
+            "metadata": {"type": "object", "description": "Standard object metadata."},
             "spec": _spec_schema(),
             "status": _status_schema(),
         },

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,25 +38,9 @@ def load(path: Path) -> dict[str, Any]:
     return body
 
 
-def pruned_paths(original: Any, admitted: Any, path: str = "") -> Iterator[str]:
-    """Fields of `original` that the API server dropped (unknown to the schema)."""
-    if isinstance(original, Mapping) and isinstance(admitted, Mapping):
-        for key, value in original.items():
-            if path == "" and key == "metadata":
-                continue
-            sub = f"{path}.{key}" if path else key
-            if key not in admitted:
-                yield sub
-            else:
-                yield from pruned_paths(value, admitted[key], sub)
-    elif isinstance(original, list) and isinstance(admitted, list):
-        for i, (a, b) in enumerate(zip(original, admitted, strict=False)):
-            yield from pruned_paths(a, b, f"{path}[{i}]")
-
-
 def crd_problems(schema: StructuralSchema, body: dict[str, Any], old: Any = None) -> list[str]:
-    admitted, errors = schema.admit(copy.deepcopy(body), old=old)
-    unknown = [f"{p}: field not declared in schema" for p in pruned_paths(body, admitted)]
+    _, errors = schema.admit(copy.deepcopy(body), old=old)
+    unknown = [f'strict decoding error: unknown field "{p}"' for p in schema.unknown_fields(body)]
     return [str(e) for e in errors] + unknown
 
 
