@@ -308,6 +308,12 @@ def _probe_spec_schema() -> Schema:
     }
 
 
+# CEL: '"' + self + '" is owned by ...', naming the type as the Python validator does.
+_RESERVED_MESSAGE_EXPRESSION = (
+    _quote('"') + " + self + " + _quote('" ' + rules.MSG_RESERVED_CONDITION)
+)
+
+
 def _probe_schema() -> Schema:
     reserved = ", ".join(_quote(t) for t in rules.RESERVED_CONDITION_TYPES)
     return {
@@ -374,7 +380,11 @@ def _probe_schema() -> Schema:
                         f"|| self.matches({_quote(rules.QUALIFIED_NAME_PREFIX_LENGTH_RE)}))",
                         "must be a qualified name, e.g. example.com/Idle",
                     ),
-                    _cel(f"!(self in [{reserved}])", rules.MSG_RESERVED_CONDITION),
+                    _cel(
+                        f"!(self in [{reserved}])",
+                        rules.MSG_RESERVED_CONDITION,
+                        messageExpression=_RESERVED_MESSAGE_EXPRESSION,
+                    ),
                 ],
             },
         },
