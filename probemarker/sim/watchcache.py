@@ -1,0 +1,187 @@
+"""Watches on the sim's store: the per-watch event queue and the kept event history.
+
+A :class:`Watch` is what ``Store.watch`` returns: an async iterator of
+:class:`WatchEvent` fed synchronously by the store on every write. Its queue is
+unbounded, so a slow reader never loses or reorders events. Bookmarks are produced by
+the iterator itself when no event arrived for ``bookmark_interval`` seconds and the
+queue is empty, carrying the store's current resourceVersion (safe: every event up to
+that version has been delivered). An ERROR event ends the watch.
+
+:class:`History` keeps the last ``limit`` events across all resources, like an etcd
+compaction window; ``floor`` is the newest resourceVersion that can no longer be
+resumed from (a watch from ``rv < floor`` gets 410 ``too old resource version``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["History", "HistoryEntry", "Watch", "WatchEvent", "transition"]
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One watch event. ``object`` is shared with the store and other watchers: treat it
+    as read-only (serialize it, never mutate it)."""
+
+    type: EventType
+    object: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One write: ``obj`` the new state (for DELETED: the last state with the deletion
+    resourceVersion), ``prev`` the state before (None for creations)."""
+
+    rv: int
+    type: EventType
+    bucket: tuple[str, str]
+    obj: dict[str, Any]
+    prev: dict[str, Any] | None
+
+
+class History:
+    """The kept window of writes, oldest first."""
+
+    def __init__(self, limit: int) -> None:
+        self._entries: collections.deque[HistoryEntry] = collections.deque()
+        self._limit = max(0, limit)
+        self.floor = 0
+
+    @property
+    def limit(self) -> int:
+        return self._limit
+
+    @limit.setter
+    def limit(self, value: int) -> None:
+        self._limit = max(0, value)
+        self._trim()
+
+    def append(self, entry: HistoryEntry) -> None:
+        self._entries.append(entry)
+        self._trim()
+
+    def drop(self, current_rv: int) -> None:
+        """Forget every kept event: any resume older than ``current_rv`` gets 410."""
+        self._entries.clear()
+        self.floor = current_rv
+
+    def since(self, rv: int) -> Iterator[HistoryEntry]:
+        return (e for e in self._entries if e.rv > rv)
+
+    def _trim(self) -> None:
+        while len(self._entries) > self._limit:
+            self.floor = self._entries.popleft().rv
+
+
+_CLOSE = object()
+
+
+class Watch:
+    """An open watch. Iterate with ``async for``; ``close()`` ends it from outside."""
+
+    def __init__(
+        self,
+        *,
+        bucket: tuple[str, str],
+        accept: Callable[[HistoryEntry], WatchEvent | None],
+        bookmark: Callable[[], WatchEvent] | None,
+        bookmark_interval: Callable[[], float],
+        on_close: Callable[[Watch], None],
+    ) -> None:
+        self.bucket = bucket
+        self._accept = accept
+        self._bookmark = bookmark
+        self._bookmark_interval = bookmark_interval
+        self._on_close = on_close
+        self._queue: asyncio.Queue[WatchEvent | object] = asyncio.Queue()
+        self._closed = False
+        self._ended = False
+
+    def __repr__(self) -> str:
+        return f"Watch(bucket={self.bucket!r}, queued={self._queue.qsize()}, closed={self._closed})"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def offer(self, entry: HistoryEntry) -> None:
+        """Called by the store for every write in this watch's bucket, in order."""
+        if self._closed:
+            return
+        event = self._accept(entry)
+        if event is not None:
+            self._queue.put_nowait(event)
+
+    def push(self, event: WatchEvent) -> None:
+        if not self._closed:
+            self._queue.put_nowait(event)
+
+    def fail(self, status: dict[str, Any]) -> None:
+        """Send an ERROR event carrying ``status``; the watch ends after it."""
+        self.push(WatchEvent("ERROR", status))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put_nowait(_CLOSE)
+        self._on_close(self)
+
+    def __aiter__(self) -> Watch:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        if self._ended or (self._closed and self._queue.empty()):
+            raise StopAsyncIteration
+        item = await self._next_item()
+        if item is _CLOSE or not isinstance(item, WatchEvent):
+            self._ended = True
+            raise StopAsyncIteration
+        if self._closed:
+            # close() was called while events were queued: stop now, as a cut stream does.
+            self._ended = True
+            raise StopAsyncIteration
+        if item.type == "ERROR":
+            self._ended = True
+            self.close()
+        return item
+
+    async def _next_item(self) -> WatchEvent | object:
+        if not self._queue.empty():
+            return self._queue.get_nowait()
+        if self._bookmark is None:
+            return await self._queue.get()
+        while True:
+            try:
+                return await asyncio.wait_for(self._queue.get(), self._bookmark_interval())
+            except TimeoutError:
+                if self._queue.empty():
+                    return self._bookmark()
+
+
+def transition(
+    entry: HistoryEntry,
+    matches: Callable[[Mapping[str, Any]], bool],
+    present: Callable[[dict[str, Any]], dict[str, Any]],
+) -> WatchEvent | None:
+    """What one write means to a watcher with a filter (cacheWatcher.convertToWatchEvent):
+    starting to match is ADDED, ceasing to match is DELETED carrying the last matching
+    state with the write's resourceVersion, no match either side is nothing."""
+    cur = entry.type != "DELETED" and matches(entry.obj)
+    prev = entry.prev is not None and matches(entry.prev)
+    if cur:
+        return WatchEvent("MODIFIED" if prev else "ADDED", present(entry.obj))
+    if not prev or entry.prev is None:
+        return None
+    if entry.type == "DELETED":
+        return WatchEvent("DELETED", present(entry.obj))
+    last = dict(entry.prev)
+    last["metadata"] = dict(entry.prev["metadata"], resourceVersion=str(entry.rv))
+    return WatchEvent("DELETED", present(last))
