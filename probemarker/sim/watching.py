@@ -1,0 +1,119 @@
+"""Serving WATCH requests as a stream of JSON watch events.
+
+A watch is a chunked `200 application/json` response carrying one
+`{"type": ..., "object": ...}` document per line, as kube-apiserver sends
+them.  The stream ends when:
+
+* `timeoutSeconds` elapses (clean end, like the server's request timeout);
+* the store's watch ends (e.g. after the ERROR event carrying 410 Gone);
+* `WatchRegistry.close_all` is called by the faults (clean or abrupt: an
+  abrupt close drops the connection without the chunked terminator, as a
+  lost connection looks to a client);
+* the client goes away.
+
+Invariants: events are written in the order the store's watch yields them,
+none is skipped; every open stream is in the registry until it ends, and its
+store watch is closed in `finally`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+DEFAULT_TIMEOUT_SECONDS = 1800.0
+
+
+class WatchStream:
+    """One open watch response; closable from the outside."""
+
+    def __init__(self, watch: Any, request: web.Request) -> None:
+        self.watch = watch
+        self.request = request
+        self.abrupt = False
+        self.closed = asyncio.Event()
+
+    def close(self, *, abrupt: bool) -> None:
+        self.abrupt = self.abrupt or abrupt
+        self.closed.set()
+        self.watch.close()
+
+
+class WatchRegistry:
+    """The open watch streams."""
+
+    def __init__(self) -> None:
+        self._streams: set[WatchStream] = set()
+
+    def __len__(self) -> int:
+        return len(self._streams)
+
+    def add(self, stream: WatchStream) -> None:
+        self._streams.add(stream)
+
+    def discard(self, stream: WatchStream) -> None:
+        self._streams.discard(stream)
+
+    def close_all(self, abrupt: bool = False) -> int:
+        streams = list(self._streams)
+        for stream in streams:
+            stream.close(abrupt=abrupt)
+        return len(streams)
+
+
+async def _pump(
+    stream: WatchStream, response: web.StreamResponse, convert: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
+    async for event in stream.watch:
+        if stream.closed.is_set():
+            return
+        obj = event.object
+        if event.type not in ("ERROR", "BOOKMARK"):
+            obj = convert(obj)
+        await response.write(orjson.dumps({"type": event.type, "object": obj}) + b"\n")
+        if event.type == "ERROR":
+            return
+
+
+async def serve_watch(
+    request: web.Request,
+    *,
+    watch: Any,
+    registry: WatchRegistry,
+    timeout_seconds: float | None,
+    convert: Callable[[dict[str, Any]], dict[str, Any]],
+) -> web.StreamResponse:
+    """Stream the store watch `watch` (already opened) until one of the ends above."""
+    stream = WatchStream(watch, request)
+    response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+    response.enable_chunked_encoding()
+    registry.add(stream)
+    try:
+        await response.prepare(request)
+        timeout = timeout_seconds if timeout_seconds is not None else DEFAULT_TIMEOUT_SECONDS
+        # The pump is a child of this handler: it ends with it (finally below).
+        pump = asyncio.ensure_future(_pump(stream, response, convert))
+        closed = asyncio.ensure_future(stream.closed.wait())
+        try:
+            await asyncio.wait({pump, closed}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (pump, closed):
+                task.cancel()
+            for task in (pump, closed):
+                with contextlib.suppress(asyncio.CancelledError, ConnectionResetError):
+                    await task
+        if stream.abrupt:
+            if request.transport is not None:
+                request.transport.abort()
+        else:
+            with contextlib.suppress(ConnectionResetError):
+                await response.write_eof()
+        return response
+    finally:
+        registry.discard(stream)
+        watch.close()

@@ -1,0 +1,123 @@
+"""Fault injection and request accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from probemarker.sim import SimCluster
+from tests.sim.server_helpers import pod_manifest
+
+PODS = "/api/v1/namespaces/default/pods"
+
+
+async def test_accounting_counts_by_verb_resource_subresource_and_code(
+    sim: SimCluster, core: client.CoreV1Api
+) -> None:
+    await core.create_namespaced_pod("default", pod_manifest("acc", node=None))
+    await core.read_namespaced_pod("acc", "default")
+    await core.list_namespaced_pod("default")
+    await core.patch_namespaced_pod_status(
+        "acc", "default", [{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]
+    )
+    with pytest.raises(ApiException):
+        await core.read_namespaced_pod("missing", "default")
+    await core.delete_namespaced_pod("acc", "default")
+    count = sim.accounting.count
+    assert count(verb="create", resource="pods", code=201) == 1
+    assert count(verb="get", resource="pods", code=200) == 1
+    assert count(verb="get", resource="pods", code=404) == 1
+    assert count(verb="list", resource="pods") == 1
+    assert count(verb="patch", resource="pods", subresource="status") == 1
+    assert count(verb="patch", resource="pods", subresource="") == 0
+    assert count(verb="delete", resource="pods") == 1
+    assert sim.accounting.counts()[("get", "pods", "", 404)] == 1
+    sim.accounting.reset()
+    assert len(sim.accounting) == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [(429, "TooManyRequests"), (500, "InternalError"), (503, "ServiceUnavailable")],
+)
+async def test_injected_failures(sim: SimCluster, code: int, reason: str) -> None:
+    sim.faults.fail_requests(code=code, verb="list", resource="pods", retry_after=2, times=1)
+    async with aiohttp.ClientSession() as session:
+        async with session.get(sim.url + PODS) as response:
+            assert response.status == code
+            body = await response.json()
+            assert body["reason"] == reason
+            if code == 429:
+                assert response.headers["Retry-After"] == "2"
+                assert body["details"]["retryAfterSeconds"] == 2
+        async with session.get(sim.url + PODS) as response:
+            assert response.status == 200
+        async with session.get(sim.url + "/api/v1/namespaces") as response:
+            assert response.status == 200
+    assert sim.accounting.count(verb="list", resource="pods", code=code) == 1
+
+
+async def test_share_of_failures_is_partial(sim: SimCluster) -> None:
+    sim.faults.fail_requests(code=503, share=0.5, verb="get")
+    codes = []
+    async with aiohttp.ClientSession() as session:
+        for _ in range(40):
+            async with session.get(sim.url + "/api/v1/namespaces/default") as response:
+                codes.append(response.status)
+    assert 0 < codes.count(503) < 40
+    sim.faults.clear()
+
+
+async def test_latency_is_added(sim: SimCluster) -> None:
+    sim.faults.add_latency(0.2, verb="get", resource="namespaces")
+    async with aiohttp.ClientSession() as session:
+        started = time.monotonic()
+        async with session.get(sim.url + "/api/v1/namespaces/default") as response:
+            assert response.status == 200
+        assert time.monotonic() - started >= 0.2
+
+
+async def test_api_server_down_then_up_on_the_same_port(sim: SimCluster) -> None:
+    url = sim.url
+    await sim.faults.take_down()
+    async with aiohttp.ClientSession() as session:
+        with pytest.raises(aiohttp.ClientConnectionError):
+            async with session.get(url + "/version"):
+                pass
+        await sim.faults.bring_up()
+        assert sim.url == url
+        async with session.get(url + "/version") as response:
+            assert response.status == 200
+
+
+async def test_outage_closes_open_watches(sim: SimCluster) -> None:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            sim.url + PODS,
+            params={"watch": "1", "resourceVersion": str(sim.store.resource_version)},
+        ) as response,
+    ):
+        assert response.status == 200
+        async with asyncio.TaskGroup() as group:
+            group.create_task(sim.faults.outage(0.1))
+            with pytest.raises(aiohttp.ClientPayloadError):
+                await response.content.read()
+    assert not sim.faults.down
+
+
+async def test_close_watches_ends_streams_cleanly(sim: SimCluster) -> None:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            sim.url + PODS,
+            params={"watch": "1", "resourceVersion": str(sim.store.resource_version)},
+        ) as response,
+    ):
+        assert sim.faults.close_watches() == 1
+        assert await response.content.read() == b""
