@@ -40,47 +40,53 @@ def _int(description: str, minimum: int, default: int | None = None) -> Schema:
     return schema
 
 
-def _label_map(description: str) -> Schema:
-    key_rule = (
-        f"self.all(k, k.matches({_quote(rules.QUALIFIED_NAME_RE)}) && "
-        f"(!k.contains('/') || k.matches({_quote(rules.QUALIFIED_NAME_PREFIX_LENGTH_RE)})))"
+def _qualified_name_rule(var: str, pattern: str = rules.QUALIFIED_NAME_RE) -> str:
+    """CEL: `var` is a qualified name (pattern, and a prefix of at most 253 characters)."""
+    return (
+        f"{var}.matches({_quote(pattern)}) && (!{var}.contains('/') "
+        f"|| {var}.matches({_quote(rules.QUALIFIED_NAME_PREFIX_LENGTH_RE)}))"
     )
+
+
+def _string_map(
+    description: str,
+    *,
+    key_pattern: str,
+    value_max_length: int,
+    value_rule: str,
+    value_message: str,
+) -> Schema:
+    """A labels or annotations map: bounded, keys qualified names, values by `value_rule`."""
     return {
         "type": "object",
         "description": description,
         "maxProperties": rules.MAX_POLICY_ENTRIES,
-        "additionalProperties": {"type": "string", "maxLength": rules.MAX_LABEL_VALUE_LENGTH},
+        "additionalProperties": {"type": "string", "maxLength": value_max_length},
         "x-kubernetes-validations": [
-            _cel(key_rule, rules.MSG_LABEL_KEYS),
-            _cel(
-                f"self.all(k, self[k].matches({_quote(rules.LABEL_VALUE_RE)}))",
-                rules.MSG_LABEL_VALUES,
-            ),
+            _cel(f"self.all(k, {_qualified_name_rule('k', key_pattern)})", rules.MSG_LABEL_KEYS),
+            _cel(f"self.all(k, {value_rule})", value_message),
         ],
     }
+
+
+def _label_map(description: str) -> Schema:
+    return _string_map(
+        description,
+        key_pattern=rules.QUALIFIED_NAME_RE,
+        value_max_length=rules.MAX_LABEL_VALUE_LENGTH,
+        value_rule=f"self[k].matches({_quote(rules.LABEL_VALUE_RE)})",
+        value_message=rules.MSG_LABEL_VALUES,
+    )
 
 
 def _annotation_map(description: str) -> Schema:
-    key_rule = (
-        f"self.all(k, k.matches({_quote(rules.ANNOTATION_KEY_RE)}) && "
-        f"(!k.contains('/') || k.matches({_quote(rules.QUALIFIED_NAME_PREFIX_LENGTH_RE)})))"
+    return _string_map(
+        description,
+        key_pattern=rules.ANNOTATION_KEY_RE,
+        value_max_length=rules.MAX_ANNOTATION_VALUE_BYTES,
+        value_rule=f"size(bytes(self[k])) <= {rules.MAX_ANNOTATION_VALUE_BYTES}",
+        value_message=rules.MSG_ANNOTATION_VALUES,
     )
-    return {
-        "type": "object",
-        "description": description,
-        "maxProperties": rules.MAX_POLICY_ENTRIES,
-        "additionalProperties": {
-            "type": "string",
-            "maxLength": rules.MAX_ANNOTATION_VALUE_BYTES,
-        },
-        "x-kubernetes-validations": [
-            _cel(key_rule, rules.MSG_LABEL_KEYS),
-            _cel(
-                f"self.all(k, size(bytes(self[k])) <= {rules.MAX_ANNOTATION_VALUE_BYTES})",
-                rules.MSG_ANNOTATION_VALUES,
-            ),
-        ],
-    }
 
 
 def _port(description: str) -> Schema:
@@ -137,8 +143,7 @@ def _selector_schema() -> Schema:
         },
         "x-kubernetes-validations": [
             _cel(
-                f"self.key.matches({_quote(rules.QUALIFIED_NAME_RE)}) && (!self.key.contains('/') "
-                f"|| self.key.matches({_quote(rules.QUALIFIED_NAME_PREFIX_LENGTH_RE)}))",
+                _qualified_name_rule("self.key"),
                 rules.MSG_LABEL_KEYS,
                 fieldPath=".key",
             ),
@@ -376,8 +381,7 @@ def _probe_schema() -> Schema:
                 "Succeeded, False on Failed), e.g. for a readiness gate.",
                 "x-kubernetes-validations": [
                     _cel(
-                        f"self.matches({_quote(rules.QUALIFIED_NAME_RE)}) && (!self.contains('/') "
-                        f"|| self.matches({_quote(rules.QUALIFIED_NAME_PREFIX_LENGTH_RE)}))",
+                        _qualified_name_rule("self"),
                         "must be a qualified name, e.g. example.com/Idle",
                     ),
                     _cel(
