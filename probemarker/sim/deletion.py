@@ -4,7 +4,16 @@ Deletion options come from the query (`gracePeriodSeconds`, `dryRun`) or a
 DeleteOptions body (`gracePeriodSeconds`, `preconditions` on uid and
 resourceVersion: 409 Conflict worded as registry.Store words it).  Pods go
 through the store's graceful deletion (deletionTimestamp, then the simulated
-kubelet finishes it); the answer is the object as last seen.
+kubelet finishes it).
+
+The answer is what registry.Store answers: while the object is still there
+(graceful deletion under way, finalizers pending) the object as last seen;
+once it is gone, the object for the resources whose registry sets
+`ReturnDeletedObject` (pods) or whose DELETE only marks the object for its
+finalizers (namespaces, CRDs: the sim removes those at once, but answers as
+their first DELETE does), and otherwise a `Status` (status Success, details
+with name, group, kind = the resource, uid): nodes, events of both APIs and
+custom resources.  `dryRun=All` answers the same way without deleting.
 
 The sim has no namespace or CRD controllers, so their work is done here at
 once: deleting a namespace removes everything in it, deleting a CRD stops
@@ -19,12 +28,35 @@ from typing import Any
 
 from probemarker.sim.crds import CrdController
 from probemarker.sim.discovery import CRDS, EVENTS_V1, NAMESPACES, Catalog
+from probemarker.sim.errors import NotFound
 from probemarker.sim.requestinfo import RequestInfo
 from probemarker.sim.resources import Resources, WriteOptions, decode_body
 from probemarker.sim.status import StatusError, bad_request
 from probemarker.sim.store import ResourceType, Store
 
 _UNDELETABLE_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+_RETURN_OBJECT = frozenset(
+    {("", "pods"), ("", "namespaces"), ("apiextensions.k8s.io", "customresourcedefinitions")}
+)
+
+
+def returns_deleted_object(rt: ResourceType) -> bool:
+    """Whether a DELETE that removed an object of `rt` answers with the object (else with a
+    Status); see the module docstring."""
+    return (rt.group, rt.plural) in _RETURN_OBJECT
+
+
+def deleted_status(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+    """The Status registry.Store's finalizeDelete answers with: kind is the resource."""
+    meta = obj.get("metadata") or {}
+    details: dict[str, Any] = {"name": meta.get("name", "")}
+    if rt.group:
+        details["group"] = rt.group
+    details["kind"] = rt.plural
+    if meta.get("uid"):
+        details["uid"] = meta["uid"]
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": details}
 
 
 class Deletions:
@@ -49,7 +81,9 @@ class Deletions:
         self, rt: ResourceType, info: RequestInfo, query: Mapping[str, str], body: bytes
     ) -> dict[str, Any]:
         if WriteOptions.from_query(query).dry_run:
-            return self._resources.get(rt, info)
+            current = self._resources.get(rt, info)
+            pending = bool(current["metadata"].get("finalizers"))
+            return current if pending or returns_deleted_object(rt) else deleted_status(rt, current)
         options = decode_body(body) if body.strip() else {}
         grace = query.get("gracePeriodSeconds")
         grace_seconds: int | None = None
@@ -79,7 +113,16 @@ class Deletions:
                 self._remove_all(owned, namespace=None)
         deleted = self._store.delete(srt, namespace, info.name,
                                      grace_period_seconds=grace_seconds, now=self._clock())
-        return self._resources.to_view(rt, deleted)
+        if returns_deleted_object(rt) or self._exists(srt, namespace, info.name):
+            return self._resources.to_view(rt, deleted)
+        return deleted_status(rt, deleted)
+
+    def _exists(self, rt: ResourceType, namespace: str | None, name: str) -> bool:
+        try:
+            self._store.get(rt, namespace, name)
+        except NotFound:
+            return False
+        return True
 
     def delete_collection(
         self, rt: ResourceType, info: RequestInfo, query: Mapping[str, str]

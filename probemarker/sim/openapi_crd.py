@@ -77,8 +77,10 @@ def _children(schema: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _served_version(crd: Mapping[str, Any], version: str) -> Mapping[str, Any] | None:
     for entry in (crd.get("spec") or {}).get("versions") or []:
-        if entry.get("name") == version and entry.get("served", True):
-            return entry  # type: ignore[no-any-return]
+        if isinstance(entry, Mapping) and entry.get("name") == version and entry.get(
+            "served", True
+        ):
+            return entry
     return None
 
 

@@ -11,6 +11,13 @@ them.  The stream ends when:
   lost connection looks to a client);
 * the client goes away.
 
+Objects are converted to the watched version (`convert`, e.g. core/v1 events
+to events.k8s.io/v1) except ERROR and BOOKMARK events; a BOOKMARK's object only
+has its `apiVersion` and `kind` set to the watched group-version's, as
+kube-apiserver encodes its (otherwise empty) bookmark object in the watch's
+version: an events.k8s.io/v1 watch gets `events.k8s.io/v1` bookmarks although
+the store keeps core/v1 events.
+
 Invariants: events are written in the order the store's watch yields them,
 none is skipped; every open stream is in the registry until it ends, and its
 store watch is closed in `finally`.
@@ -67,13 +74,18 @@ class WatchRegistry:
 
 
 async def _pump(
-    stream: WatchStream, response: web.StreamResponse, convert: Callable[[dict[str, Any]], dict[str, Any]]
+    stream: WatchStream,
+    response: web.StreamResponse,
+    convert: Callable[[dict[str, Any]], dict[str, Any]],
+    type_meta: dict[str, str],
 ) -> None:
     async for event in stream.watch:
         if stream.closed.is_set():
             return
         obj = event.object
-        if event.type not in ("ERROR", "BOOKMARK"):
+        if event.type == "BOOKMARK":
+            obj = {**obj, **type_meta}
+        elif event.type != "ERROR":
             obj = convert(obj)
         await response.write(orjson.dumps({"type": event.type, "object": obj}) + b"\n")
         if event.type == "ERROR":
@@ -87,8 +99,11 @@ async def serve_watch(
     registry: WatchRegistry,
     timeout_seconds: float | None,
     convert: Callable[[dict[str, Any]], dict[str, Any]],
+    api_version: str,
+    kind: str,
 ) -> web.StreamResponse:
-    """Stream the store watch `watch` (already opened) until one of the ends above."""
+    """Stream the store watch `watch` (already opened) until one of the ends above;
+    `api_version` and `kind` are the watched type's (for BOOKMARK objects)."""
     stream = WatchStream(watch, request)
     response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
     response.enable_chunked_encoding()
@@ -97,7 +112,8 @@ async def serve_watch(
         await response.prepare(request)
         timeout = timeout_seconds if timeout_seconds is not None else DEFAULT_TIMEOUT_SECONDS
         # The pump is a child of this handler: it ends with it (finally below).
-        pump = asyncio.ensure_future(_pump(stream, response, convert))
+        type_meta = {"kind": kind, "apiVersion": api_version}
+        pump = asyncio.ensure_future(_pump(stream, response, convert, type_meta))
         closed = asyncio.ensure_future(stream.closed.wait())
         try:
             await asyncio.wait({pump, closed}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)

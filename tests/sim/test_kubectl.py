@@ -14,6 +14,7 @@ import yaml
 
 from probemarker.sim import SimCluster
 from probemarker.sim.discovery import EVENTS, PODS
+from tests.sim.server_helpers import raw
 from tests.sim.test_server_crd import PROJECT_CRD, WIDGET_CRD
 
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
@@ -200,6 +201,26 @@ async def test_project_crd_applies(kubectl: Kubectl) -> None:
     listed = await kubectl("get", "podprobemarkers", "-A")
     assert listed.code == 0, listed.err
     assert listed.err.strip() == "No resources found"
+
+
+@pytest.mark.skipif(not PROJECT_CRD.exists(), reason="project CRD not written yet")
+async def test_explain_reads_the_crd_schema(sim: SimCluster, kubectl: Kubectl) -> None:
+    # The CRD is created through the API: client-go's shortcut expander resolves "ppm" from
+    # kubectl's discovery cache without refreshing it, so after a `kubectl apply` of the CRD
+    # in an earlier kubectl process the first `kubectl explain ppm` fails against a real
+    # server too (kubernetes/kubernetes#65517).
+    crd = yaml.safe_load(PROJECT_CRD.read_text())
+    status, _ = await raw(sim, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                          json=crd)
+    assert status == 201
+    explained = await kubectl("explain", "ppm.spec.probes.probe.periodSeconds")
+    assert explained.code == 0, explained.err
+    assert "KIND:       PodProbeMarker" in explained.out
+    assert "FIELD: periodSeconds <integer>" in explained.out
+    assert "Seconds between probe runs." in explained.out
+    pods = await kubectl("explain", "pods")
+    assert pods.code == 0, pods.err
+    assert "KIND:       Pod" in pods.out
 
 
 async def test_delete_pod_waits_for_kubelet(sim: SimCluster, kubectl: Kubectl) -> None:
