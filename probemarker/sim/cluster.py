@@ -154,6 +154,8 @@ class SimCluster:
                     await task
             if self.server is not None:
                 self.server.watches.close_all(True)
+                # Running or stalled exec sessions would hold the shutdown up.
+                await self.server.exec_sessions.close_all()
             if self._runner is not None:
                 await self._runner.cleanup()
         finally:

@@ -20,7 +20,6 @@ client asks for one (tables.py), as `kubectl get` does.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -34,10 +33,10 @@ from probemarker.sim import openapi
 from probemarker.sim.accounting import Accounting, RequestRecord
 from probemarker.sim.crds import CrdController
 from probemarker.sim.deletion import Deletions
-from probemarker.sim.discovery import EVENTS_V1, PODS, Catalog
-from probemarker.sim.errors import ApiError
+from probemarker.sim.discovery import CRDS, EVENTS_V1, PODS, Catalog
+from probemarker.sim.errors import ApiError, NotFound
 from probemarker.sim.events import field_selector_to_core
-from probemarker.sim.exec import build_exec_target, exec_target_error, serve_exec
+from probemarker.sim.exec import ExecSessions, build_exec_target, exec_target_error, serve_exec
 from probemarker.sim.faults import Faults, RequestKey
 from probemarker.sim.protobuf import ProtobufError, decode_object
 from probemarker.sim.requestinfo import RequestInfo, parse_request_info
@@ -109,6 +108,7 @@ class ApiServer:
         self._server_address = server_address
         self._clock = clock
         self.watches = WatchRegistry()
+        self.exec_sessions = ExecSessions()
 
     def build_app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -184,10 +184,18 @@ class ApiServer:
         return self._discovery(path)
 
     def _discovery(self, path: str) -> web.Response:
-        body = openapi.document_for(self._catalog, path, server_address=self._server_address())
+        body = openapi.document_for(
+            self._catalog, path, server_address=self._server_address(), crd_of=self._crd
+        )
         if body is None:
             raise not_found_path()
         return web.Response(body=body, content_type="application/json")
+
+    def _crd(self, name: str) -> dict[str, Any] | None:
+        try:
+            return self._store.get(CRDS, None, name)
+        except NotFound:
+            return None
 
     async def _serve_resource(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         rt = self._resources.resolve(info)
@@ -301,7 +309,8 @@ class ApiServer:
 
         table = wants_table(request.headers.get("Accept", ""))
         return await serve_watch(
-            request, watch=watch, registry=self.watches, timeout_seconds=timeout, convert=convert
+            request, watch=watch, registry=self.watches, timeout_seconds=timeout, convert=convert,
+            api_version=rt.api_version, kind=rt.kind,
         )
 
     async def _exec(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
@@ -311,10 +320,12 @@ class ApiServer:
         if error is not None:
             raise error
         target = build_exec_target(pod, container, sandbox_root=self._sandbox_root)
-        with contextlib.suppress(OSError):
-            target.sandbox.mkdir(parents=True, exist_ok=True)
         return await serve_exec(
-            request, target=target, runner=self._exec_runner, faults=self._faults.exec
+            request,
+            target=target,
+            runner=self._exec_runner,
+            faults=self._faults.exec,
+            sessions=self.exec_sessions,
         )
 
 
