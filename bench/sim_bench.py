@@ -39,7 +39,7 @@ def _serve(conn: multiprocessing.connection.Connection) -> None:
 
 async def _serve_async(conn: multiprocessing.connection.Connection) -> None:
     from probemarker.sim import SimCluster
-    from probemarker.sim.runners import ExecReply, ExecRequest
+    from probemarker.sim.exec.runners import ExecReply, ExecRequest
 
     async def reply(_: ExecRequest) -> ExecReply:
         return ExecReply(exit_code=0, stdout=b"idle\n")

@@ -28,16 +28,28 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the simulated API server")
     serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
-    serve.add_argument("--kubeconfig-out", type=Path, required=True,
-                       help="where to write the kubeconfig for this server")
+    serve.add_argument(
+        "--kubeconfig-out",
+        type=Path,
+        required=True,
+        help="where to write the kubeconfig for this server",
+    )
     serve.add_argument("--https", action="store_true", help="serve HTTPS with a generated CA")
     serve.add_argument("--token", default=None, help="require this bearer token")
-    serve.add_argument("--nodes", default="node-1",
-                       help="comma-separated node names the simulated kubelet runs")
-    serve.add_argument("--no-scheduler", action="store_true",
-                       help="leave pods without spec.nodeName Pending (default: bind them)")
-    serve.add_argument("--history-limit", type=int, default=10000,
-                       help="watch events kept for resuming (older resumes get 410)")
+    serve.add_argument(
+        "--nodes", default="node-1", help="comma-separated node names the simulated kubelet runs"
+    )
+    serve.add_argument(
+        "--no-scheduler",
+        action="store_true",
+        help="leave pods without spec.nodeName Pending (default: bind them)",
+    )
+    serve.add_argument(
+        "--history-limit",
+        type=int,
+        default=10000,
+        help="watch events kept for resuming (older resumes get 410)",
+    )
     return parser
 
 
@@ -53,14 +65,21 @@ async def serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        async with SimCluster(port=args.port, https=args.https, token=args.token,
-                              history_limit=args.history_limit, node_names=nodes,
-                              scheduler=not args.no_scheduler) as sim:
+        async with SimCluster(
+            port=args.port,
+            https=args.https,
+            token=args.token,
+            history_limit=args.history_limit,
+            node_names=nodes,
+            scheduler=not args.no_scheduler,
+        ) as sim:
             out: Path = args.kubeconfig_out
             await asyncio.to_thread(_write_kubeconfig, out, yaml.safe_dump(sim.kubeconfig()))
             print(f"probemarker sim serving on {sim.url}", flush=True)
-            print(f"kubeconfig written to {out}; try: kubectl --kubeconfig {out} get nodes",
-                  flush=True)
+            print(
+                f"kubeconfig written to {out}; try: kubectl --kubeconfig {out} get nodes",
+                flush=True,
+            )
             await stop.wait()
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):

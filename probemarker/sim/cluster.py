@@ -34,19 +34,19 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from probemarker.sim.accounting import Accounting
-from probemarker.sim.crds import CrdController
-from probemarker.sim.discovery import NODES, Catalog
-from probemarker.sim.faults import Faults
-from probemarker.sim.kubelet import Kubelet, rfc3339
-from probemarker.sim.resources import Resources
-from probemarker.sim.runners import HandlerRegistry
-from probemarker.sim.scheduler import Scheduler
-from probemarker.sim.server import ApiServer
-from probemarker.sim.store import Store
+from probemarker.sim.crd.serving import CrdController
+from probemarker.sim.exec.runners import HandlerRegistry
+from probemarker.sim.kubelet.node import Kubelet, rfc3339
+from probemarker.sim.kubelet.scheduler import Scheduler
+from probemarker.sim.server.accounting import Accounting
+from probemarker.sim.server.app import ApiServer
+from probemarker.sim.server.discovery import NODES, Catalog
+from probemarker.sim.server.faults import Faults
+from probemarker.sim.server.resources import Resources
+from probemarker.sim.store.objects import Store
 
 if TYPE_CHECKING:
-    from probemarker.sim.tls import TlsMaterial
+    from probemarker.sim.server.tls import TlsMaterial
 
 
 log = logging.getLogger(__name__)
@@ -86,8 +86,9 @@ class SimCluster:
         self.accounting = Accounting()
         self.faults = Faults()
         self.exec_handlers = HandlerRegistry()
-        self.kubelet = Kubelet(store=self.store, node_names=node_names, clock=clock,
-                               emit_events=kubelet_events)
+        self.kubelet = Kubelet(
+            store=self.store, node_names=node_names, clock=clock, emit_events=kubelet_events
+        )
         self.scheduler = Scheduler(store=self.store, clock=clock) if scheduler else None
         self._crds = CrdController(store=self.store, catalog=self.catalog, clock=clock)
         self._dir: Path | None = None
@@ -110,7 +111,9 @@ class SimCluster:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         await self._stop()
@@ -119,19 +122,32 @@ class SimCluster:
         assert self._dir is not None
         if self.https:
             # Imported here: `cryptography` is only needed in HTTPS mode.
-            from probemarker.sim.tls import generate_tls
+            from probemarker.sim.server.tls import generate_tls
 
             self._tls = generate_tls(self._dir / "tls")
-        resources = Resources(store=self.store, catalog=self.catalog, crds=self._crds,
-                              clock=self._clock, scheduler=self.scheduler)
-        self.server = ApiServer(
-            store=self.store, catalog=self.catalog, resources=resources, crds=self._crds,
-            accounting=self.accounting, faults=self.faults, exec_runner=self.exec_handlers,
-            sandbox_root=self._dir / "sandboxes", token=self.token,
-            server_address=lambda: f"127.0.0.1:{self.port}", clock=self._clock,
+        resources = Resources(
+            store=self.store,
+            catalog=self.catalog,
+            crds=self._crds,
+            clock=self._clock,
+            scheduler=self.scheduler,
         )
-        self._runner = web.AppRunner(self.server.build_app(), access_log=None,
-                                     handle_signals=False, shutdown_timeout=1.0)
+        self.server = ApiServer(
+            store=self.store,
+            catalog=self.catalog,
+            resources=resources,
+            crds=self._crds,
+            accounting=self.accounting,
+            faults=self.faults,
+            exec_runner=self.exec_handlers,
+            sandbox_root=self._dir / "sandboxes",
+            token=self.token,
+            server_address=lambda: f"127.0.0.1:{self.port}",
+            clock=self._clock,
+        )
+        self._runner = web.AppRunner(
+            self.server.build_app(), access_log=None, handle_signals=False, shutdown_timeout=1.0
+        )
         await self._runner.setup()
         await self.start_listening()
         self.faults.bind(
@@ -168,18 +184,33 @@ class SimCluster:
             node: dict[str, Any] = {
                 "apiVersion": "v1",
                 "kind": "Node",
-                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
-                                                      "kubernetes.io/os": "linux"}},
+                "metadata": {
+                    "name": name,
+                    "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
+                },
                 "status": {
-                    "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
-                                  {"type": "Hostname", "address": name}],
-                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                    "message": "kubelet is posting ready status",
-                                    "lastHeartbeatTime": now, "lastTransitionTime": now}],
-                    "nodeInfo": {"kubeletVersion": "v1.32.2", "operatingSystem": "linux",
-                                 "osImage": "probemarker sim", "kernelVersion": "6.1.0",
-                                 "architecture": "amd64", "containerRuntimeVersion":
-                                 "containerd://1.7.24"},
+                    "addresses": [
+                        {"type": "InternalIP", "address": "127.0.0.1"},
+                        {"type": "Hostname", "address": name},
+                    ],
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "True",
+                            "reason": "KubeletReady",
+                            "message": "kubelet is posting ready status",
+                            "lastHeartbeatTime": now,
+                            "lastTransitionTime": now,
+                        }
+                    ],
+                    "nodeInfo": {
+                        "kubeletVersion": "v1.32.2",
+                        "operatingSystem": "linux",
+                        "osImage": "probemarker sim",
+                        "kernelVersion": "6.1.0",
+                        "architecture": "amd64",
+                        "containerRuntimeVersion": "containerd://1.7.24",
+                    },
                 },
             }
             self.store.create(NODES, node, namespace=None)
@@ -189,8 +220,13 @@ class SimCluster:
     async def start_listening(self) -> None:
         assert self._runner is not None
         ssl_context = self._tls.server_context() if self._tls is not None else None
-        site = web.TCPSite(self._runner, "127.0.0.1", self.port or self._requested_port,
-                           ssl_context=ssl_context, reuse_address=True)
+        site = web.TCPSite(
+            self._runner,
+            "127.0.0.1",
+            self.port or self._requested_port,
+            ssl_context=ssl_context,
+            reuse_address=True,
+        )
         await site.start()
         self._site = site
         if not self.port:
@@ -234,8 +270,12 @@ class SimCluster:
             "kind": "Config",
             "clusters": [{"name": "sim", "cluster": cluster}],
             "users": [{"name": "sim", "user": user}],
-            "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "sim",
-                                                     "namespace": "default"}}],
+            "contexts": [
+                {
+                    "name": "sim",
+                    "context": {"cluster": "sim", "user": "sim", "namespace": "default"},
+                }
+            ],
             "current-context": "sim",
             "preferences": {},
         }

@@ -1,4 +1,4 @@
-"""probemarker.sim.crdschema: pruning, defaulting, OpenAPI and CEL validation, Status wording,
+"""probemarker.sim.crd.schema: pruning, defaulting, OpenAPI and CEL validation, Status wording,
 CRD checks. Expected strings are the ones kube-apiserver (1.32+) sends for the same input."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 import yaml
 
-from probemarker.sim.crdschema import (
+from probemarker.sim.crd.fielderr import go_float, go_quote
+from probemarker.sim.crd.schema import (
     FieldError,
     StructuralSchema,
     invalid_status_message,
     status_causes,
     validate_crd,
 )
-from probemarker.sim.crdschema_fielderr import go_float, go_quote
 
 NOT_CHECKED = (
     "<nil>: Invalid value: null: some validation rules were not checked because the object "

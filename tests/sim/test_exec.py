@@ -21,15 +21,15 @@ import pytest
 from aiohttp import WSMsgType, web
 from aiohttp.test_utils import TestServer
 
-from probemarker.sim.exec import (
+from probemarker.sim.exec.proto import go_json, parse_exec_options
+from probemarker.sim.exec.runners import ExecReply, ExecRequest, HandlerRegistry
+from probemarker.sim.exec.session import (
     ExecFaults,
     ExecSessions,
     build_exec_target,
     exec_target_error,
     serve_exec,
 )
-from probemarker.sim.execproto import go_json, parse_exec_options
-from probemarker.sim.runners import ExecReply, ExecRequest, HandlerRegistry
 
 V5, V4, V4B64 = "v5.channel.k8s.io", "v4.channel.k8s.io", "v4.base64.channel.k8s.io"
 SUCCESS = {"metadata": {}, "status": "Success"}

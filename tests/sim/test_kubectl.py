@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from probemarker.sim import SimCluster
-from probemarker.sim.discovery import EVENTS, PODS
+from probemarker.sim.server.discovery import EVENTS, PODS
 from tests.sim.server_helpers import raw
 from tests.sim.test_server_crd import PROJECT_CRD, WIDGET_CRD
 
@@ -143,15 +143,27 @@ async def test_describe_pod_shows_events(sim: SimCluster, kubectl: Kubectl) -> N
     assert (await kubectl("create", "-f", "-", stdin=POD)).code == 0
     await sim.kubelet.wait_running("default", "web-0")
     pod = sim.store.get(PODS, "default", "web-0")
-    sim.store.create(EVENTS, {
-        "metadata": {"name": "web-0.probe"},
-        "involvedObject": {"kind": "Pod", "namespace": "default", "name": "web-0",
-                           "uid": pod["metadata"]["uid"], "apiVersion": "v1"},
-        "reason": "ProbeFailed", "message": "upstream unreachable", "type": "Warning",
-        "source": {"component": "probemarker"}, "count": 1,
-        "firstTimestamp": pod["metadata"]["creationTimestamp"],
-        "lastTimestamp": pod["metadata"]["creationTimestamp"],
-    }, namespace="default")
+    sim.store.create(
+        EVENTS,
+        {
+            "metadata": {"name": "web-0.probe"},
+            "involvedObject": {
+                "kind": "Pod",
+                "namespace": "default",
+                "name": "web-0",
+                "uid": pod["metadata"]["uid"],
+                "apiVersion": "v1",
+            },
+            "reason": "ProbeFailed",
+            "message": "upstream unreachable",
+            "type": "Warning",
+            "source": {"component": "probemarker"},
+            "count": 1,
+            "firstTimestamp": pod["metadata"]["creationTimestamp"],
+            "lastTimestamp": pod["metadata"]["creationTimestamp"],
+        },
+        namespace="default",
+    )
     described = await kubectl("describe", "pod", "web-0")
     assert described.code == 0, described.err
     assert "Status:           Running" in described.out
@@ -210,8 +222,9 @@ async def test_explain_reads_the_crd_schema(sim: SimCluster, kubectl: Kubectl) -
     # in an earlier kubectl process the first `kubectl explain ppm` fails against a real
     # server too (kubernetes/kubernetes#65517).
     crd = yaml.safe_load(PROJECT_CRD.read_text())
-    status, _ = await raw(sim, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                          json=crd)
+    status, _ = await raw(
+        sim, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd
+    )
     assert status == 201
     explained = await kubectl("explain", "ppm.spec.probes.probe.periodSeconds")
     assert explained.code == 0, explained.err
@@ -257,13 +270,25 @@ async def test_https_and_bearer_token(tmp_path: Path) -> None:
             out, err = await ok.communicate()
         assert ok.returncode == 0, err.decode()
         assert out.decode().strip() == "namespace/default"
-        sim.store.create(PODS, {"metadata": {"name": "s"}, "spec": {
-            "nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]}},
-            namespace="default")
+        sim.store.create(
+            PODS,
+            {
+                "metadata": {"name": "s"},
+                "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]},
+            },
+            namespace="default",
+        )
         await sim.kubelet.wait_running("default", "s")
         exec_ = await asyncio.create_subprocess_exec(
-            *base, "exec", "s", "--", "echo", "secure",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            *base,
+            "exec",
+            "s",
+            "--",
+            "echo",
+            "secure",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         async with asyncio.timeout(30):
             out, err = await exec_.communicate()
         assert exec_.returncode == 0, err.decode()
@@ -300,16 +325,31 @@ async def test_kubectl_strict_validation_and_server_dry_run(kubectl: Kubectl) ->
 
 async def test_get_watch_streams_changes(sim: SimCluster, tmp_path: Path) -> None:
     process = await asyncio.create_subprocess_exec(
-        KUBECTL, "--kubeconfig", str(sim.kubeconfig_path), "--cache-dir", str(tmp_path / "c"),
-        "get", "pods", "--watch", "-o", "name",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        KUBECTL,
+        "--kubeconfig",
+        str(sim.kubeconfig_path),
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "get",
+        "pods",
+        "--watch",
+        "-o",
+        "name",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         assert process.stdout is not None
         async with asyncio.timeout(20):
             await sim.accounting.wait_for(verb="watch", resource="pods", within=20)
-            sim.store.create(PODS, {"metadata": {"name": "watched"}, "spec": {
-                "containers": [{"name": "c", "image": "busybox"}]}}, namespace="default")
+            sim.store.create(
+                PODS,
+                {
+                    "metadata": {"name": "watched"},
+                    "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+                },
+                namespace="default",
+            )
             line = (await process.stdout.readline()).decode().split()
         assert line == ["pod/watched"]
     finally:

@@ -8,7 +8,11 @@ from typing import Any
 import pytest
 
 from probemarker.sim.errors import ApiError, BadRequest, PatchFailed
-from probemarker.sim.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from probemarker.sim.store.patch import (
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+)
 
 POD: dict[str, Any] = {
     "apiVersion": "v1",

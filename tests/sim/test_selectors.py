@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from probemarker.sim.errors import BadRequest
-from probemarker.sim.selectors import (
+from probemarker.sim.store.selectors import (
     field_value,
     parse_field_selector,
     parse_label_selector,

@@ -245,31 +245,49 @@ async def test_cluster_scoped_resource_under_a_namespace_is_not_found(sim: SimCl
 async def test_events_v1_are_validated_strictly(api: client.ApiClient) -> None:
     events_v1 = client.EventsV1Api(api)
     with pytest.raises(ApiException) as refused:
-        await events_v1.create_namespaced_event("default", {
-            "metadata": {"name": "bad"}, "reason": "Probe", "type": "Normal",
-            "regarding": {"kind": "Pod", "namespace": "default", "name": "x"},
-        })
+        await events_v1.create_namespaced_event(
+            "default",
+            {
+                "metadata": {"name": "bad"},
+                "reason": "Probe",
+                "type": "Normal",
+                "regarding": {"kind": "Pod", "namespace": "default", "name": "x"},
+            },
+        )
     assert refused.value.status == 422
     body = orjson.loads(refused.value.body)
     assert body["message"].startswith('Event.events.k8s.io "bad" is invalid: ')
     assert {c["field"] for c in body["details"]["causes"]} == {"eventTime"}
     with pytest.raises(ApiException) as unset:
-        await events_v1.create_namespaced_event("default", {
-            "metadata": {"name": "bad2"}, "eventTime": "2026-01-01T00:00:00.000000Z",
-            "reason": "Probe", "type": "Normal", "action": "Probe",
-            "reportingController": "probemarker.io/daemon", "reportingInstance": "n1",
-            "deprecatedCount": 3,
-            "regarding": {"kind": "Pod", "namespace": "default", "name": "x"},
-        })
+        await events_v1.create_namespaced_event(
+            "default",
+            {
+                "metadata": {"name": "bad2"},
+                "eventTime": "2026-01-01T00:00:00.000000Z",
+                "reason": "Probe",
+                "type": "Normal",
+                "action": "Probe",
+                "reportingController": "probemarker.io/daemon",
+                "reportingInstance": "n1",
+                "deprecatedCount": 3,
+                "regarding": {"kind": "Pod", "namespace": "default", "name": "x"},
+            },
+        )
     assert orjson.loads(unset.value.body)["message"] == (
-        'Event.events.k8s.io "bad2" is invalid: count: Invalid value: "": needs to be unset')
+        'Event.events.k8s.io "bad2" is invalid: count: Invalid value: "": needs to be unset'
+    )
 
 
 async def test_core_event_namespace_must_match_involved_object(core: client.CoreV1Api) -> None:
     with pytest.raises(ApiException) as refused:
-        await core.create_namespaced_event("default", {
-            "metadata": {"name": "e"}, "reason": "R", "message": "m",
-            "involvedObject": {"kind": "Pod", "namespace": "other", "name": "x"},
-        })
+        await core.create_namespaced_event(
+            "default",
+            {
+                "metadata": {"name": "e"},
+                "reason": "R",
+                "message": "m",
+                "involvedObject": {"kind": "Pod", "namespace": "other", "name": "x"},
+            },
+        )
     assert refused.value.status == 422
     assert "does not match event.namespace" in refused.value.body

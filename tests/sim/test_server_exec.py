@@ -9,7 +9,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.stream import WsApiClient
 
 from probemarker.sim import SimCluster
-from probemarker.sim.runners import ExecReply, ExecRequest
+from probemarker.sim.exec.runners import ExecReply, ExecRequest
 from tests.sim.server_helpers import pod_manifest, raw
 
 

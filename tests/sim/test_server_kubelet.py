@@ -8,7 +8,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from probemarker.sim import SimCluster
-from probemarker.sim.kubelet import pod_ip_for
+from probemarker.sim.kubelet.node import pod_ip_for
 from tests.sim.server_helpers import pod_manifest
 
 
@@ -154,7 +154,9 @@ def test_pod_ips(index: int, ip: str) -> None:
     assert pod_ip_for(index) == ip
 
 
-async def test_terminating_pod_stays_until_finished(sim: SimCluster, core: client.CoreV1Api) -> None:
+async def test_terminating_pod_stays_until_finished(
+    sim: SimCluster, core: client.CoreV1Api
+) -> None:
     sim.kubelet.auto_finish_deletion = False
     await core.create_namespaced_pod("default", pod_manifest("slow"))
     await sim.kubelet.wait_running("default", "slow")
@@ -177,18 +179,23 @@ async def test_second_delete_shortens_the_grace_period(
 
 
 async def test_optional_scheduler_binds_unscheduled_pods() -> None:
-    async with SimCluster(node_names=("a", "b"), scheduler=True) as sim, client.ApiClient(
-        sim.configuration()
-    ) as api:
+    async with (
+        SimCluster(node_names=("a", "b"), scheduler=True) as sim,
+        client.ApiClient(sim.configuration()) as api,
+    ):
         core = client.CoreV1Api(api)
         await core.create_namespaced_pod("default", pod_manifest("s1", node=None))
         await core.create_namespaced_pod("default", pod_manifest("s2", node=None))
         await core.create_namespaced_pod(
-            "default", pod_manifest("s3", node=None, nodeSelector={"kubernetes.io/hostname": "b"}))
+            "default", pod_manifest("s3", node=None, nodeSelector={"kubernetes.io/hostname": "b"})
+        )
         await core.create_namespaced_pod(
-            "default", pod_manifest("none", node=None, nodeSelector={"disk": "ssd"}))
-        nodes = [(await sim.kubelet.wait_running("default", n))["spec"]["nodeName"]
-                 for n in ("s1", "s2", "s3")]
+            "default", pod_manifest("none", node=None, nodeSelector={"disk": "ssd"})
+        )
+        nodes = [
+            (await sim.kubelet.wait_running("default", n))["spec"]["nodeName"]
+            for n in ("s1", "s2", "s3")
+        ]
         assert nodes == ["a", "b", "b"]
         events = await core.list_namespaced_event("default", field_selector="reason=Scheduled")
         assert "Successfully assigned default/s1 to a" in [e.message for e in events.items]

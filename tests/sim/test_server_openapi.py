@@ -10,7 +10,7 @@ import orjson
 import yaml
 
 from probemarker.sim import SimCluster
-from probemarker.sim.openapi_crd import crd_schemas, definition_name
+from probemarker.sim.server.openapi_crd import crd_schemas, definition_name
 from tests.sim.server_helpers import pod_manifest, raw
 from tests.sim.test_server_crd import PROJECT_CRD, WIDGET_CRD
 
@@ -58,7 +58,9 @@ async def test_crd_schema_is_published_for_its_group_version(sim: SimCluster) ->
     listed = schemas["io.probemarker.v1alpha1.PodProbeMarkerList"]
     assert listed["properties"]["items"]["items"] == {"$ref": f"#/components/schemas/{PPM}"}
     assert listed["x-kubernetes-group-version-kind"][0]["kind"] == "PodProbeMarkerList"
-    item = doc["paths"]["/apis/probemarker.io/v1alpha1/namespaces/{namespace}/podprobemarkers/{name}"]
+    item = doc["paths"][
+        "/apis/probemarker.io/v1alpha1/namespaces/{namespace}/podprobemarkers/{name}"
+    ]
     assert item["get"]["x-kubernetes-group-version-kind"]["kind"] == "PodProbeMarker"
     assert {p["name"] for p in item["patch"]["parameters"]} >= {"fieldValidation", "dryRun"}
     for name in refs(doc):  # every reference resolves within the document
@@ -98,16 +100,23 @@ def test_int_or_string_and_embedded_resources_are_unfolded() -> None:
     crd = copy.deepcopy(WIDGET_CRD)
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     spec["properties"]["port"] = {"x-kubernetes-int-or-string": True}
-    spec["properties"]["template"] = {"type": "object", "x-kubernetes-embedded-resource": True,
-                                      "x-kubernetes-preserve-unknown-fields": True}
+    spec["properties"]["template"] = {
+        "type": "object",
+        "x-kubernetes-embedded-resource": True,
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
     schemas = crd_schemas(crd, "v1")
     widget = schemas[definition_name("example.io", "v1", "Widget")]["properties"]["spec"]
     assert widget["properties"]["port"]["anyOf"] == [{"type": "integer"}, {"type": "string"}]
     template = widget["properties"]["template"]
     assert set(template["properties"]) == {"apiVersion", "kind", "metadata"}
     assert set(template["required"]) == {"apiVersion", "kind"}
-    assert "port" not in WIDGET_CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"][
-        "properties"]["spec"]["properties"]  # the CRD itself is left alone
+    assert (
+        "port"
+        not in WIDGET_CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+            "properties"
+        ]
+    )  # the CRD itself is left alone
     assert crd_schemas(crd, "v2") == {}
     assert definition_name("stable", "v1", "Foo") == "stable.v1.Foo"
 
@@ -117,13 +126,20 @@ async def test_delete_answers_status_or_object_as_kubernetes_does(sim: SimCluste
     assert status == 201
     _, answer = await raw(sim, "DELETE", "/api/v1/nodes/extra")
     assert answer == {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
         "details": {"name": "extra", "kind": "nodes", "uid": node["metadata"]["uid"]},
     }
     await raw(sim, "POST", CRDS, json=WIDGET_CRD)
     widgets = "/apis/example.io/v1/namespaces/default/widgets"
-    body = {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w"},
-            "spec": {"size": 1}}
+    body = {
+        "apiVersion": "example.io/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"size": 1},
+    }
     await raw(sim, "POST", widgets, json=body)
     _, dry = await raw(sim, "DELETE", f"{widgets}/w?dryRun=All")
     assert dry["kind"] == "Status"
@@ -146,9 +162,13 @@ async def test_delete_answers_status_or_object_as_kubernetes_does(sim: SimCluste
 async def test_events_v1_delete_and_bookmarks_carry_the_watched_group(sim: SimCluster) -> None:
     events = "/apis/events.k8s.io/v1/namespaces/default/events"
     event = {
-        "metadata": {"name": "e"}, "eventTime": "2026-01-01T00:00:00.000000Z",
-        "reportingController": "probemarker.io/daemon", "reportingInstance": "node-1",
-        "action": "Probe", "reason": "ProbeSucceeded", "type": "Normal",
+        "metadata": {"name": "e"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "probemarker.io/daemon",
+        "reportingInstance": "node-1",
+        "action": "Probe",
+        "reason": "ProbeSucceeded",
+        "type": "Normal",
         "regarding": {"kind": "Pod", "namespace": "default", "name": "x", "apiVersion": "v1"},
     }
     status, _ = await raw(sim, "POST", events, json=event)
@@ -158,10 +178,15 @@ async def test_events_v1_delete_and_bookmarks_carry_the_watched_group(sim: SimCl
     assert answer["details"]["group"] == "events.k8s.io"
     assert answer["details"]["kind"] == "events"
     sim.store.bookmark_interval = 0.05
-    params = {"watch": "1", "allowWatchBookmarks": "true",
-              "resourceVersion": str(sim.store.resource_version)}
-    for path, api_version in ((events, "events.k8s.io/v1"),
-                              ("/api/v1/namespaces/default/events", "v1")):
+    params = {
+        "watch": "1",
+        "allowWatchBookmarks": "true",
+        "resourceVersion": str(sim.store.resource_version),
+    }
+    for path, api_version in (
+        (events, "events.k8s.io/v1"),
+        ("/api/v1/namespaces/default/events", "v1"),
+    ):
         async with (
             aiohttp.ClientSession() as session,
             session.get(sim.url + path, params=params) as response,

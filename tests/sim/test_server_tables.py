@@ -6,7 +6,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from probemarker.sim import SimCluster
-from probemarker.sim.tables import human_duration, jsonpath_values
+from probemarker.sim.server.tables import human_duration, jsonpath_values
 from tests.sim.server_helpers import pod_manifest, raw
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -14,10 +14,24 @@ TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(-5, "<invalid>"), (-1, "0s"), (0, "0s"), (119, "119s"), (120, "2m"), (125, "2m5s"),
-     (600, "10m"), (3 * 3600 - 1, "179m"), (3 * 3600, "3h"), (3 * 3600 + 60, "3h1m"),
-     (8 * 3600, "8h"), (48 * 3600, "2d"), (49 * 3600, "2d1h"), (9 * 86400, "9d"),
-     (800 * 86400, "2y70d"), (9 * 365 * 86400, "9y")],
+    [
+        (-5, "<invalid>"),
+        (-1, "0s"),
+        (0, "0s"),
+        (119, "119s"),
+        (120, "2m"),
+        (125, "2m5s"),
+        (600, "10m"),
+        (3 * 3600 - 1, "179m"),
+        (3 * 3600, "3h"),
+        (3 * 3600 + 60, "3h1m"),
+        (8 * 3600, "8h"),
+        (48 * 3600, "2d"),
+        (49 * 3600, "2d1h"),
+        (9 * 86400, "9d"),
+        (800 * 86400, "2y70d"),
+        (9 * 365 * 86400, "9y"),
+    ],
 )
 def test_human_duration(seconds: int, text: str) -> None:
     assert human_duration(seconds) == text
@@ -33,10 +47,12 @@ def test_simple_jsonpath() -> None:
 
 async def test_pod_table(sim: SimCluster, core: client.CoreV1Api) -> None:
     await core.create_namespaced_pod(
-        "default", pod_manifest("t", readinessGates=[{"conditionType": "x.io/gate"}]))
+        "default", pod_manifest("t", readinessGates=[{"conditionType": "x.io/gate"}])
+    )
     await sim.kubelet.wait_running("default", "t")
-    status, table = await raw(sim, "GET", "/api/v1/namespaces/default/pods",
-                              headers={"Accept": TABLE})
+    status, table = await raw(
+        sim, "GET", "/api/v1/namespaces/default/pods", headers={"Accept": TABLE}
+    )
     assert status == 200
     assert table["kind"] == "Table"
     names = [c["name"] for c in table["columnDefinitions"]]

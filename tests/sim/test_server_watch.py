@@ -165,8 +165,9 @@ async def test_kubernetes_asyncio_sees_410_as_api_exception(
 
     async def consume() -> None:
         async with asyncio.timeout(5):
-            async for _ in w.stream(core.list_namespaced_pod, "default", resource_version=old,
-                                    timeout_seconds=5):
+            async for _ in w.stream(
+                core.list_namespaced_pod, "default", resource_version=old, timeout_seconds=5
+            ):
                 pass
 
     with pytest.raises(ApiException) as expired:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from probemarker.sim.errors import AlreadyExists, BadRequest, Conflict, Expired, Invalid, NotFound
-from probemarker.sim.store import ResourceType, Store, WatchEvent, prune_empty
+from probemarker.sim.store.objects import ResourceType, Store, WatchEvent, prune_empty
 
 PODS = ResourceType(
     group="",

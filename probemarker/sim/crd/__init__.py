@@ -1,0 +1,7 @@
+"""CustomResourceDefinitions as kube-apiserver handles them.
+
+`definition` checks a CRD on create; `schema.StructuralSchema.admit` prunes, defaults
+and validates custom resources (`values` for OpenAPI, `rules` for
+x-kubernetes-validations on the CEL engine in `cel*`); `serving` starts and stops
+serving a resource when its CRD comes and goes.
+"""
