@@ -149,8 +149,37 @@ async def bench_watch_fanout(
         delivered = time.perf_counter()
     _report(f"create pods ({args.concurrency} concurrent)", total / (created - began), "creates/s")
     _report(
-        f"watch events delivered ({args.watchers} watchers)",
+        f"watch events delivered live ({args.watchers} watchers)",
         total * args.watchers / (delivered - began),
+        "events/s",
+    )
+    await bench_watch_replay(http, url, args, start_rv)
+
+
+async def bench_watch_replay(
+    http: aiohttp.ClientSession, url: str, args: argparse.Namespace, start_rv: str
+) -> None:
+    """`watchers` watches resume from before the creates: pure delivery from history."""
+    total = args.events
+
+    async def watch() -> None:
+        params = {"watch": "1", "resourceVersion": start_rv, "labelSelector": "bench=watch"}
+        seen = 0
+        async with http.get(
+            _pods_url(url), params=params, timeout=aiohttp.ClientTimeout(total=None)
+        ) as r:
+            async for _ in r.content:
+                seen += 1
+                if seen >= total:
+                    return
+
+    began = time.perf_counter()
+    async with asyncio.timeout(120), asyncio.TaskGroup() as group:
+        for _ in range(args.watchers):
+            group.create_task(watch())
+    _report(
+        f"watch events replayed from history ({args.watchers} watchers)",
+        total * args.watchers / (time.perf_counter() - began),
         "events/s",
     )
 
