@@ -3,8 +3,10 @@
 Stage: api (pure). `build_crd()` returns the apiextensions.k8s.io/v1 object that
 `manifests/crd/podprobemarkers.probemarker.io.yaml` holds; a unit test keeps the file
 and this function identical (`probemarker crd > manifests/crd/...` regenerates it).
-What OpenAPI can say goes into the schema; the rest (uniqueness, exactly one handler,
-reserved types, key syntax, immutability) into `x-kubernetes-validations` CEL rules,
+What OpenAPI can say goes into the schema (probe names and policy states are unique
+through `x-kubernetes-list-type: map`, as Kruise's patchMergeKeys intend); the rest
+(exactly one handler, unique condition types, reserved types, key syntax,
+immutability) into `x-kubernetes-validations` CEL rules,
 written in standard CEL only so they need no Kubernetes CEL extension library.
 """
 
@@ -344,6 +346,10 @@ def _probe_schema() -> Schema:
             "markerPolicy": {
                 "type": "array",
                 "maxItems": rules.MAX_POLICIES,
+                # Kruise's patchMergeKey. The API server refuses duplicate states
+                # (Duplicate value) and server-side apply merges entries by state.
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["state"],
                 "description": "Labels and annotations to put on the pod per result.",
                 "items": {
                     "type": "object",
@@ -367,12 +373,6 @@ def _probe_schema() -> Schema:
                         )
                     ],
                 },
-                "x-kubernetes-validations": [
-                    _cel(
-                        "self.all(p, self.exists_one(q, q.state == p.state))",
-                        rules.MSG_POLICY_STATES_UNIQUE,
-                    )
-                ],
             },
             "podConditionType": {
                 "type": "string",
@@ -412,13 +412,13 @@ def _spec_schema() -> Schema:
                 "type": "array",
                 "minItems": 1,
                 "maxItems": rules.MAX_PROBES,
+                # Kruise's patchMergeKey. The API server refuses duplicate names
+                # (Duplicate value) and server-side apply merges probes by name.
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
                 "description": "The probes to run on every selected pod.",
                 "items": _probe_schema(),
                 "x-kubernetes-validations": [
-                    _cel(
-                        "self.all(p, self.exists_one(q, q.name == p.name))",
-                        rules.MSG_PROBE_NAMES_UNIQUE,
-                    ),
                     _cel(
                         "self.all(p, !has(p.podConditionType) || self.exists_one(q, "
                         "has(q.podConditionType) && q.podConditionType == p.podConditionType))",
