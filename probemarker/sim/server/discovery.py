@@ -27,71 +27,47 @@ from probemarker.sim.store.objects import ResourceType
 RESOURCE_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 STATUS_VERBS = ["get", "patch", "update"]
 
-NAMESPACES = ResourceType(
-    group="",
-    version="v1",
-    plural="namespaces",
-    kind="Namespace",
+
+def _builtin(
+    group: str,
+    plural: str,
+    kind: str,
+    *,
+    namespaced: bool,
+    subresources: tuple[str, ...] = (),
+    short_names: tuple[str, ...] = (),
+) -> ResourceType:
+    return ResourceType(
+        group=group,
+        version="v1",
+        plural=plural,
+        kind=kind,
+        namespaced=namespaced,
+        subresources=frozenset(subresources),
+        short_names=short_names,
+        singular=kind.lower(),
+        is_custom=False,
+    )
+
+
+NAMESPACES = _builtin(
+    "", "namespaces", "Namespace", namespaced=False, subresources=("status",), short_names=("ns",)
+)
+PODS = _builtin(
+    "", "pods", "Pod", namespaced=True, subresources=("status", "exec"), short_names=("po",)
+)
+NODES = _builtin(
+    "", "nodes", "Node", namespaced=False, subresources=("status",), short_names=("no",)
+)
+EVENTS = _builtin("", "events", "Event", namespaced=True, short_names=("ev",))
+EVENTS_V1 = _builtin("events.k8s.io", "events", "Event", namespaced=True, short_names=("ev",))
+CRDS = _builtin(
+    "apiextensions.k8s.io",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
     namespaced=False,
-    subresources=frozenset({"status"}),
-    short_names=("ns",),
-    singular="namespace",
-    is_custom=False,
-)
-PODS = ResourceType(
-    group="",
-    version="v1",
-    plural="pods",
-    kind="Pod",
-    namespaced=True,
-    subresources=frozenset({"status", "exec"}),
-    short_names=("po",),
-    singular="pod",
-    is_custom=False,
-)
-NODES = ResourceType(
-    group="",
-    version="v1",
-    plural="nodes",
-    kind="Node",
-    namespaced=False,
-    subresources=frozenset({"status"}),
-    short_names=("no",),
-    singular="node",
-    is_custom=False,
-)
-EVENTS = ResourceType(
-    group="",
-    version="v1",
-    plural="events",
-    kind="Event",
-    namespaced=True,
-    subresources=frozenset(),
-    short_names=("ev",),
-    singular="event",
-    is_custom=False,
-)
-EVENTS_V1 = ResourceType(
-    group="events.k8s.io",
-    version="v1",
-    plural="events",
-    kind="Event",
-    namespaced=True,
-    subresources=frozenset(),
-    short_names=("ev",),
-    singular="event",
-    is_custom=False,
-)
-CRDS = ResourceType(
-    group="apiextensions.k8s.io",
-    version="v1",
-    plural="customresourcedefinitions",
-    kind="CustomResourceDefinition",
-    namespaced=False,
-    subresources=frozenset({"status"}),
+    subresources=("status",),
     short_names=("crd", "crds"),
-    singular="customresourcedefinition",
-    is_custom=False,
 )
 BUILTINS: tuple[ResourceType, ...] = (NAMESPACES, PODS, NODES, EVENTS, EVENTS_V1, CRDS)
 
