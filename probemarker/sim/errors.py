@@ -33,6 +33,7 @@ __all__ = [
     "ServiceUnavailable",
     "StatusCause",
     "Timeout",
+    "TooLargeResourceVersion",
     "TooManyRequests",
     "Unauthorized",
     "UnsupportedMediaType",
@@ -109,12 +110,13 @@ class ApiError(Exception):
         self.details = details
         self.retry_after = retry_after
         self.detail = detail
+        self.list_meta: dict[str, Any] = {}
 
     def to_status(self) -> dict[str, Any]:
         status: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": dict(self.list_meta),
             "status": "Failure",
         }
         if self.message:
@@ -218,15 +220,16 @@ class Invalid(ApiError):
 
 class PatchFailed(ApiError):
     """A JSON patch that does not apply (failed ``test``, missing path): kube-apiserver
-    answers with ``NewGenericServerResponse(422, ...)``, whose message does not carry the
-    json-patch error; that error is kept in ``detail``."""
+    answers with ``NewGenericServerResponse(422, "", GroupResource{}, "", err, 0, false)``
+    (handlers/patch.go), whose message is generic and whose one cause, of type
+    ``UnexpectedServerResponse``, carries the json-patch error (also kept in ``detail``)."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(
             code=422,
             reason="Invalid",
             message="the server rejected our request due to an error in our request",
-            details={},
+            details={"causes": [{"reason": "UnexpectedServerResponse", "message": detail}]},
             detail=detail,
         )
 
@@ -240,10 +243,14 @@ class Gone(ApiError):
 
 class Expired(ApiError):
     """``NewResourceExpired`` (410, reason Expired): what the watch cache sends for
-    ``too old resource version: 5 (120)`` and for an expired continue token."""
+    ``too old resource version: 5 (120)`` and for an expired continue token; for the
+    latter ``continue_token`` is the Status's ``metadata.continue`` (a token continuing
+    the list at the latest version, as etcd3's handleCompactedErrorForPaging sets)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, continue_token: str | None = None) -> None:
         super().__init__(code=410, reason="Expired", message=message)
+        if continue_token:
+            self.list_meta["continue"] = continue_token
 
 
 class BadRequest(ApiError):
@@ -332,6 +339,23 @@ class Timeout(ApiError):
             details={},
             retry_after=retry_after or None,
         )
+
+
+class TooLargeResourceVersion(Timeout):
+    """storage.NewTooLargeResourceVersionError: a read for a resourceVersion the store
+    has not reached within the wait (504, ``Timeout: Too large resource version: 9,
+    current: 5``, retryAfterSeconds and a ``ResourceVersionTooLarge`` cause)."""
+
+    def __init__(self, requested: int, current: int, *, retry_after: int = 1) -> None:
+        super().__init__(
+            f"Too large resource version: {requested}, current: {current}",
+            retry_after=retry_after,
+        )
+        self.details = {
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ]
+        }
 
 
 PATCH_MEDIA_TYPES = (

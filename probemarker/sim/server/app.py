@@ -30,7 +30,12 @@ import yaml
 from aiohttp import web
 
 from probemarker.sim.crd.serving import CrdController
-from probemarker.sim.errors import ApiError, NotFound
+from probemarker.sim.errors import (
+    ApiError,
+    InternalError,
+    NotFound,
+    TooLargeResourceVersion,
+)
 from probemarker.sim.exec.runners import ExecRunner
 from probemarker.sim.exec.session import (
     ExecSessions,
@@ -60,6 +65,8 @@ from probemarker.sim.server.status import (
 )
 from probemarker.sim.server.tables import build_table, wants_table
 from probemarker.sim.server.watching import WatchRegistry, serve_watch
+from probemarker.sim.store.listing import make_matcher
+from probemarker.sim.store.listopts import list_read, watch_start
 from probemarker.sim.store.objects import ResourceType, Store
 
 log = logging.getLogger(__name__)
@@ -136,9 +143,7 @@ class ApiServer:
             return error_response(error)
         except Exception as exc:  # a sim bug: answer as kube-apiserver's panic recovery does
             log.exception("sim.request_failed", extra={"path": request.path})
-            return error_response(
-                StatusError(500, "InternalError", f"Internal error occurred: {exc!r}")
-            )
+            return error_response(InternalError(repr(exc)))
 
     async def _on_response_prepare(
         self, request: web.Request, response: web.StreamResponse
@@ -225,6 +230,13 @@ class ApiServer:
             obj = self._resources.get(rt, info)
             return json_response(self._table(request, rt, [obj], {}) if table else obj)
         if verb == "list":
+            limit = query.get("limit") or ""
+            read = list_read(
+                query,
+                limit=int(limit) if limit.isdigit() else None,
+                continue_token=query.get("continue") or None,
+            )
+            await self._store.wait_fresh(read.min_rv, within=None if read.wait else 0.0)
             listed = self._resources.list(rt, info, query)
             if table:
                 return json_response(self._table(request, rt, listed["items"], listed["metadata"]))
@@ -260,7 +272,8 @@ class ApiServer:
     async def _write(
         self, request: web.Request, rt: ResourceType, info: RequestInfo
     ) -> web.Response:
-        options = WriteOptions.from_query(request.query)
+        kinds = {"create": "CreateOptions", "update": "UpdateOptions"}
+        options = WriteOptions.from_query(request.query, kind=kinds.get(info.verb, "PatchOptions"))
         if info.verb == "create":
             if info.name:
                 raise method_not_allowed("create", rt.qualified)
@@ -310,16 +323,25 @@ class ApiServer:
                 timeout = float(int(timeout_text))
             except ValueError:
                 raise bad_request(f'invalid timeoutSeconds "{timeout_text}"') from None
-        allow_bookmarks = query.get("allowWatchBookmarks", "").lower() in ("true", "1")
-        watch = self._store.watch(
-            self._resources.storage_type(rt),
-            namespace=info.namespace or None,
-            label_selector=query.get("labelSelector") or None,
-            field_selector=field_selector,
-            resource_version=query.get("resourceVersion") or None,
-            allow_bookmarks=allow_bookmarks,
-            send_initial_events=query.get("sendInitialEvents", "").lower() in ("true", "1"),
-        )
+            if timeout == 0:
+                timeout = None  # 0 is "not set": the server's own request timeout
+        start = watch_start(query)
+        srt = self._resources.storage_type(rt)
+        label_selector = query.get("labelSelector") or None
+        make_matcher(srt, info.namespace or None, label_selector, field_selector)  # 400s first
+        try:
+            await self._store.wait_fresh(start.wait_rv)
+        except TooLargeResourceVersion as error:
+            # Cacher.Watch: past validation, errors are an ERROR event in a 200 stream.
+            watch = self._store.error_watch(srt, error)
+        else:
+            watch = self._store.watch(
+                srt,
+                namespace=info.namespace or None,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                start=start,
+            )
 
         def convert(obj: dict[str, Any]) -> dict[str, Any]:
             view = self._resources.to_view(rt, obj)

@@ -6,7 +6,7 @@ Follows k8s.io/apiserver/pkg/endpoints/request/requestinfo.go: paths are
 `/finalize` are subresources of the namespace itself), then
 `<resource>[/<name>[/<subresource>]]`.  The deprecated `/watch/` prefix is
 understood too.  The verb is derived from the HTTP method as Kubernetes does:
-GET is get/list/watch (watch when `watch=true|1` or the watch prefix),
+GET is get/list/watch (watch when `watch` is given and not false/0, or the watch prefix),
 POST create, PUT update, PATCH patch, DELETE delete/deletecollection.
 
 A path that is not a resource request (discovery, /version, ...) gives None.
@@ -31,8 +31,9 @@ class RequestInfo:
     subresource: str
 
 
-def _truthy(value: str | None) -> bool:
-    return value is not None and value.lower() in ("true", "1")
+def _watch_param(value: str | None) -> bool:
+    """requestinfo.go: any ``watch`` value but "false"/"0" (any case) asks for a watch."""
+    return value is not None and value.lower() not in ("false", "0")
 
 
 def parse_request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInfo | None:
@@ -62,7 +63,7 @@ def parse_request_info(method: str, path: str, query: Mapping[str, str]) -> Requ
         namespace = ""
     method = method.upper()
     if method == "GET":
-        watching = watch_prefix or _truthy(query.get("watch"))
+        watching = watch_prefix or _watch_param(query.get("watch"))
         verb = "watch" if watching else ("get" if name else "list")
     elif method == "POST":
         verb = "create"

@@ -11,10 +11,12 @@ kube-apiserver's generic registry handlers do:
   never conflicts with itself (kube-apiserver retries such patches); a
   resourceVersion the client sent stays a precondition (409 when stale);
 * patch types: json-patch, merge-patch, strategic-merge-patch (built-in kinds
-  only, as for custom resources kube-apiserver answers 415), apply-patch is
-  refused with 415;
+  only, as for custom resources kube-apiserver answers 415); apply-patch is
+  refused with 415 listing the others, as a server without server-side apply;
 * `dryRun=All` computes the answer without storing; `fieldValidation`
-  (Strict/Warn/Ignore) applies to custom resources' unknown fields.
+  (Strict/Warn/Ignore) applies to custom resources' unknown fields; `dryRun`,
+  `fieldValidation` and `fieldManager` are validated as kube-apiserver does
+  (422 on `PatchOptions.meta.k8s.io ""` etc.).
 
 Deletion is in deletion.py.
 
@@ -35,7 +37,7 @@ from typing import Any
 import orjson
 
 from probemarker.sim.crd.serving import CrdController
-from probemarker.sim.errors import ApiError
+from probemarker.sim.errors import ApiError, Invalid, StatusCause
 from probemarker.sim.kubelet.scheduler import Scheduler
 from probemarker.sim.server import events as event_conv
 from probemarker.sim.server.defaults import admit_namespace, admit_node, admit_pod
@@ -49,9 +51,10 @@ from probemarker.sim.server.discovery import (
     Catalog,
 )
 from probemarker.sim.server.discovery import group_version as gv_of
-from probemarker.sim.server.eventcheck import check_event_create
+from probemarker.sim.server.eventcheck import check_event_create, check_event_update
 from probemarker.sim.server.requestinfo import RequestInfo
 from probemarker.sim.server.status import StatusError, bad_request, unsupported_media_type
+from probemarker.sim.store.listopts import list_read
 from probemarker.sim.store.objects import ResourceType, Store
 from probemarker.sim.store.patch import (
     apply_json_patch,
@@ -75,17 +78,90 @@ class WriteOptions:
     warnings: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_query(cls, query: Mapping[str, str]) -> WriteOptions:
-        validation = query.get("fieldValidation") or "Warn"
-        if validation not in ("Strict", "Warn", "Ignore"):
-            raise bad_request(
-                f"fieldValidation parameter unsupported: {validation}; valid values are "
-                "Strict, Warn, Ignore"
-            )
+    def from_query(cls, query: Mapping[str, str], *, kind: str = "DeleteOptions") -> WriteOptions:
+        """Parse and validate (ValidateCreateOptions/UpdateOptions/PatchOptions/DeleteOptions:
+        422 on ``<kind>.meta.k8s.io ""``) a write's query. ``kind`` names the options kind."""
+        causes: list[StatusCause] = []
         dry_run = query.get("dryRun")
-        if dry_run not in (None, "", "All"):
-            raise bad_request(f'unsupported dry run option "{dry_run}"; only "All" is supported')
-        return cls(field_validation=validation, dry_run=dry_run == "All")
+        if dry_run not in (None, "All"):
+            causes.append(
+                StatusCause(
+                    "FieldValueNotSupported",
+                    f'Unsupported value: []string{{"{dry_run}"}}: supported values: "All"',
+                    "dryRun",
+                )
+            )
+        validation = query.get("fieldValidation") or ""
+        if kind != "DeleteOptions":
+            causes += _field_manager_causes(query.get("fieldManager") or "")
+            if validation not in ("", "Strict", "Warn", "Ignore"):
+                causes.append(
+                    StatusCause(
+                        "FieldValueNotSupported",
+                        f'Unsupported value: "{validation}": supported values: "", "Ignore", '
+                        '"Strict", "Warn"',
+                        "fieldValidation",
+                    )
+                )
+        if causes:
+            raise Invalid(kind, "meta.k8s.io", "", causes)
+        return cls(field_validation=validation or "Warn", dry_run=dry_run == "All")
+
+
+_FIELD_MANAGER_MAX = 128
+_GO_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+}
+
+
+def _go_quote(text: str) -> str:
+    """``text`` as Go's %q prints it."""
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    return '"' + "".join(out) + '"'
+
+
+def _field_manager_causes(manager: str) -> list[StatusCause]:
+    """ValidateFieldManager: at most 128 bytes, printable characters only."""
+    causes: list[StatusCause] = []
+    if len(manager.encode()) > _FIELD_MANAGER_MAX:
+        causes.append(
+            StatusCause(
+                "FieldValueTooLong",
+                f"Too long: may not be more than {_FIELD_MANAGER_MAX} bytes",
+                "fieldManager",
+            )
+        )
+    for index, ch in enumerate(manager):
+        if not ch.isprintable():
+            position = len(manager[:index].encode())
+            causes.append(
+                StatusCause(
+                    "FieldValueInvalid",
+                    f"Invalid value: {_go_quote(manager)}: invalid character U+{ord(ch):04X} "
+                    f"(at position {position})",
+                    "fieldManager",
+                )
+            )
+    return causes
 
 
 def decode_body(body: bytes) -> Any:
@@ -144,6 +220,8 @@ class Resources:
         return self.to_view(rt, obj)
 
     def list(self, rt: ResourceType, info: RequestInfo, query: Mapping[str, str]) -> dict[str, Any]:
+        """A LIST page as the API server reads it (:func:`list_read`); the caller has
+        awaited :meth:`Store.wait_fresh` for a "not older than" version."""
         field_selector = query.get("fieldSelector") or None
         if field_selector and rt == EVENTS_V1:
             field_selector = event_conv.field_selector_to_core(field_selector)
@@ -152,13 +230,19 @@ class Resources:
             limit = int(limit_text) if limit_text else None
         except ValueError:
             raise bad_request(f'invalid limit "{limit_text}"') from None
+        limit = limit if limit and limit > 0 else None
+        continue_token = query.get("continue") or None
+        read = list_read(query, limit=limit, continue_token=continue_token)
+        if read.unpaged:
+            limit = None
         result = self._store.list(
             self.storage_type(rt),
             namespace=info.namespace or None,
             label_selector=query.get("labelSelector") or None,
             field_selector=field_selector,
-            limit=limit if limit and limit > 0 else None,
-            continue_token=query.get("continue") or None,
+            limit=limit,
+            continue_token=continue_token,
+            exact_rv=read.exact,
         )
         meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
         if result.continue_token:
@@ -177,13 +261,7 @@ class Resources:
     ) -> dict[str, Any]:
         obj = self._check_body(rt, info, body)
         meta = obj.setdefault("metadata", {})
-        if rt.namespaced:
-            if meta.get("namespace") and meta["namespace"] != info.namespace:
-                raise bad_request(
-                    "the namespace of the provided object does not match the namespace sent on "
-                    "the request"
-                )
-            meta["namespace"] = info.namespace
+        _bind_namespace(rt, info, meta)
         if not meta.get("name") and not meta.get("generateName"):
             raise StatusError(
                 422 if rt.is_custom else 400,
@@ -268,13 +346,7 @@ class Resources:
                 f"({info.name})"
             )
         meta["name"] = info.name
-        if rt.namespaced:
-            if meta.get("namespace") and meta["namespace"] != info.namespace:
-                raise bad_request(
-                    "the namespace of the provided object does not match the namespace sent on "
-                    "the request"
-                )
-            meta["namespace"] = info.namespace
+        _bind_namespace(rt, info, meta)
         return self._write(rt, info, obj, options)
 
     def _write(
@@ -305,6 +377,9 @@ class Resources:
             )
         elif rt == CRDS and sub is None:
             self._crds.check_crd(obj)
+        elif rt in (EVENTS, EVENTS_V1):
+            old = self._store.get(srt, info.namespace or None, info.name)
+            check_event_update(self.from_view(rt, obj), old, strict=rt == EVENTS_V1)
         if options.dry_run:
             return self.to_view(rt, obj)
         updated = self._store.update(
@@ -326,10 +401,12 @@ class Resources:
         body: bytes,
         options: WriteOptions,
     ) -> dict[str, Any]:
-        accepted = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH]
+        # The sim has no server-side apply: it answers as a server without it does
+        # (installer.go lists the patch types it serves), so apply-patch is not offered.
+        accepted = [JSON_PATCH, MERGE_PATCH]
         if not rt.is_custom:
-            accepted.insert(2, STRATEGIC_PATCH)
-        if content_type not in accepted or content_type == APPLY_PATCH:
+            accepted.append(STRATEGIC_PATCH)
+        if content_type not in accepted:
             raise unsupported_media_type(content_type, accepted)
         patch = decode_body(body)
         current = self.to_view(
@@ -371,3 +448,14 @@ class Resources:
         obj["apiVersion"] = expected
         obj["kind"] = rt.kind
         return obj
+
+
+def _bind_namespace(rt: ResourceType, info: RequestInfo, meta: dict[str, Any]) -> None:
+    """A namespaced object takes the URL's namespace; a different one in the body is refused."""
+    if not rt.namespaced:
+        return
+    if meta.get("namespace") and meta["namespace"] != info.namespace:
+        raise bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    meta["namespace"] = info.namespace

@@ -5,8 +5,11 @@ selector (refusing field labels the kind does not support, with the API server's
 
 A continue token is base64url JSON ``{"v":"meta.k8s.io/v1","rv":<list rv>,"start":<key>\\0}``
 (the shape of k8s.io/apiserver storage.EncodeContinue); the next page starts after that
-key. A token whose resourceVersion has left the kept history is refused with 410 Expired
-and the API server's message. Pure functions.
+key and reads the state at the token's resourceVersion (:func:`state_at`), so pages are
+consistent. A token whose resourceVersion has left the kept history is refused with
+410 Expired, the API server's message and, in the Status's ``metadata.continue``, a
+token with resourceVersion -1 that continues at the latest state
+(handleCompactedErrorForPaging). Pure functions.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import base64
 import binascii
 import bisect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from probemarker.sim.errors import BadRequest, Expired
@@ -28,8 +31,17 @@ from probemarker.sim.store.selectors import (
     parse_label_selector,
     supported_field_labels,
 )
+from probemarker.sim.store.watchcache import HistoryEntry
 
-__all__ = ["Matcher", "decode_continue", "encode_continue", "first_at", "key_range", "make_matcher"]
+__all__ = [
+    "Matcher",
+    "decode_continue",
+    "encode_continue",
+    "first_at",
+    "key_range",
+    "make_matcher",
+    "state_at",
+]
 
 Matcher = Callable[[Mapping[str, Any]], bool]
 
@@ -56,18 +68,44 @@ def decode_continue(token: str, *, floor: int) -> tuple[int, str]:
         data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
         rv, start, version = int(data["rv"]), str(data["start"]), data.get("v")
     except (ValueError, KeyError, TypeError, binascii.Error):
-        raise BadRequest("continue key is not valid: unrecognized continue token") from None
+        raise BadRequest("invalid continue token: continue key is not valid") from None
     if version != "meta.k8s.io/v1":
         raise BadRequest(
-            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+            "invalid continue token: continue key is not valid: server does not recognize "
+            f"this encoded version {version}"
         )
-    if rv <= 0:
+    if rv == 0:
         raise BadRequest(
-            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+            "invalid continue token: continue key is not valid: incorrect encoded start "
+            "resourceVersion (version meta.k8s.io/v1)"
         )
-    if rv < floor:
-        raise Expired(EXPIRED_CONTINUE)
+    if not start:
+        raise BadRequest(
+            "invalid continue token: continue key is not valid: encoded start key empty "
+            "(version meta.k8s.io/v1)"
+        )
+    if 0 < rv < floor:
+        raise Expired(
+            EXPIRED_CONTINUE, continue_token=encode_continue(-1, start.removesuffix("\x00"))
+        )
     return rv, start
+
+
+def state_at(
+    current: Mapping[str, dict[str, Any]],
+    later: Iterable[HistoryEntry],
+    key_of: Callable[[dict[str, Any]], str],
+) -> dict[str, dict[str, Any]]:
+    """A bucket's objects as they were before the writes ``later`` (that bucket's kept
+    history entries newer than the wanted version, oldest first): each is undone."""
+    state = dict(current)
+    for entry in reversed(list(later)):
+        key = key_of(entry.obj)
+        if entry.prev is None:
+            state.pop(key, None)
+        else:
+            state[key] = entry.prev
+    return state
 
 
 def key_range(keys: list[str], prefix: str) -> list[str]:

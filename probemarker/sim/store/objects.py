@@ -25,6 +25,7 @@ asyncio: no locks.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import random
 import uuid
@@ -35,12 +36,13 @@ from typing import Any
 
 from probemarker.sim.errors import (
     AlreadyExists,
+    ApiError,
     BadRequest,
     Expired,
     Forbidden,
     Invalid,
     NotFound,
-    Timeout,
+    TooLargeResourceVersion,
 )
 from probemarker.sim.store import strategy
 from probemarker.sim.store.listing import (
@@ -49,7 +51,9 @@ from probemarker.sim.store.listing import (
     first_at,
     key_range,
     make_matcher,
+    state_at,
 )
+from probemarker.sim.store.listopts import FRESH_WAIT, WatchStart, legacy_watch_start
 from probemarker.sim.store.objmeta import (
     copy_json,
     format_time,
@@ -125,6 +129,8 @@ class Store:
         self._buckets: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
         self._sorted: dict[tuple[str, str], builtins.list[str]] = {}
         self._watches: dict[tuple[str, str], set[Watch]] = {}
+        self._fresh_waiters: builtins.list[tuple[int, asyncio.Future[None]]] = []
+        self.fresh_wait = FRESH_WAIT
         for ns in _INITIAL_NAMESPACES:
             self.create(NAMESPACES, strategy.namespace_object(ns), namespace=None)
 
@@ -169,15 +175,24 @@ class Store:
         field_selector: str | FieldSelector | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        exact_rv: int | None = None,
     ) -> ListResult:
         """A page of matching objects in key order; ``remaining`` (remainingItemCount) only
-        for unfiltered lists, as the API server does."""
+        for unfiltered lists, as the API server does. ``exact_rv`` (or a continue token's
+        version) reads the state at that version, rebuilt from the kept history: older
+        than the history is 410 Expired, newer than the store 504 (Too large)."""
         matches = make_matcher(rt, namespace, label_selector, field_selector)
         list_rv, start = self._rv, ""
         if continue_token:
-            list_rv, start = decode_continue(continue_token, floor=self._history.floor)
-        objects = self._buckets.get(_bucket(rt), {})
+            token_rv, start = decode_continue(continue_token, floor=self._history.floor)
+            if token_rv > 0:
+                exact_rv = token_rv
+        bucket = _bucket(rt)
+        objects = self._buckets.get(bucket, {})
         keys = self._keys_in(rt, namespace)
+        if exact_rv is not None and exact_rv != self._rv:
+            objects, keys = self._state_at(rt, namespace, exact_rv)
+            list_rv = exact_rv
         filtered = not (_selector_empty(label_selector) and _selector_empty(field_selector))
         items: builtins.list[dict[str, Any]] = []
         token: str | None = None
@@ -194,6 +209,42 @@ class Store:
             items.append(self._present(rt, obj, share=True))
             last_key = keys[index]
         return ListResult(items, str(list_rv), token, remaining)
+
+    def _state_at(
+        self, rt: ResourceType, namespace: str | None, rv: int
+    ) -> tuple[dict[str, dict[str, Any]], builtins.list[str]]:
+        if rv > self._rv:
+            raise TooLargeResourceVersion(rv, self._rv, retry_after=0)
+        if rv < self._history.floor:
+            raise Expired("The resourceVersion for the provided list is too old.")
+        bucket = _bucket(rt)
+        later = (e for e in self._history.since(rv) if e.bucket == bucket)
+        state = state_at(self._buckets.get(bucket, {}), later, lambda o: self._key_of(rt, o))
+        keys = sorted(state)
+        if namespace and rt.namespaced:
+            keys = key_range(keys, namespace + "/")
+        return state, keys
+
+    async def wait_fresh(self, rv: int, *, within: float | None = None) -> None:
+        """Wait until the store reached ``rv`` (a read "not older than" it), at most
+        ``within`` seconds (default ``fresh_wait``), else 504 Too large resource version
+        (watchCache.waitUntilFreshAndBlock; ``within=0``: at once and without a retry
+        hint, as etcd3's validateMinimumResourceVersion answers)."""
+        if rv <= self._rv:
+            return
+        if within is not None and within <= 0:
+            raise TooLargeResourceVersion(rv, self._rv, retry_after=0)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._fresh_waiters.append((rv, waiter))
+        try:
+            await asyncio.wait_for(
+                asyncio.shield(waiter), self.fresh_wait if within is None else within
+            )
+        except TimeoutError:
+            raise TooLargeResourceVersion(rv, self._rv) from None
+        finally:
+            if (rv, waiter) in self._fresh_waiters:
+                self._fresh_waiters.remove((rv, waiter))
 
     # ------------------------------------------------------------------ writes
 
@@ -337,18 +388,28 @@ class Store:
         resource_version: str | None = None,
         allow_bookmarks: bool = False,
         send_initial_events: bool | None = None,
+        start: WatchStart | None = None,
     ) -> Watch:
-        """Unset/"0" version: ADDED for the current state, then live. A version: the kept
-        events after it, then live; older than the kept history: one ERROR event (410
-        Expired, ``too old resource version: X (Y)``), then the end. Newer than the store:
-        504 Timeout, as the watch cache answers after waiting."""
+        """``start`` (from :func:`~probemarker.sim.store.listopts.watch_start`) says how
+        the watch starts; without it, the legacy parameters: unset/"0" version: ADDED for
+        the current state, then live; a version: the kept events after it, then live;
+        ``send_initial_events``: the state, then a bookmark annotated
+        ``k8s.io/initial-events-end`` (with bookmarks). Older than the kept history: one
+        ERROR event (410 Expired, ``too old resource version: X (Y)``), then the end. A
+        version newer than the store's: events after it only, as the watch cache does
+        (the client waits). The caller awaits :meth:`wait_fresh` for ``start.wait_rv``."""
+        if start is None:
+            start = legacy_watch_start(resource_version, allow_bookmarks, send_initial_events)
         bucket = _bucket(rt)
         matches = make_matcher(rt, namespace, label_selector, field_selector)
+        from_rv = self._rv if start.from_rv is None else start.from_rv
 
         def present(obj: dict[str, Any]) -> dict[str, Any]:
             return self._present(rt, obj, share=True)
 
-        def bookmark(initial_end: bool = False) -> WatchEvent:
+        def bookmark(initial_end: bool = False) -> WatchEvent | None:
+            if self._rv < from_rv:
+                return None  # never a bookmark older than where the watch starts
             meta: dict[str, Any] = {"resourceVersion": str(self._rv)}
             if initial_end:
                 meta["annotations"] = {"k8s.io/initial-events-end": "true"}
@@ -356,35 +417,46 @@ class Store:
                 "BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
             )
 
+        def accept(entry: HistoryEntry) -> WatchEvent | None:
+            return None if entry.rv <= from_rv else transition(entry, matches, present)
+
         watch = Watch(
             bucket=bucket,
-            accept=lambda entry: transition(entry, matches, present),
-            bookmark=bookmark if allow_bookmarks else None,
+            accept=accept,
+            bookmark=bookmark if start.allow_bookmarks else None,
             bookmark_interval=lambda: self.bookmark_interval,
             on_close=self._forget_watch,
         )
-        if resource_version in (None, "", "0") or send_initial_events:
+        if start.initial:
             for key in self._keys_in(rt, namespace):
                 obj = self._buckets[bucket][key]
                 if matches(obj):
                     watch.push(WatchEvent("ADDED", present(obj)))
-            if send_initial_events and allow_bookmarks:
-                watch.push(bookmark(initial_end=True))
+            end = bookmark(initial_end=True) if start.initial_end_bookmark else None
+            if end is not None:
+                watch.push(end)
+        elif from_rv < self._history.floor:
+            watch.fail(
+                Expired(f"too old resource version: {from_rv} ({self._history.floor})").to_status()
+            )
+            return watch
         else:
-            rv = _parse_rv(resource_version)
-            if rv > self._rv:
-                raise Timeout(
-                    f"Too large resource version: {rv}, current: {self._rv}", retry_after=1
-                )
-            if rv < self._history.floor:
-                watch.fail(
-                    Expired(f"too old resource version: {rv} ({self._history.floor})").to_status()
-                )
-                return watch
-            for entry in self._history.since(rv):
+            for entry in self._history.since(from_rv):
                 if entry.bucket == bucket:
                     watch.offer(entry)
         self._watches.setdefault(bucket, set()).add(watch)
+        return watch
+
+    def error_watch(self, rt: ResourceType, error: ApiError) -> Watch:
+        """A watch that only sends ``error`` as an ERROR event (the cacher's errWatcher)."""
+        watch = Watch(
+            bucket=_bucket(rt),
+            accept=lambda entry: None,
+            bookmark=None,
+            bookmark_interval=lambda: self.bookmark_interval,
+            on_close=self._forget_watch,
+        )
+        watch.fail(error.to_status())
         return watch
 
     # ------------------------------------------------------------------ internals
@@ -476,6 +548,10 @@ class Store:
         self._history.append(entry)
         for w in list(self._watches.get(entry.bucket, ())):
             w.offer(entry)
+        if self._fresh_waiters:
+            for rv, waiter in self._fresh_waiters:
+                if rv <= self._rv and not waiter.done():
+                    waiter.set_result(None)
 
     def _shorten_grace(self, rt: ResourceType, old: dict[str, Any], period: int) -> dict[str, Any]:
         """A second DELETE may only shorten a pending grace period (rest.BeforeDelete)."""
@@ -493,9 +569,3 @@ class Store:
             ),
         )
         return self._present(rt, copy_json(self._commit(rt, self._key_of(rt, old), new, prev=old)))
-
-
-def _parse_rv(text: str) -> int:
-    if not text.isdigit():
-        raise BadRequest(f'invalid resource version "{text}"')
-    return int(text)

@@ -91,7 +91,7 @@ class Watch:
         *,
         bucket: tuple[str, str],
         accept: Callable[[HistoryEntry], WatchEvent | None],
-        bookmark: Callable[[], WatchEvent] | None,
+        bookmark: Callable[[], WatchEvent | None] | None,
         bookmark_interval: Callable[[], float],
         on_close: Callable[[Watch], None],
     ) -> None:
@@ -163,7 +163,9 @@ class Watch:
                 return await asyncio.wait_for(self._queue.get(), self._bookmark_interval())
             except TimeoutError:
                 if self._queue.empty():
-                    return self._bookmark()
+                    event = self._bookmark()
+                    if event is not None:
+                        return event
 
 
 def transition(
