@@ -37,6 +37,7 @@ from aiohttp import web
 from probemarker.sim.crd.serving import CrdController
 from probemarker.sim.exec.runners import HandlerRegistry
 from probemarker.sim.kubelet.node import Kubelet, rfc3339
+from probemarker.sim.kubelet.nodeobject import node_object
 from probemarker.sim.kubelet.scheduler import Scheduler
 from probemarker.sim.server.accounting import Accounting
 from probemarker.sim.server.app import ApiServer
@@ -181,39 +182,7 @@ class SimCluster:
     def _register_nodes(self) -> None:
         now = rfc3339(self._clock())
         for name in self.node_names:
-            node: dict[str, Any] = {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
-                },
-                "status": {
-                    "addresses": [
-                        {"type": "InternalIP", "address": "127.0.0.1"},
-                        {"type": "Hostname", "address": name},
-                    ],
-                    "conditions": [
-                        {
-                            "type": "Ready",
-                            "status": "True",
-                            "reason": "KubeletReady",
-                            "message": "kubelet is posting ready status",
-                            "lastHeartbeatTime": now,
-                            "lastTransitionTime": now,
-                        }
-                    ],
-                    "nodeInfo": {
-                        "kubeletVersion": "v1.32.2",
-                        "operatingSystem": "linux",
-                        "osImage": "probemarker sim",
-                        "kernelVersion": "6.1.0",
-                        "architecture": "amd64",
-                        "containerRuntimeVersion": "containerd://1.7.24",
-                    },
-                },
-            }
-            self.store.create(NODES, node, namespace=None)
+            self.store.create(NODES, node_object(name, now=now), namespace=None)
 
     # -- listening (the faults' Listener) --------------------------------------------
 

@@ -4,15 +4,22 @@
 is one of the kubelet's nodes is "started": it gets a pod IP from
 127.0.0.0/8 (unique while the kubelet lives; tests can listen on it),
 container IDs `containerd://<64 hex>`, running states, and the conditions a
-kubelet sets (`podstatus.py`).  Every change of a pod's conditions (e.g. a
-readiness gate's condition written by someone else) makes it recompute
-Ready, as the kubelet's status manager does.  A pod with a
+kubelet sets (`podstatus.py`).  A container with a startupProbe is not
+`started`, one with a readinessProbe not `ready`, until the test says the
+probe passed (`set_container_started`, `set_container_ready`); probe results
+belong to one container ID, so a restart resets them.  Every change of a pod's
+conditions (e.g. a readiness gate's condition written by someone else) makes it
+recompute Ready, as the kubelet's status manager does.  A pod with a
 deletionTimestamp is finished after its grace period (a timer; or at once
-with `finish_deletion`): its containers are terminated and the pod removed.
+with `finish_deletion`): its containers are terminated, the pod gets a terminal
+phase (Succeeded/Failed) and is then removed.  Pulled/Created/Started/Killing
+events go through `recorder.py` (repeats are counted).
 
 The test API changes the runtime state and writes the new status at once:
-`restart_container`, `stop_container`, `set_container_ready`, `set_phase`,
-`finish_deletion`, `remove_pod`; `wait_for_pod` awaits a condition on a pod.
+`restart_container` (two writes: terminated, then running again),
+`stop_container`, `set_container_ready`, `set_container_started`, `set_phase`,
+`finish_deletion`, `remove_pod`; `wait_for_pod` etc. (`waiting.py`) await a
+condition on a pod.
 
 Invariants: every kubelet write is a `pods/status` update through the store
 (new resourceVersion, watch events) and only happens when the status really
@@ -26,50 +33,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import secrets
+import dataclasses
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from probemarker.sim.errors import ApiError
-from probemarker.sim.kubelet.podstatus import ContainerState, PodRuntime, build_pod_status
-from probemarker.sim.server.discovery import EVENTS, PODS
-from probemarker.sim.store.objects import Store, prune_empty
+from probemarker.sim.kubelet.podstatus import (
+    ContainerState,
+    PodRuntime,
+    build_pod_status,
+    kubelet_view,
+)
+from probemarker.sim.kubelet.recorder import EventRecorder
+from probemarker.sim.kubelet.runtime import (
+    PodState,
+    new_container,
+    pod_ip_for,
+    restartable,
+    rfc3339,
+)
+from probemarker.sim.kubelet.waiting import PodWaits
+from probemarker.sim.server.discovery import PODS
+from probemarker.sim.store.objects import Store
+
+__all__ = ["Kubelet", "pod_ip_for", "rfc3339"]
 
 PodKey = tuple[str, str]
 
 
-def rfc3339(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def pod_ip_for(index: int) -> str:
-    """The index-th pod IP: 127.0.1.1, 127.0.1.2, ... (skipping .0 and .255)."""
-    per_second = 255 * 254
-    second, rest = divmod(index, per_second)
-    return f"127.{second}.{1 + rest // 254}.{1 + rest % 254}"
-
-
-def _restartable(container: dict[str, Any]) -> bool:
-    return container.get("restartPolicy") == "Always"
-
-
-class _PodState:
-    def __init__(
-        self,
-        runtime: PodRuntime,
-        containers: list[ContainerState],
-        init_containers: list[ContainerState],
-    ) -> None:
-        self.runtime = runtime
-        self.containers = containers
-        self.init_containers = init_containers
-        self.terminating = False
-        self.deadline: str | None = None
-        self.deletion_timer: asyncio.TimerHandle | None = None
-
-
-class Kubelet:
+class Kubelet(PodWaits):
     """See the module docstring."""
 
     def __init__(
@@ -86,9 +79,10 @@ class Kubelet:
         self._clock = clock
         self.auto_finish_deletion = auto_finish_deletion
         self._emit_events = emit_events
-        self._pods: dict[PodKey, _PodState] = {}
+        self._pods: dict[PodKey, PodState] = {}
         self._next_ip = 0
         self._changed = asyncio.Event()
+        self._recorder = EventRecorder(store=store, clock=lambda: rfc3339(self._clock()))
 
     # -- the loop --------------------------------------------------------------------
 
@@ -122,47 +116,45 @@ class Kubelet:
             return
         state = self._pods.get(key)
         if state is None:
+            # The first status is written before the sandbox exists (Pending,
+            # ContainerCreating), the running one once the containers started.
             state = self._start(pod)
             self._pods[key] = state
+            self._write_status(key)
+            state.runtime = dataclasses.replace(state.runtime, creating=False)
+            spec = pod.get("spec", {})
+            for c in spec.get("initContainers", []) + spec.get("containers", []):
+                self._container_started_events(pod, c)
         deadline = pod["metadata"].get("deletionTimestamp")
         if deadline and deadline != state.deadline:
             # First deletion, or a later DELETE shortened the grace period.
             self._schedule_deletion(key, pod, state)
         self._write_status(key)
 
-    def _start(self, pod: dict[str, Any]) -> _PodState:
+    def _start(self, pod: dict[str, Any]) -> PodState:
         now = rfc3339(self._clock())
         ip = pod_ip_for(self._next_ip)
         self._next_ip += 1
         spec = pod.get("spec", {})
-        containers = [self._new_container(c, now) for c in spec.get("containers") or []]
+        containers = [new_container(c, now) for c in spec.get("containers") or []]
         inits: list[ContainerState] = []
         for c in spec.get("initContainers") or []:
-            init = self._new_container(c, now)
-            if not _restartable(c):
-                init.running, init.reason, init.finished_at = False, "Completed", now
+            init = new_container(c, now)
+            if not restartable(c):
+                init.init, init.running = True, False
+                init.reason, init.finished_at = "Completed", now
             inits.append(init)
-        runtime = PodRuntime(pod_ip=ip, host_ip="127.0.0.1", start_time=now)
-        if self._emit_events:
-            for c in spec.get("initContainers", []) + spec.get("containers", []):
-                self._event(
-                    pod,
-                    c["name"],
-                    "Pulled",
-                    f'Container image "{c.get("image", "")}" already present on machine',
-                )
-                self._event(pod, c["name"], "Created", f"Created container: {c['name']}")
-                self._event(pod, c["name"], "Started", f"Started container {c['name']}")
-        return _PodState(runtime, containers, inits)
+        runtime = PodRuntime(pod_ip=ip, host_ip="127.0.0.1", start_time=now, creating=True)
+        return PodState(runtime, containers, inits)
 
-    @staticmethod
-    def _new_container(spec: dict[str, Any], now: str) -> ContainerState:
-        return ContainerState(
-            name=spec["name"],
-            image=spec.get("image", ""),
-            container_id=f"containerd://{secrets.token_hex(32)}",
-            started_at=now,
-        )
+    def _container_started_events(self, pod: dict[str, Any], spec: dict[str, Any]) -> None:
+        if not self._emit_events:
+            return
+        name, image = spec["name"], spec.get("image", "")
+        pulled = f'Container image "{image}" already present on machine'
+        self._recorder.record(pod, name, "Pulled", pulled)
+        self._recorder.record(pod, name, "Created", f"Created container: {name}")
+        self._recorder.record(pod, name, "Started", f"Started container {name}")
 
     def _write_status(self, key: PodKey) -> dict[str, Any] | None:
         state = self._pods.get(key)
@@ -175,7 +167,7 @@ class Kubelet:
         status = build_pod_status(
             pod, state.runtime, state.containers, state.init_containers, now=rfc3339(self._clock())
         )
-        if prune_empty({"status": status}) == prune_empty({"status": pod.get("status") or {}}):
+        if kubelet_view(status) == kubelet_view(pod.get("status") or {}):
             return pod
         updated = copy.copy(pod)
         updated["status"] = status
@@ -183,54 +175,15 @@ class Kubelet:
             PODS, updated, namespace=key[0], name=key[1], subresource="status"
         )
 
-    def _event(
-        self,
-        pod: dict[str, Any],
-        container: str,
-        reason: str,
-        message: str,
-        event_type: str = "Normal",
-    ) -> None:
-        meta = pod["metadata"]
-        now = rfc3339(self._clock())
-        node = pod.get("spec", {}).get("nodeName", "")
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{meta['name']}.{secrets.token_hex(8)}",
-                "namespace": meta["namespace"],
-            },
-            "involvedObject": {
-                "kind": "Pod",
-                "namespace": meta["namespace"],
-                "name": meta["name"],
-                "uid": meta.get("uid", ""),
-                "apiVersion": "v1",
-                "resourceVersion": meta.get("resourceVersion", ""),
-                "fieldPath": f"spec.containers{{{container}}}",
-            },
-            "reason": reason,
-            "message": message,
-            "source": {"component": "kubelet", "host": node},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-            "type": event_type,
-            "reportingComponent": "kubelet",
-            "reportingInstance": node,
-        }
-        with contextlib.suppress(ApiError):
-            self._store.create(EVENTS, event, namespace=meta["namespace"])
-
     # -- deletion --------------------------------------------------------------------
 
-    def _schedule_deletion(self, key: PodKey, pod: dict[str, Any], state: _PodState) -> None:
+    def _schedule_deletion(self, key: PodKey, pod: dict[str, Any], state: PodState) -> None:
         """Finish the deletion at the pod's deletionTimestamp (its grace period's end)."""
         deadline = str(pod["metadata"]["deletionTimestamp"])
         if self._emit_events and not state.terminating:
-            for c in pod.get("spec", {}).get("containers") or []:
-                self._event(pod, c["name"], "Killing", f"Stopping container {c['name']}")
+            for c in state.init_containers + state.containers:
+                if c.running:
+                    self._recorder.record(pod, c.name, "Killing", f"Stopping container {c.name}")
         state.terminating, state.deadline = True, deadline
         if state.deletion_timer is not None:
             state.deletion_timer.cancel()
@@ -243,8 +196,10 @@ class Kubelet:
             delay, self.finish_deletion, key[0], key[1]
         )
 
-    def finish_deletion(self, namespace: str, name: str) -> bool:
-        """End a terminating pod's grace period now: containers stop, the pod is removed."""
+    def finish_deletion(self, namespace: str, name: str, *, exit_code: int = 0) -> bool:
+        """End a terminating pod's grace period now: the running containers stop with
+        `exit_code` (0 Completed; e.g. 137 Error for one killed at the grace period's
+        end), the pod gets phase Succeeded (all 0) or Failed, and is removed."""
         key = (namespace, name)
         state = self._pods.get(key)
         if state is not None:
@@ -253,7 +208,11 @@ class Kubelet:
             now = rfc3339(self._clock())
             for c in state.containers + state.init_containers:
                 if c.running:
-                    c.running, c.exit_code, c.reason, c.finished_at = False, 0, "Completed", now
+                    c.running, c.exit_code, c.finished_at = False, exit_code, now
+                    c.reason = "Completed" if exit_code == 0 else "Error"
+            # killPod stopped the containers and the sandbox: getPhase with
+            # podIsTerminal gives Succeeded/Failed, written before the final delete.
+            state.runtime = dataclasses.replace(state.runtime, terminal=True, sandbox_ready=False)
             self._write_status(key)
         return self.remove_pod(namespace, name)
 
@@ -300,19 +259,35 @@ class Kubelet:
         exit_code: int = 137,
         reason: str = "Error",
     ) -> dict[str, Any] | None:
-        """The container exits and is started again: new containerID, restartCount+1."""
+        """The container exits and is started again, in two status writes as a kubelet
+        makes them: first state.terminated (not started, not ready: ContainersReady and
+        Ready False), then the new container running: new containerID and startedAt,
+        restartCount+1, lastState.terminated = the old one, probe results reset."""
+        state = self._pods.get((namespace, name))
         c = self._container(namespace, name, container)
         now = rfc3339(self._clock())
-        c.last_terminated = {
-            "exitCode": exit_code,
-            "reason": reason,
-            "startedAt": c.started_at,
-            "finishedAt": now,
-            "containerID": c.container_id,
-        }
-        c.container_id = f"containerd://{secrets.token_hex(32)}"
-        c.started_at, c.restart_count, c.running = now, c.restart_count + 1, True
-        return self._write_status((namespace, name))
+        c.running, c.exit_code, c.reason, c.finished_at = False, exit_code, reason, now
+        self._write_status((namespace, name))
+        spec = self._container_spec(namespace, name, container)
+        fresh = new_container(spec, now, restart_count=c.restart_count + 1)
+        fresh.last_terminated = c.terminated_state()
+        fresh.init = c.init
+        if state is not None:
+            for group in (state.containers, state.init_containers):
+                group[:] = [fresh if x is c else x for x in group]
+        pod = self._write_status((namespace, name))
+        if pod is not None:
+            self._container_started_events(pod, spec)
+        return pod
+
+    def _container_spec(self, namespace: str, name: str, container: str) -> dict[str, Any]:
+        spec: dict[str, Any] = {"name": container}
+        with contextlib.suppress(ApiError):
+            pod_spec = self._store.get(PODS, namespace, name).get("spec", {})
+            for c in (pod_spec.get("initContainers") or []) + (pod_spec.get("containers") or []):
+                if c.get("name") == container:
+                    spec = c
+        return spec
 
     def stop_container(
         self,
@@ -333,7 +308,15 @@ class Kubelet:
     def set_container_ready(
         self, namespace: str, name: str, container: str, ready: bool
     ) -> dict[str, Any] | None:
+        """The readiness probe's result for the current container (ready needs started)."""
         self._container(namespace, name, container).ready = ready
+        return self._write_status((namespace, name))
+
+    def set_container_started(
+        self, namespace: str, name: str, container: str, started: bool = True
+    ) -> dict[str, Any] | None:
+        """The startup probe's result for the current container (started needs running)."""
+        self._container(namespace, name, container).startup_passed = started
         return self._write_status((namespace, name))
 
     def set_phase(
@@ -348,48 +331,10 @@ class Kubelet:
         state = self._pods.get((namespace, name))
         if state is None:
             raise KeyError(f"pod {namespace}/{name} is not running on this kubelet")
-        r = state.runtime
-        state.runtime = PodRuntime(r.pod_ip, r.host_ip, r.start_time, phase, reason, message)
-        return self._write_status((namespace, name))
-
-    async def wait_for_pod(
-        self,
-        namespace: str,
-        name: str,
-        predicate: Callable[[dict[str, Any]], bool],
-        *,
-        within: float = 5.0,
-    ) -> dict[str, Any]:
-        """Wait until the stored pod satisfies `predicate`; returns it."""
-        async with asyncio.timeout(within):
-            while True:
-                with contextlib.suppress(ApiError):
-                    pod = self._store.get(PODS, namespace, name)
-                    if predicate(pod):
-                        return pod
-                self._changed.clear()
-                await self._changed.wait()
-
-    async def wait_removed(self, namespace: str, name: str, *, within: float = 5.0) -> None:
-        """Wait until the pod is gone from the store."""
-        async with asyncio.timeout(within):
-            while True:
-                try:
-                    self._store.get(PODS, namespace, name)
-                except ApiError:
-                    return
-                self._changed.clear()
-                await self._changed.wait()
-
-    async def wait_running(
-        self, namespace: str, name: str, *, within: float = 5.0
-    ) -> dict[str, Any]:
-        return await self.wait_for_pod(
-            namespace,
-            name,
-            lambda p: (p.get("status") or {}).get("phase") == "Running",
-            within=within,
+        state.runtime = dataclasses.replace(
+            state.runtime, phase=phase, phase_reason=reason, phase_message=message
         )
+        return self._write_status((namespace, name))
 
 
 def _key(pod: dict[str, Any]) -> PodKey:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from probemarker.sim.kubelet.qos import pod_qos_class
 from probemarker.sim.server.status import StatusError
 
 _TOLERATIONS = [
@@ -85,7 +86,8 @@ def admit_pod(pod: dict[str, Any]) -> dict[str, Any]:
     spec.setdefault("securityContext", {})
     if "tolerations" not in spec:
         spec["tolerations"] = copy.deepcopy(_TOLERATIONS)
-    out["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+    # The API server computes the QoS class on create (pod strategy PrepareForCreate).
+    out["status"] = {"phase": "Pending", "qosClass": pod_qos_class(out)}
     return out
 
 

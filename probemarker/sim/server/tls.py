@@ -81,7 +81,11 @@ def generate_tls(directory: Path) -> TlsMaterial:
             x509.SubjectAlternativeName(
                 [
                     x509.DNSName("localhost"),
+                    # the in-cluster service names kubeadm puts on the apiserver cert
+                    x509.DNSName("kubernetes"),
+                    x509.DNSName("kubernetes.default"),
                     x509.DNSName("kubernetes.default.svc"),
+                    x509.DNSName("kubernetes.default.svc.cluster.local"),
                     x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
                 ]
             ),
