@@ -10,17 +10,36 @@ that version has been delivered). An ERROR event ends the watch.
 :class:`History` keeps the last ``limit`` events across all resources, like an etcd
 compaction window; ``floor`` is the newest resourceVersion that can no longer be
 resumed from (a watch from ``rv < floor`` gets 410 ``too old resource version``).
+
+:func:`open_watch` starts a watch as the watch cache does: the current state as ADDED
+(then, if asked, a bookmark annotated ``k8s.io/initial-events-end``), or the kept
+events after a version, or one ERROR event (410 Expired) when that version has left
+the history; :func:`failed_watch` only sends an ERROR event. A filtered watcher sees
+an object start or cease to match as ADDED or DELETED (:func:`transition`); bookmarks
+never go back before the watch's start.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["History", "HistoryEntry", "Watch", "WatchEvent", "transition"]
+from probemarker.sim.errors import Expired
+from probemarker.sim.store.listopts import WatchStart
+from probemarker.sim.store.resourcetype import ResourceType, bucket_of, present
+
+__all__ = [
+    "History",
+    "HistoryEntry",
+    "Watch",
+    "WatchEvent",
+    "failed_watch",
+    "open_watch",
+    "transition",
+]
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
 
@@ -187,3 +206,82 @@ def transition(
     last = dict(entry.prev)
     last["metadata"] = dict(entry.prev["metadata"], resourceVersion=str(entry.rv))
     return WatchEvent("DELETED", present(last))
+
+
+def open_watch(
+    rt: ResourceType,
+    start: WatchStart,
+    *,
+    matches: Callable[[Mapping[str, Any]], bool],
+    initial: Iterable[dict[str, Any]],
+    current_rv: Callable[[], int],
+    history: History,
+    bookmark_interval: Callable[[], float],
+    on_close: Callable[[Watch], None],
+    register: Callable[[Watch], None],
+) -> Watch:
+    """A new watch on ``rt``'s bucket, started as ``start`` says. ``initial``: the
+    bucket's objects in the watch's namespace, in key order (read only when the watch
+    starts with the state); ``current_rv``: the store's resourceVersion now;
+    ``register`` is called with the watch unless it failed at once (410)."""
+    from_rv = current_rv() if start.from_rv is None else start.from_rv
+
+    def present_shared(obj: dict[str, Any]) -> dict[str, Any]:
+        return present(rt, obj, share=True)
+
+    def bookmark(initial_end: bool = False) -> WatchEvent | None:
+        if current_rv() < from_rv:
+            return None  # never a bookmark older than where the watch starts
+        meta: dict[str, Any] = {"resourceVersion": str(current_rv())}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return WatchEvent(
+            "BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
+        )
+
+    def accept(entry: HistoryEntry) -> WatchEvent | None:
+        return None if entry.rv <= from_rv else transition(entry, matches, present_shared)
+
+    bucket = bucket_of(rt)
+    watch = Watch(
+        bucket=bucket,
+        accept=accept,
+        bookmark=bookmark if start.allow_bookmarks else None,
+        bookmark_interval=bookmark_interval,
+        on_close=on_close,
+    )
+    if start.initial:
+        for obj in initial:
+            if matches(obj):
+                watch.push(WatchEvent("ADDED", present_shared(obj)))
+        end = bookmark(initial_end=True) if start.initial_end_bookmark else None
+        if end is not None:
+            watch.push(end)
+    elif from_rv < history.floor:
+        watch.fail(Expired(f"too old resource version: {from_rv} ({history.floor})").to_status())
+        return watch
+    else:
+        for entry in history.since(from_rv):
+            if entry.bucket == bucket:
+                watch.offer(entry)
+    register(watch)
+    return watch
+
+
+def failed_watch(
+    bucket: tuple[str, str],
+    status: dict[str, Any],
+    *,
+    bookmark_interval: Callable[[], float],
+    on_close: Callable[[Watch], None],
+) -> Watch:
+    """A watch that only sends ``status`` as an ERROR event (the cacher's errWatcher)."""
+    watch = Watch(
+        bucket=bucket,
+        accept=lambda entry: None,
+        bookmark=None,
+        bookmark_interval=bookmark_interval,
+        on_close=on_close,
+    )
+    watch.fail(status)
+    return watch
