@@ -57,27 +57,38 @@ def _string_map(
     value_max_length: int,
     value_rule: str,
     value_message: str,
+    written: bool,
 ) -> Schema:
-    """A labels or annotations map: bounded, keys qualified names, values by `value_rule`."""
+    """A labels or annotations map: bounded, keys qualified names, values by `value_rule`;
+    maps probemarker writes onto pods (`written`) refuse Kubernetes' reserved prefixes."""
+    validations = [
+        _cel(f"self.all(k, {_qualified_name_rule('k', key_pattern)})", rules.MSG_LABEL_KEYS),
+        _cel(f"self.all(k, {value_rule})", value_message),
+    ]
+    if written:
+        validations.append(
+            _cel(
+                f"self.all(k, !k.matches({_quote(rules.RESERVED_KEY_PREFIX_RE)}))",
+                rules.MSG_RESERVED_KEY_PREFIX,
+            )
+        )
     return {
         "type": "object",
         "description": description,
         "maxProperties": rules.MAX_POLICY_ENTRIES,
         "additionalProperties": {"type": "string", "maxLength": value_max_length},
-        "x-kubernetes-validations": [
-            _cel(f"self.all(k, {_qualified_name_rule('k', key_pattern)})", rules.MSG_LABEL_KEYS),
-            _cel(f"self.all(k, {value_rule})", value_message),
-        ],
+        "x-kubernetes-validations": validations,
     }
 
 
-def _label_map(description: str) -> Schema:
+def _label_map(description: str, *, written: bool) -> Schema:
     return _string_map(
         description,
         key_pattern=rules.QUALIFIED_NAME_RE,
         value_max_length=rules.MAX_LABEL_VALUE_LENGTH,
         value_rule=f"self[k].matches({_quote(rules.LABEL_VALUE_RE)})",
         value_message=rules.MSG_LABEL_VALUES,
+        written=written,
     )
 
 
@@ -88,6 +99,7 @@ def _annotation_map(description: str) -> Schema:
         value_max_length=rules.MAX_ANNOTATION_VALUE_BYTES,
         value_rule=f"size(bytes(self[k])) <= {rules.MAX_ANNOTATION_VALUE_BYTES}",
         value_message=rules.MSG_ANNOTATION_VALUES,
+        written=True,
     )
 
 
@@ -172,7 +184,7 @@ def _selector_schema() -> Schema:
         "description": "Selects the pods to probe by label, in the marker's namespace. "
         "Required, must not be empty, and cannot be changed after creation.",
         "properties": {
-            "matchLabels": _label_map("Labels the pod must carry, key: value."),
+            "matchLabels": _label_map("Labels the pod must carry, key: value.", written=False),
             "matchExpressions": {
                 "type": "array",
                 "description": "Label requirements the pod must meet, all of them.",
@@ -362,7 +374,7 @@ def _probe_schema() -> Schema:
                             "description": "Succeeded or Failed. Keys of the other state's "
                             "policy that this one does not set are removed from the pod.",
                         },
-                        "labels": _label_map("Labels set on the pod in this state."),
+                        "labels": _label_map("Labels set on the pod in this state.", written=True),
                         "annotations": _annotation_map("Annotations set on the pod in this state."),
                     },
                     "x-kubernetes-validations": [

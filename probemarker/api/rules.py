@@ -124,7 +124,14 @@ HTTP_HEADER_NAME_RE: Final = "^[-!#$%&'*+.^_`|~0-9A-Za-z]+$"
 # An absolute path: starts with '/', no whitespace or control characters.
 # Explicit ranges, not \\s: Python's \\s is Unicode-aware, RE2's is ASCII only.
 HTTP_PATH_RE: Final = "^/[^\\x00-\\x20\\x7f]*$"
-PROBE_NAME_RE: Final = "^[^#]+$"
+# Probe names end up in events, logs and the ownership annotation: no '#' (it joins
+# marker and probe in identities), no control characters, no leading/trailing space.
+PROBE_NAME_RE: Final = "^[^#\\x00-\\x20\\x7f]([^#\\x00-\\x1f\\x7f]*[^#\\x00-\\x20\\x7f])?$"
+# Key prefixes Kubernetes reserves for itself. The daemon's admission policy (SPEC §5)
+# refuses writes of them, so a marker that asks for one could never take effect.
+# Subdomains (app.kubernetes.io/, controller.kubernetes.io/) stay allowed.
+RESERVED_KEY_PREFIXES: Final = ("kubernetes.io", "k8s.io")
+RESERVED_KEY_PREFIX_RE: Final = "(?i)^(kubernetes\\.io|k8s\\.io)/"
 
 # --- messages shared by the validator and the CRD's CEL rules ---------------------
 MSG_SELECTOR_EMPTY: Final = (
@@ -146,7 +153,12 @@ MSG_POLICY_OR_CONDITION: Final = (
 MSG_RESERVED_CONDITION: Final = (
     "is owned by Kubernetes, the kubelet or Kruise; choose your own type, e.g. example.com/Idle"
 )
-MSG_PROBE_NAME_HASH: Final = "must not contain '#'"
+MSG_PROBE_NAME: Final = "must not contain '#' or control characters, nor start or end with a space"
+MSG_RESERVED_KEY_PREFIX: Final = (
+    "keys must not use the prefixes kubernetes.io/ or k8s.io/, which Kubernetes reserves "
+    "(probemarker may not write them); use your own, e.g. example.com/idle "
+    "(subdomains such as app.kubernetes.io/ are allowed)"
+)
 MSG_LABEL_KEYS: Final = (
     "keys must be qualified names: an optional DNS subdomain prefix of at most 253 "
     "characters and '/', then a name of at most 63 alphanumerics, '-', '_' or '.', "

@@ -224,7 +224,7 @@ def _check_probe(probe: Mapping[str, Any], path: str, errors: Errors) -> None:
         if not name:
             errors.add(child(path, "name"), "must not be empty")
         elif not matches(rules.PROBE_NAME_RE, name):
-            errors.add(child(path, "name"), rules.MSG_PROBE_NAME_HASH)
+            errors.add(child(path, "name"), rules.MSG_PROBE_NAME)
         elif len(name) > rules.MAX_PROBE_NAME_LENGTH:
             errors.add(
                 child(path, "name"),
@@ -424,8 +424,10 @@ def _check_policy(policy: Mapping[str, Any], path: str, errors: Errors) -> None:
     annotations = as_string_map(policy.get("annotations", {}), child(path, "annotations"), errors)
     if labels:
         _check_labels(labels, child(path, "labels"), errors)
+        _check_written_keys(labels, child(path, "labels"), errors)
     if annotations:
         _check_annotations(annotations, child(path, "annotations"), errors)
+        _check_written_keys(annotations, child(path, "annotations"), errors)
     if labels == {} and annotations == {}:
         errors.add(path, rules.MSG_POLICY_EMPTY)
 
@@ -446,6 +448,12 @@ def _check_annotations(annotations: Mapping[str, str], path: str, errors: Errors
             errors.add(index(path, key), f"key {describe(key)}: {problem}")
         for problem in names.annotation_value_problems(value):
             errors.add(index(path, key), f"value: {problem}")
+
+
+def _check_written_keys(mapping: Mapping[str, str], path: str, errors: Errors) -> None:
+    for key in mapping:
+        if matches(rules.RESERVED_KEY_PREFIX_RE, key):
+            errors.add(index(path, key), rules.MSG_RESERVED_KEY_PREFIX)
 
 
 def _check_condition_type(value: Any, path: str, errors: Errors) -> None:
