@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -31,3 +36,46 @@ async def raw(sim: SimCluster, method: str, path: str, **kwargs: Any) -> tuple[i
         session.request(method, sim.url + path, **kwargs) as response,
     ):
         return response.status, await response.json(content_type=None)
+
+
+KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+HAVE_KUBECTL = os.access(KUBECTL, os.X_OK)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What one kubectl run gave."""
+
+    code: int
+    out: str
+    err: str
+
+
+async def run_kubectl(
+    kubeconfig: Path,
+    *args: str,
+    cache_dir: Path | None = None,
+    stdin: str | None = None,
+    within: float = 30,
+) -> Result:
+    """Run kubectl against a sim's kubeconfig; killed if it outlives `within` seconds."""
+    cache = ("--cache-dir", str(cache_dir)) if cache_dir is not None else ()
+    process = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        "--kubeconfig",
+        str(kubeconfig),
+        *cache,
+        *args,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(within):
+            out, err = await process.communicate(stdin.encode() if stdin is not None else None)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode is not None
+    return Result(process.returncode, out.decode(), err.decode())

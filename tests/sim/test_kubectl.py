@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -14,12 +11,11 @@ import yaml
 
 from probemarker.sim import SimCluster
 from probemarker.sim.server.discovery import EVENTS, PODS
-from tests.sim.server_helpers import raw
+from tests.sim.server_helpers import HAVE_KUBECTL, KUBECTL, Result, raw, run_kubectl
 from tests.sim.test_server_crd import PROJECT_CRD, WIDGET_CRD
 
-KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 pytestmark = pytest.mark.skipif(
-    not os.access(KUBECTL, os.X_OK), reason="kubectl is not installed (/usr/bin/kubectl)"
+    not HAVE_KUBECTL, reason="kubectl is not installed (/usr/bin/kubectl)"
 )
 
 POD = """
@@ -37,41 +33,19 @@ spec:
 """
 
 
-@dataclass(frozen=True, slots=True)
-class Result:
-    code: int
-    out: str
-    err: str
-
-
 Kubectl = Callable[..., Awaitable[Result]]
 
 
 @pytest.fixture
 def kubectl(sim: SimCluster, tmp_path: Path) -> Kubectl:
-    cache = tmp_path / "kube-cache"
-
     async def run(*args: str, stdin: str | None = None, within: float = 30) -> Result:
-        process = await asyncio.create_subprocess_exec(
-            KUBECTL,
-            "--kubeconfig",
-            str(sim.kubeconfig_path),
-            "--cache-dir",
-            str(cache),
+        return await run_kubectl(
+            sim.kubeconfig_path,
             *args,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            cache_dir=tmp_path / "kube-cache",
+            stdin=stdin,
+            within=within,
         )
-        try:
-            async with asyncio.timeout(within):
-                out, err = await process.communicate(stdin.encode() if stdin is not None else None)
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-        assert process.returncode is not None
-        return Result(process.returncode, out.decode(), err.decode())
 
     return run
 
@@ -249,27 +223,12 @@ async def test_delete_pod_waits_for_kubelet(sim: SimCluster, kubectl: Kubectl) -
 
 async def test_https_and_bearer_token(tmp_path: Path) -> None:
     async with SimCluster(https=True, token="s3cret") as sim:
-        base = [
-            KUBECTL,
-            "--kubeconfig",
-            str(sim.kubeconfig_path),
-            "--cache-dir",
-            str(tmp_path / "cache"),
-        ]
-        ok = await asyncio.create_subprocess_exec(
-            *base,
-            "get",
-            "ns",
-            "default",
-            "-o",
-            "name",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        cache = tmp_path / "cache"
+        ok = await run_kubectl(
+            sim.kubeconfig_path, "get", "ns", "default", "-o", "name", cache_dir=cache
         )
-        async with asyncio.timeout(30):
-            out, err = await ok.communicate()
-        assert ok.returncode == 0, err.decode()
-        assert out.decode().strip() == "namespace/default"
+        assert ok.code == 0, ok.err
+        assert ok.out.strip() == "namespace/default"
         sim.store.create(
             PODS,
             {
@@ -279,33 +238,16 @@ async def test_https_and_bearer_token(tmp_path: Path) -> None:
             namespace="default",
         )
         await sim.kubelet.wait_running("default", "s")
-        exec_ = await asyncio.create_subprocess_exec(
-            *base,
-            "exec",
-            "s",
-            "--",
-            "echo",
-            "secure",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        exec_ = await run_kubectl(
+            sim.kubeconfig_path, "exec", "s", "--", "echo", "secure", cache_dir=cache
         )
-        async with asyncio.timeout(30):
-            out, err = await exec_.communicate()
-        assert exec_.returncode == 0, err.decode()
-        assert out.decode() == "secure\n"
-        denied = await asyncio.create_subprocess_exec(
-            *base,
-            "--token",
-            "wrong",
-            "get",
-            "ns",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        assert exec_.code == 0, exec_.err
+        assert exec_.out == "secure\n"
+        denied = await run_kubectl(
+            sim.kubeconfig_path, "--token", "wrong", "get", "ns", cache_dir=cache
         )
-        async with asyncio.timeout(30):
-            _, err = await denied.communicate()
-        assert denied.returncode != 0
-        assert "Unauthorized" in err.decode() or "must be logged in" in err.decode()
+        assert denied.code != 0
+        assert "Unauthorized" in denied.err or "must be logged in" in denied.err
 
 
 async def test_kubectl_strict_validation_and_server_dry_run(kubectl: Kubectl) -> None:

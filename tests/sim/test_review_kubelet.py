@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import ssl
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from probemarker.sim.kubelet.images import normalized_image
 from probemarker.sim.kubelet.qos import pod_qos_class
 from probemarker.sim.server.discovery import EVENTS, PODS
 from probemarker.sim.server.eventcheck import check_event_update
-from tests.sim.server_helpers import pod_manifest, raw
+from tests.sim.server_helpers import HAVE_KUBECTL, pod_manifest, raw, run_kubectl
 
 
 def conditions(pod: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -452,7 +451,7 @@ async def test_node_object_is_what_a_kubelet_registers(core: client.CoreV1Api) -
     assert node.metadata.labels["kubernetes.io/arch"] == "amd64"
 
 
-@pytest.mark.skipif(not shutil.which("kubectl"), reason="kubectl is not installed")
+@pytest.mark.skipif(not HAVE_KUBECTL, reason="kubectl is not installed")
 async def test_kubectl_describe_shows_counted_and_series_events(
     sim: SimCluster, core: client.CoreV1Api
 ) -> None:
@@ -485,20 +484,9 @@ async def test_kubectl_describe_shows_counted_and_series_events(
         sim, "POST", "/apis/events.k8s.io/v1/namespaces/default/events", json=event
     )
     assert status == 201
-    process = await asyncio.create_subprocess_exec(
-        "kubectl",
-        "--kubeconfig",
-        str(sim.kubeconfig_path),
-        "describe",
-        "pod",
-        "desc",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    async with asyncio.timeout(30):
-        out, err = await process.communicate()
-    assert process.returncode == 0, err
-    lines = out.decode().splitlines()
+    described = await run_kubectl(sim.kubeconfig_path, "describe", "pod", "desc")
+    assert described.code == 0, described.err
+    lines = described.out.splitlines()
     probe = next(line for line in lines if "ProbeFailed" in line)
     assert "(x3 over" in probe
     assert "probemarker.io/daemon" in probe
