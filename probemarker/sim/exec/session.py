@@ -237,7 +237,10 @@ class _Session:
                 log.exception("exec.runner_failed")
                 return f"{type(err).__name__}: {err}"
         finally:
+            # Await the cancelled command as the reader is awaited below, so the runner's
+            # cleanup (killing the process group) has finished when the session ends.
             command.cancel()
+            await asyncio.gather(command, return_exceptions=True)
             await asyncio.gather(command, return_exceptions=True)
 
     async def finish(self, status: Mapping[str, Any] | None) -> None:
