@@ -180,26 +180,27 @@ def _check_probes(value: Any, path: str, errors: Errors) -> None:
         _check_probe(probe, item_path, errors)
         _check_unique(
             probe.get("name"),
-            seen_names,
-            i,
-            child(item_path, "name"),
-            path,
-            errors,
-            rules.MSG_PROBE_NAMES_UNIQUE,
+            seen=seen_names,
+            i=i,
+            path=child(item_path, "name"),
+            list_path=path,
+            errors=errors,
+            message=rules.MSG_PROBE_NAMES_UNIQUE,
         )
         _check_unique(
             probe.get("podConditionType"),
-            seen_types,
-            i,
-            child(item_path, "podConditionType"),
-            path,
-            errors,
-            rules.MSG_CONDITION_TYPES_UNIQUE,
+            seen=seen_types,
+            i=i,
+            path=child(item_path, "podConditionType"),
+            list_path=path,
+            errors=errors,
+            message=rules.MSG_CONDITION_TYPES_UNIQUE,
         )
 
 
 def _check_unique(
     value: Any,
+    *,
     seen: dict[str, int],
     i: int,
     path: str,
@@ -207,6 +208,7 @@ def _check_unique(
     errors: Errors,
     message: str,
 ) -> None:
+    """Record `value` (item `i` of `list_path`) in `seen`; a repeat is an error at `path`."""
     if not isinstance(value, str):
         return
     if value in seen:
@@ -405,12 +407,12 @@ def _check_policies(value: Any, path: str, errors: Errors) -> bool:
         _check_policy(policy, index(path, i), errors)
         _check_unique(
             policy.get("state"),
-            seen,
-            i,
-            child(index(path, i), "state"),
-            path,
-            errors,
-            rules.MSG_POLICY_STATES_UNIQUE,
+            seen=seen,
+            i=i,
+            path=child(index(path, i), "state"),
+            list_path=path,
+            errors=errors,
+            message=rules.MSG_POLICY_STATES_UNIQUE,
         )
     return bool(policies)
 
