@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
-from probemarker.sim.crd import cel_check, prune, rules, values
+from probemarker.sim.crd import celadmit, prune, rules, values
 from probemarker.sim.crd.fielderr import FieldError
 from probemarker.sim.crd.node import SchemaNode, parse_schema
 
@@ -138,7 +137,10 @@ def _check_schema(raw: Mapping[str, Any], path: str) -> list[FieldError]:
                     f"{path}.properties[metadata].properties[{key}]", "must not be specified"
                 )
             )
-    errors.extend(_check_node(root, raw, path, correlatable=True, is_root=True))
+    errors.extend(_check_node(root, raw, path, is_root=True))
+    if not errors:
+        # kube-apiserver compiles and costs the CEL rules only of a schema with no other errors.
+        errors.extend(celadmit.validate_schema_rules(root, path))
     return errors
 
 
@@ -147,7 +149,6 @@ def _check_node(
     raw: Mapping[str, Any],
     path: str,
     *,
-    correlatable: bool,
     is_root: bool = False,
 ) -> list[FieldError]:
     errors: list[FieldError] = []
@@ -185,28 +186,20 @@ def _check_node(
     errors.extend(_check_list_type(node, path))
     if node.has_default and not is_root:
         errors.extend(_check_default(node, path))
-    errors.extend(_check_rules(node, path, correlatable=correlatable, is_root=is_root))
+    errors.extend(_check_rule_fields(node, path))
     for key, prop in node.properties.items():
         child_raw = raw.get("properties", {}).get(key, {})
-        child_ok = correlatable and node.map_type != "atomic"
-        errors.extend(
-            _check_node(prop, child_raw, f"{path}.properties[{key}]", correlatable=child_ok)
-        )
+        errors.extend(_check_node(prop, child_raw, f"{path}.properties[{key}]"))
     if isinstance(node.additional_properties, SchemaNode):
-        child_ok = correlatable and node.map_type != "atomic"
         errors.extend(
             _check_node(
                 node.additional_properties,
                 raw.get("additionalProperties", {}),
                 f"{path}.additionalProperties",
-                correlatable=child_ok,
             )
         )
     if node.items is not None:
-        child_ok = correlatable and node.list_type == "map"
-        errors.extend(
-            _check_node(node.items, raw.get("items", {}), f"{path}.items", correlatable=child_ok)
-        )
+        errors.extend(_check_node(node.items, raw.get("items", {}), f"{path}.items"))
     return errors
 
 
@@ -278,31 +271,19 @@ def _check_default(node: SchemaNode, path: str) -> list[FieldError]:
     return errors
 
 
-def _check_rules(
-    node: SchemaNode, path: str, *, correlatable: bool, is_root: bool
-) -> list[FieldError]:
+def _check_rule_fields(node: SchemaNode, path: str) -> list[FieldError]:
+    """The checks of x-kubernetes-validations entries that need no CEL (SchemaErrors)."""
     errors: list[FieldError] = []
     for index, rule in enumerate(node.rules):
         rule_path = f"{path}.x-kubernetes-validations[{index}]"
         if not rule.rule.strip():
             errors.append(FieldError.required(f"{rule_path}.rule"))
-            continue
-        item = rules.compile_rule(rule, node)
-        if item.error is None and item.program is not None:
-            undefined = cel_check.undefined_fields(item.program.ast, node, resource_root=is_root)
-            if undefined:
-                item = replace(item, error="\n".join(undefined))
-        if item.error is not None:
-            detail = f"compilation failed: {item.error}"
-            errors.append(FieldError.invalid(f"{rule_path}.rule", node.type, detail))
-        if item.field_path_error is not None:
-            detail = f"fieldPath must be a valid path: {item.field_path_error}"
-            errors.append(FieldError.invalid(f"{rule_path}.fieldPath", rule.field_path, detail))
-        if item.program is not None and item.program.uses_old_self and not correlatable:
-            detail = (
-                f"oldSelf cannot be used on the uncorrelatable portion of the schema within {path}"
-            )
-            errors.append(FieldError.invalid(f"{rule_path}.rule", node.type, detail))
+        if rule.field_path:
+            try:
+                rules.normalize_field_path(rule.field_path, node)
+            except ValueError as exc:
+                detail = f"fieldPath must be a valid path: {exc}"
+                errors.append(FieldError.invalid(f"{rule_path}.fieldPath", rule.field_path, detail))
         if rule.reason and rule.reason not in (
             "FieldValueInvalid",
             "FieldValueForbidden",
