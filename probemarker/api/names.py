@@ -84,9 +84,5 @@ def port_problems(port: int | str) -> list[str]:
     """A port number 1-65535 or an IANA_SVC_NAME port name."""
     if isinstance(port, int):
         return [] if 1 <= port <= 65535 else [rules.MSG_PORT]
-    valid = (
-        matches(rules.PORT_NAME_RE, port)
-        and matches(rules.PORT_NAME_LETTER_RE, port)
-        and "--" not in port
-    )
+    valid = len(port) <= rules.MAX_PORT_NAME_LENGTH and matches(rules.PORT_NAME_RE, port)
     return [] if valid else [rules.MSG_PORT]

@@ -115,10 +115,12 @@ QUALIFIED_NAME_RE: Final = f"^({_DNS1123_SUBDOMAIN}/)?{_QUALIFIED_NAME_NAME}$"
 ANNOTATION_KEY_RE: Final = f"^({_DNS1123_SUBDOMAIN_ANY_CASE}/)?{_QUALIFIED_NAME_NAME}$"
 QUALIFIED_NAME_PREFIX_LENGTH_RE: Final = "^[^/]{1,253}/"
 LABEL_VALUE_RE: Final = f"^({_QUALIFIED_NAME_NAME})?$"
-# IANA_SVC_NAME (RFC 6335): lower-case alphanumerics and '-', at most 15 characters,
-# at least one letter, no leading, trailing or doubled '-'.
-PORT_NAME_RE: Final = "^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$"
-PORT_NAME_LETTER_RE: Final = "[a-z]"
+# IANA_SVC_NAME (RFC 6335): lower-case alphanumerics and '-', at most 15 characters
+# (MAX_PORT_NAME_LENGTH, checked apart), at least one letter, no leading, trailing or
+# doubled '-'. One pattern, so the CRD can say it in OpenAPI (`pattern`) instead of CEL:
+# segments of alphanumerics joined by single '-'; the segments before the first letter
+# are all digits.
+PORT_NAME_RE: Final = "^([0-9]+-)*[0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*$"
 # An HTTP header field name is an RFC 7230 token.
 HTTP_HEADER_NAME_RE: Final = "^[-!#$%&'*+.^_`|~0-9A-Za-z]+$"
 # An absolute path: starts with '/', no whitespace or control characters.
