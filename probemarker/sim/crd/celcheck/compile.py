@@ -1,0 +1,71 @@
+"""Compile one rule or messageExpression as apiextensions' compileRule does: parse, check,
+validate, require the output type, estimate the cost.
+
+Stage: called per x-kubernetes-validations entry by probemarker.sim.crd.celadmit.
+Inputs: the expression text, the rule's `Env` and the node's (unnamed) DeclType for the size
+estimator. Output: a `Compiled`: `error` holds kube-apiserver's detail text
+(`compilation failed: ERROR: <input>:1:6: ...`, `cel expression must evaluate to a bool`,
+`messageExpression must evaluate to a string`), else `max_cost` and `uses_old_self`.
+
+Parsing is cached per source text for the life of the process (the trees are immutable).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from probemarker.sim.crd import cel
+from probemarker.sim.crd.celcheck import types as t
+from probemarker.sim.crd.celcheck.checker import check
+from probemarker.sim.crd.celcheck.cost import estimate_cost
+from probemarker.sim.crd.celcheck.decltypes import DeclType
+from probemarker.sim.crd.celcheck.env import Env
+from probemarker.sim.crd.celcheck.issues import render_issues
+from probemarker.sim.crd.celcheck.k8scost import SETS_ESTIMATORS, KubeEstimator
+from probemarker.sim.crd.celcheck.parse import Parsed, parse_tree
+from probemarker.sim.crd.celcheck.validators import validate
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    error: str | None = None
+    uses_old_self: bool = False
+    max_cost: int = 0
+    output_type: t.CelType | None = None
+
+
+@lru_cache(maxsize=4096)
+def parse(source: str) -> Parsed | str:
+    """The expression tree of `source`, or the syntax error text (already `ERROR: ...`)."""
+    try:
+        program = cel.compile_cel(source)
+    except cel.CelCompileError as exc:
+        return str(exc)
+    return parse_tree(source, program.ast)
+
+
+def compile_expression(
+    source: str, env: Env, decl: DeclType, *, message_expression: bool = False
+) -> Compiled:
+    prefix = (
+        "messageExpression compilation failed: " if message_expression else "compilation failed: "
+    )
+    parsed = parse(source)
+    if isinstance(parsed, str):
+        return Compiled(error=prefix + parsed)
+    if parsed.errors:
+        return Compiled(error=prefix + render_issues(source, list(parsed.errors)))
+    checked = check(parsed.root, env)
+    errors = checked.errors or validate(checked, env.profile)
+    if errors:
+        return Compiled(error=prefix + render_issues(source, errors))
+    output = checked.output_type
+    if message_expression and output != t.STRING:
+        return Compiled(error="messageExpression must evaluate to a string", output_type=output)
+    if not message_expression and output != t.BOOL:
+        return Compiled(error="cel expression must evaluate to a bool", output_type=output)
+    estimators = SETS_ESTIMATORS if env.profile.libraries.sets else None
+    cost = estimate_cost(checked, KubeEstimator(decl), env.profile, estimators)
+    uses_old_self = "oldSelf" in checked.idents.values()
+    return Compiled(uses_old_self=uses_old_self, max_cost=cost.hi, output_type=output)
