@@ -45,9 +45,11 @@ def _valid_timestamp(text: str) -> bool:
 
 
 def _valid_regex(text: str) -> bool:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print the error on stderr
     try:
-        re2.compile(text)
-    except Exception:
+        re2.compile(text, options)
+    except re2.error:
         return False
     return True
 
