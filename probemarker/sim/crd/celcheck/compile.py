@@ -12,8 +12,11 @@ Parsing is cached per source text for the life of the process (the trees are imm
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
+
+import lark
 
 from probemarker.sim.crd import cel
 from probemarker.sim.crd.celcheck import types as t
@@ -35,14 +38,36 @@ class Compiled:
     output_type: t.CelType | None = None
 
 
+_SYNTAX = re.compile(r"ERROR: <input>:(\d+):(\d+): (.*)", re.DOTALL)
+
+
 @lru_cache(maxsize=4096)
 def parse(source: str) -> Parsed | str:
-    """The expression tree of `source`, or the syntax error text (already `ERROR: ...`)."""
+    """The expression tree of `source`, or the rendered syntax error. The position is
+    celpy's, and so is the wording after `Syntax error:` (cel-go's parser words it its own way)."""
     try:
         program = cel.compile_cel(source)
     except cel.CelCompileError as exc:
-        return str(exc)
+        return _syntax_error(source, exc)
     return parse_tree(source, program.ast)
+
+
+def _syntax_error(source: str, exc: cel.CelCompileError) -> str:
+    """cel-go's layout for a syntax error, with ANTLR's wording for the two usual cases."""
+    match = _SYNTAX.fullmatch(str(exc))
+    if match is None:
+        return str(exc)
+    line, column = int(match.group(1)), int(match.group(2))
+    lines = source.split("\n")
+    offset = min(sum(len(x) + 1 for x in lines[: line - 1]) + column - 1, len(source))
+    cause = exc.__cause__.__context__ if exc.__cause__ is not None else None
+    message = match.group(3)
+    if isinstance(cause, lark.exceptions.UnexpectedCharacters):
+        message = f"Syntax error: token recognition error at: '{source[offset : offset + 1]}'"
+    elif isinstance(cause, lark.exceptions.UnexpectedToken):
+        token = "<EOF>" if cause.token.type == "$END" else str(cause.token)
+        message = f"Syntax error: mismatched input '{token}'"
+    return render_issues(source, [(offset, message)])
 
 
 def compile_expression(
