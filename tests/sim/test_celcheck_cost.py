@@ -245,3 +245,17 @@ def test_cost_as_apiextensions_computes_it(
 def test_where_1_28_and_1_32_differ(schema: dict[str, Any], cost_128: int, cost_132: int) -> None:
     assert rule_cost(schema, K8S_1_28) == cost_128
     assert rule_cost(schema, K8S_1_32) == cost_132
+
+
+@pytest.mark.parametrize(
+    ("pattern", "cost"),
+    [
+        (r"'\x41\x41\x41\x41\x41'", 2),  # AAAAA: 5 code points, ceil(5 x 0.25) = 2
+        (r"r'\x41\x41\x41\x41\x41'", 5),  # raw: 20 characters, ceil(20 x 0.25) = 5
+        (r"'\u00e9\u00e9\u00e9\u00e9\u00e9'", 2),  # five code points, not ten bytes
+        ("'''aaaaa'''", 2),
+    ],
+)
+def test_literal_sizes_count_code_points_after_unescaping(pattern: str, cost: int) -> None:
+    # "".matches(p) costs ceil((0 + 1) x 0.1) x ceil(len(p) x 0.25)
+    assert rule_cost(string(f'"".matches({pattern})')(None)) == cost

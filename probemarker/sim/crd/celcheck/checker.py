@@ -36,8 +36,10 @@ from probemarker.sim.crd.celcheck.unify import (
 )
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Checked:
+    """The checker's findings, keyed by node id (the maps are filled while checking)."""
+
     root: Expr
     types: dict[int, CelType] = field(default_factory=dict)
     overloads: dict[int, tuple[str, ...]] = field(default_factory=dict)

@@ -148,6 +148,15 @@ class _Builder:
         operand = self.build(inner)
         if count % 2 == 0:
             return operand
+        if (
+            count == 1
+            and op_kind == "unary_neg"
+            and _bare_literal(inner)
+            and _unsigned_number(operand)
+        ):
+            assert isinstance(operand, Literal)
+            value = -operand.value  # type: ignore[operator]
+            return Literal(operand.id, offset, value, operand.type)  # cel-go: `- 1` is a literal
         name = "!_" if op_kind == "unary_not" else "-_"
         return Call(self.new_id(), offset, name, None, (operand,))
 
@@ -218,6 +227,27 @@ class _Builder:
         if expanded is not None:
             return expanded
         return Call(self.new_id(), offset, name, target, args)
+
+
+def _bare_literal(tree: Any) -> bool:
+    """A unary/member/primary chain down to a literal, with no parentheses."""
+    node = tree
+    while isinstance(node, lark.Tree) and node.data in ("unary", "member", "primary"):
+        kids = _kids(node)
+        if len(kids) != 1:
+            return False
+        node = kids[0]
+    return isinstance(node, lark.Tree) and node.data == "literal"
+
+
+def _unsigned_number(e: Expr) -> bool:
+    return (
+        isinstance(e, Literal)
+        and e.type in (t.INT, t.DOUBLE)
+        and isinstance(e.value, int | float)
+        and not isinstance(e.value, bool)
+        and e.value >= 0
+    )
 
 
 def _qualified(tree: Any) -> str | None:
