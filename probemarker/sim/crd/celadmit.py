@@ -23,11 +23,12 @@ Results are cached per schema text, as tests create the same CRD again and again
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from probemarker.sim.crd.celcheck import decltypes
 from probemarker.sim.crd.celcheck.compile import Compiled, compile_expression
-from probemarker.sim.crd.celcheck.env import K8S_1_32, Profile, rule_env
+from probemarker.sim.crd.celcheck.env import K8S_1_32, Env, Profile, rule_env
 from probemarker.sim.crd.celcheck.estimate import MAX_U64, sat_mul
 from probemarker.sim.crd.fielderr import FieldError, go_quote
 from probemarker.sim.crd.node import Rule, SchemaNode
@@ -155,23 +156,24 @@ class _Walk:
             )
             return
         raw_rules = node.raw.get("x-kubernetes-validations") or []
+        envs: dict[bool, Env] = {}
         for index, rule in enumerate(node.rules):
-            raw = (
-                raw_rules[index]
-                if index < len(raw_rules) and isinstance(raw_rules[index], dict)
-                else {}
-            )
-            optional = raw.get("optionalOldSelf") if self.profile.optional_old_self else None
-            self.rule(rule, optional, decl, f"{path}.x-kubernetes-validations[{index}]",
-                      card=card, frozen=frozen)  # fmt: skip
+            raw = raw_rules[index] if index < len(raw_rules) else None
+            optional = None
+            if self.profile.optional_old_self and isinstance(raw, Mapping):
+                optional = raw.get("optionalOldSelf")
+            wanted = optional is True
+            if wanted not in envs:
+                envs[wanted] = rule_env(self.profile, decl, optional_old_self=wanted)
+            self.rule(rule, optional, envs[wanted], decl,
+                      f"{path}.x-kubernetes-validations[{index}]", card=card, frozen=frozen)  # fmt: skip
 
     def rule(
-        self, rule: Rule, optional: object, decl: decltypes.DeclType, at: str,
+        self, rule: Rule, optional: object, env: Env, decl: decltypes.DeclType, at: str,
         *, card: int | None, frozen: str | None,
     ) -> None:  # fmt: skip
         compiled = Compiled()
         if rule.rule.strip():
-            env = rule_env(self.profile, decl, optional_old_self=optional is True)
             compiled = compile_expression(rule.rule, env, decl)
         times = card if card is not None else decltypes.max_cardinality(decl.min_size)
         cost = 0 if compiled.max_cost == 0 else sat_mul(compiled.max_cost, times)
@@ -184,7 +186,7 @@ class _Walk:
                 _invalid_rule(f"{at}.rule", _go_rule(rule, optional, self.profile), compiled.error)
             )
         elif rule.message_expression and rule.rule.strip():
-            self.message_expression(rule, optional, decl, at)
+            self.message_expression(rule, optional, env, decl, at)
         if compiled.uses_old_self:
             if frozen is not None:
                 detail = f"oldSelf cannot be used on the uncorrelatable portion of the schema within {frozen}"
@@ -194,9 +196,8 @@ class _Walk:
             self.errors.append(FieldError.invalid(f"{at}.optionalOldSelf", optional, detail))
 
     def message_expression(
-        self, rule: Rule, optional: object, decl: decltypes.DeclType, at: str
+        self, rule: Rule, optional: object, env: Env, decl: decltypes.DeclType, at: str
     ) -> None:
-        env = rule_env(self.profile, decl, optional_old_self=optional is True)
         compiled = compile_expression(rule.message_expression, env, decl, message_expression=True)
         if compiled.error is not None:
             rendered = _go_rule(rule, optional, self.profile)
