@@ -107,6 +107,13 @@ def test_old_self_where_old_and_new_values_do_not_correlate() -> None:
             "x-kubernetes-map-type": "atomic",
             "properties": {"in": ruled({"type": "integer"}, transition)},
         },
+        # apiextensions forbids oldSelf below the properties of an atomic map, not below
+        # its additionalProperties
+        values={
+            "type": "object",
+            "x-kubernetes-map-type": "atomic",
+            "additionalProperties": ruled({"type": "integer"}, transition),
+        },
     )
     detail = "oldSelf cannot be used on the uncorrelatable portion of the schema within"
     assert messages(schema) == [
