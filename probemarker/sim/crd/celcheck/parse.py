@@ -20,9 +20,7 @@ import lark
 
 from probemarker.sim.crd.celcheck import types as t
 from probemarker.sim.crd.celcheck.expr import (
-    ACCUMULATOR,
     Call,
-    Comprehension,
     Expr,
     Ident,
     ListExpr,
@@ -32,6 +30,7 @@ from probemarker.sim.crd.celcheck.expr import (
     StructExpr,
 )
 from probemarker.sim.crd.celcheck.literals import literal_value
+from probemarker.sim.crd.celcheck.macros import expand_macro
 
 _BINARY = {
     "relation_lt": "_<_", "relation_le": "_<=_", "relation_gt": "_>_", "relation_ge": "_>=_",
@@ -41,7 +40,6 @@ _BINARY = {
 }  # fmt: skip
 _CHAINS = frozenset({"relation", "addition", "multiplication"})
 _PASS = frozenset({"primary", "member", "paren_expr"})
-_QUANTIFIERS = frozenset({"all", "exists", "exists_one"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +221,7 @@ class _Builder:
     def _call_or_macro(
         self, offset: int, name: str, target: Expr | None, args: tuple[Expr, ...]
     ) -> Expr:
-        expanded = _expand_macro(self, offset, name, target, args)
+        expanded = expand_macro(self, offset, name, target, args)
         if expanded is not None:
             return expanded
         return Call(self.new_id(), offset, name, target, args)
@@ -262,73 +260,6 @@ def _qualified(tree: Any) -> str | None:
             return str(_kids(inner)[0].value)
         node = inner
     return None
-
-
-def _expand_macro(
-    b: _Builder, offset: int, name: str, target: Expr | None, args: tuple[Expr, ...]
-) -> Expr | None:
-    if name == "has" and target is None and len(args) == 1:
-        arg = args[0]
-        if isinstance(arg, Select) and not arg.test_only:
-            return Select(b.new_id(), offset, arg.operand, arg.field, test_only=True)
-        return _macro_error(b, arg, "invalid argument to has() macro")
-    if target is None:
-        return None
-    if name in _QUANTIFIERS and len(args) == 2:
-        if not isinstance(args[0], Ident):
-            return _macro_error(b, args[0], "argument must be a simple name")
-        return _quantifier(b, offset, name, target, args[0].name, args[1])
-    if (name == "map" and len(args) in (2, 3)) or (name == "filter" and len(args) == 2):
-        if not isinstance(args[0], Ident):
-            return _macro_error(b, args[0], "argument is not an identifier")
-        return _map_filter(b, offset, name, target, args)
-    return None
-
-
-def _macro_error(b: _Builder, arg: Expr, message: str) -> Expr:
-    b.errors.append((arg.offset, message))
-    return Literal(b.new_id(), arg.offset, None, t.ERROR)
-
-
-def _quantifier(b: _Builder, at: int, name: str, target: Expr, var: str, pred: Expr) -> Expr:
-    def accu() -> Expr:
-        return Ident(b.new_id(), at, ACCUMULATOR)
-
-    def call(fn: str, *args: Expr) -> Expr:
-        return Call(b.new_id(), at, fn, None, args)
-
-    def lit(value: object, cel_type: t.CelType) -> Expr:
-        return Literal(b.new_id(), at, value, cel_type)
-
-    if name == "all":
-        init, cond = lit(True, t.BOOL), call("@not_strictly_false", accu())
-        step, result = call("_&&_", accu(), pred), accu()
-    elif name == "exists":
-        init = lit(False, t.BOOL)
-        cond = call("@not_strictly_false", call("!_", accu()))
-        step, result = call("_||_", accu(), pred), accu()
-    else:
-        init, cond = lit(0, t.INT), lit(True, t.BOOL)
-        step = call("_?_:_", pred, call("_+_", accu(), lit(1, t.INT)), accu())
-        result = call("_==_", accu(), lit(1, t.INT))
-    return Comprehension(b.new_id(), at, target, var, ACCUMULATOR, init, cond, step, result)
-
-
-def _map_filter(b: _Builder, at: int, name: str, target: Expr, args: tuple[Expr, ...]) -> Expr:
-    var = args[0]
-    assert isinstance(var, Ident)
-    init = ListExpr(b.new_id(), at, ())
-    cond = Literal(b.new_id(), at, True, t.BOOL)
-    fn: Expr = var if name == "filter" else args[-1]
-    keep: Expr | None = args[1] if name == "filter" or len(args) == 3 else None
-    step: Expr = Call(
-        b.new_id(), at, "_+_", None,
-        (Ident(b.new_id(), at, ACCUMULATOR), ListExpr(b.new_id(), at, (fn,))),
-    )  # fmt: skip
-    if keep is not None:
-        step = Call(b.new_id(), at, "_?_:_", None, (keep, step, Ident(b.new_id(), at, ACCUMULATOR)))
-    result = Ident(b.new_id(), at, ACCUMULATOR)
-    return Comprehension(b.new_id(), at, target, var.name, ACCUMULATOR, init, cond, step, result)
 
 
 def parse_tree(source: str, tree: lark.Tree[Any]) -> Parsed:
