@@ -1,11 +1,11 @@
 """A CEL type checker and cost estimator for CRD validation rules, as kube-apiserver has them
 (cel-go's checker and checker/cost.go, Kubernetes' CEL libraries, declarations and sizes).
 
-Pipeline, one module per stage: `parse` (celpy's lark tree -> cel-go's expression tree) with
-`macros` and `literals`, `decltypes` (schema node -> CEL declaration with size bounds), `env` (identifiers and
-functions per Kubernetes version), `checker` (types and overloads, cel-go's error texts),
-`validators` (literal checks after type checking), `cost` + `k8scost` (the static cost estimate),
-`compile` (all of it for one expression), `issues` (cel-go's error rendering).
+Pipeline, one module per stage: `parse` (celpy's lark tree -> cel-go's expression tree, with
+`macros` and `literals`), `decltypes` (schema node -> CEL declaration with size bounds), `env`
+(identifiers and functions per Kubernetes version), `checker` (types and overloads, cel-go's
+error texts), `validators` (literal checks after type checking), `cost` + `k8scost` (the static
+cost estimate), `compile` (all of it for one expression), `issues` (cel-go's error rendering).
 The CRD-level budget checks built on it are in probemarker.sim.crd.celadmit.
 """
 
