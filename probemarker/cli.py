@@ -1,28 +1,39 @@
 """The `probemarker` command: validate, crd, sim (and, later, run).
 
 Stage: edge (I/O). Parses arguments, reads files, prints results; the decisions are
-made in `probemarker.api`. Exit codes of `validate`: 0 all valid, 1 any invalid
-(including text that is not YAML), 2 input that cannot be read at all.
+made in `probemarker.api`. Exit codes of `validate`: 0 no PodProbeMarker is invalid
+(documents of other kinds are skipped with a note; a Kruise apiVersion gets a note; a
+file without any PodProbeMarker gets a note), 1 any invalid (including text that is
+not YAML), 2 input that cannot be read at all. See docs/cli.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TextIO
 
 import yaml
 
 from probemarker import __version__
+from probemarker.api import rules
 from probemarker.api.crd import build_crd
-from probemarker.api.documents import DocumentError, load_documents
+from probemarker.api.documents import Document, DocumentError, load_documents, other_object
+from probemarker.api.fields import printable
 from probemarker.api.parse import marker_ref_text
 from probemarker.api.validation import validate_marker
 
 EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_UNREADABLE = 2
+
+KRUISE_NOTE = (
+    f"apiVersion {rules.KRUISE_API_VERSION} is Kruise's group; apply it with "
+    f"apiVersion: {rules.API_VERSION} (the group of probemarker's CRD). A daemon setting "
+    "to watch Kruise's group instead is planned but does not exist yet."
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,8 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     validate = commands.add_parser(
         "validate",
         help="check PodProbeMarker files offline, with the API server's rules",
-        description="Check PodProbeMarker YAML/JSON files (multi-document, '-' for stdin). "
-        "Exit 0 when all are valid, 1 when any is invalid, 2 when input cannot be read.",
+        description="Check PodProbeMarker YAML/JSON files (multi-document, '-' for stdin); "
+        "documents of other kinds are skipped with a note. Exit 0 when no PodProbeMarker is "
+        "invalid (also when a file holds none), 1 when any is invalid or a file is not YAML, "
+        "2 when input cannot be read.",
     )
     validate.add_argument("files", nargs="+", metavar="FILE")
     commands.add_parser(
@@ -82,8 +95,21 @@ def render_crd() -> str:
     return header + yaml.safe_dump(build_crd(), sort_keys=False, width=1000)
 
 
+@dataclass(slots=True)
+class FileReport:
+    """What `validate_text` found in one file."""
+
+    markers: int = 0  # PodProbeMarker documents checked, valid or not
+    invalid: int = 0  # documents (or the whole file, when not YAML) with errors
+    skipped: int = 0  # documents of other kinds
+
+    @property
+    def ok(self) -> bool:
+        return self.invalid == 0
+
+
 def validate_files(files: Sequence[str], *, out: TextIO, err: TextIO) -> int:
-    """Validate every document of every file; print one line per marker or error."""
+    """Validate every document of every file; print one line per marker, error or note."""
     worst = EXIT_OK
     for name in files:
         try:
@@ -92,33 +118,66 @@ def validate_files(files: Sequence[str], *, out: TextIO, err: TextIO) -> int:
             err.write(f"{name}: cannot read: {_reason(exc)}\n")
             worst = EXIT_UNREADABLE
             continue
-        if not validate_text(name, text, out=out):
+        if not validate_text(name, text, out=out).ok:
             worst = max(worst, EXIT_INVALID)
     return worst
 
 
-def validate_text(name: str, text: str, *, out: TextIO) -> bool:
-    """Print results for one file's text; True when every document is valid."""
+def validate_text(name: str, text: str, *, out: TextIO) -> FileReport:
+    """Print results for one file's text: each PodProbeMarker validated, each document
+    of another kind skipped with a note, and a note when the file holds no marker."""
     label = "<stdin>" if name == "-" else name
+    report = FileReport()
     try:
         documents = list(load_documents(text))
     except DocumentError as exc:
         out.write(f"{label}: {exc}\n")
-        return False
-    if not documents:
-        out.write(f"{label}: no documents found (expected one or more PodProbeMarker objects)\n")
-        return False
-    valid = True
+        report.invalid += 1
+        return report
     for doc in documents:
-        ref = marker_ref_text(doc.body)
-        errors = validate_marker(doc.body)
-        if not errors:
-            out.write(f"OK {ref} ({label}, {doc.where})\n")
+        other = other_object(doc.body)
+        if other is not None:
+            out.write(
+                f"{label}: {doc.where}: skipped {other.kind} {other.name} "
+                f"({other.api_version}): not a PodProbeMarker\n"
+            )
+            report.skipped += 1
             continue
-        valid = False
-        for error in errors:
-            out.write(f"{label}: {doc.where}: PodProbeMarker {ref}: {error}\n")
-    return valid
+        report.markers += 1
+        if not _validate_document(label, doc, out=out):
+            report.invalid += 1
+    if report.markers == 0:
+        out.write(f"{label}: {_nothing_found(report.skipped)}\n")
+    return report
+
+
+def _validate_document(label: str, doc: Document, *, out: TextIO) -> bool:
+    """Print OK or the errors of one PodProbeMarker document; True when it is valid."""
+    ref = printable(marker_ref_text(doc.body))
+    errors = validate_marker(doc.body)
+    if not errors:
+        out.write(f"OK {ref} ({label}, {doc.where})\n")
+    for error in errors:
+        out.write(f"{label}: {doc.where}: PodProbeMarker {ref}: {error}\n")
+    if _is_kruise_marker(doc.body):
+        out.write(f"{label}: {doc.where}: note: PodProbeMarker {ref}: {KRUISE_NOTE}\n")
+    return not errors
+
+
+def _is_kruise_marker(body: object) -> bool:
+    return (
+        isinstance(body, Mapping)
+        and body.get("apiVersion") == rules.KRUISE_API_VERSION
+        and body.get("kind") == rules.KIND
+    )
+
+
+def _nothing_found(skipped: int) -> str:
+    if skipped == 0:
+        return "no documents found, so no PodProbeMarker to validate"
+    if skipped == 1:
+        return "no PodProbeMarker found (1 document of another kind skipped)"
+    return f"no PodProbeMarker found ({skipped} documents of other kinds skipped)"
 
 
 def _read(path: str) -> str:

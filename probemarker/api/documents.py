@@ -6,16 +6,24 @@ skipped, values become what kubectl would send as JSON (scalar keys such as
 `8080:` become strings, unquoted dates stay text, as sigs.k8s.io/yaml does), and
 duplicate keys are an error (as in kubectl's strict decoding), because
 silently keeping the last of two `periodSeconds` hides a mistake.
+
+`other_object` tells a document of another kind (a Deployment, Service, CRD... in
+kustomize build output) from one that is, or tries to be, a PodProbeMarker, so that
+callers skip the first and validate the second.
 """
 
 from __future__ import annotations
 
 import datetime
+import difflib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
+
+from probemarker.api import rules
+from probemarker.api.fields import printable
 
 
 class DocumentError(ValueError):
@@ -28,6 +36,55 @@ class Document:
 
     where: str
     body: Any
+
+
+@dataclass(frozen=True, slots=True)
+class OtherObject:
+    """A well-formed Kubernetes object that is not a PodProbeMarker: `kind`, `name`
+    (namespace/name, or `<unnamed>`) and `api_version`, made safe to print."""
+
+    kind: str
+    name: str
+    api_version: str
+
+
+# Groups that serve PodProbeMarker: in probemarker.io it is the only kind, so any other
+# kind there is a mistake; Kruise's group has other kinds (CloneSet, ...) to skip.
+_OWN_GROUP = rules.GROUP
+# A kind this close to "PodProbeMarker" is taken for a misspelling and validated (so the
+# validator names the `kind` field), not skipped.
+_TYPO_RATIO = 0.8
+
+
+def other_object(body: Any) -> OtherObject | None:
+    """The document as an `OtherObject` when it is a Kubernetes object of another kind
+    (both `apiVersion` and `kind` set, kind not PodProbeMarker or a misspelling of it,
+    group not probemarker.io); None when it should be validated as a PodProbeMarker."""
+    if not isinstance(body, Mapping):
+        return None
+    api_version, kind = body.get("apiVersion"), body.get("kind")
+    if not (isinstance(api_version, str) and api_version and isinstance(kind, str) and kind):
+        return None
+    group = api_version.rpartition("/")[0]
+    if group == _OWN_GROUP or _looks_like_marker(kind):
+        return None
+    return OtherObject(
+        kind=printable(kind), name=printable(_object_name(body)), api_version=printable(api_version)
+    )
+
+
+def _looks_like_marker(kind: str) -> bool:
+    ratio = difflib.SequenceMatcher(None, kind.lower(), rules.KIND.lower()).ratio()
+    return ratio >= _TYPO_RATIO
+
+
+def _object_name(body: Mapping[str, Any]) -> str:
+    meta = body.get("metadata")
+    if not isinstance(meta, Mapping):
+        return "<unnamed>"
+    name, namespace = meta.get("name") or meta.get("generateName"), meta.get("namespace")
+    name = name if isinstance(name, str) and name else "<unnamed>"
+    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -19,7 +19,7 @@ EXPECT_YAML = re.compile(r"^# expect-yaml-error: (?P<text>.+)$", re.MULTILINE)
 def test_garbage(path: Path) -> None:
     text = path.read_text()
     out = io.StringIO()
-    assert validate_text(str(path), text, out=out) is False
+    assert not validate_text(str(path), text, out=out).ok
     printed = out.getvalue()
     expected = [
         f"{m['path']}: {m['text']}" if m["path"] else m["text"] for m in EXPECT.finditer(text)

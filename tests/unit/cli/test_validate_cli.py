@@ -82,7 +82,6 @@ def test_binary_file_is_unreadable(tmp_path: Path, capsys: pytest.CaptureFixture
     [
         pytest.param("a: [1, 2\n", "not valid YAML: line 2, column 1", id="syntax"),
         pytest.param("- 1\n- 2\n", "must be an object (a map of fields), got list", id="list"),
-        pytest.param("", "no documents found", id="empty"),
         pytest.param("just text\n", 'got "just text"', id="scalar"),
         pytest.param(
             VALID.replace("kind: PodProbeMarker", "kind: Pod"),
