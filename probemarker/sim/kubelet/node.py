@@ -12,7 +12,9 @@ conditions (e.g. a readiness gate's condition written by someone else) makes it
 recompute Ready, as the kubelet's status manager does.  A pod with a
 deletionTimestamp is finished after its grace period (a timer; or at once
 with `finish_deletion`): its containers are terminated, the pod gets a terminal
-phase (Succeeded/Failed) and is then removed.  Pulled/Created/Started/Killing
+phase (Succeeded/Failed) and is then removed.  A pod that is being or has been
+deleted is never started again: not when the kubelet first sees it terminating,
+and not by the events of a removed pod still queued in its watch.  Pulled/Created/Started/Killing
 events go through `recorder.py` (repeats are counted).
 
 The test API changes the runtime state and writes the new status at once:
@@ -80,6 +82,9 @@ class Kubelet(PodWaits):
         self.auto_finish_deletion = auto_finish_deletion
         self._emit_events = emit_events
         self._pods: dict[PodKey, PodState] = {}
+        # UIDs of pods this kubelet removed whose DELETED event it has not seen yet: the
+        # events queued before it (its own status writes) must not start them again.
+        self._removed: set[str] = set()
         self._next_ip = 0
         self._changed = asyncio.Event()
         self._recorder = EventRecorder(store=store, clock=lambda: rfc3339(self._clock()))
@@ -101,6 +106,7 @@ class Kubelet(PodWaits):
                 if event.type in ("ADDED", "MODIFIED"):
                     self._sync(event.object)
                 elif event.type == "DELETED":
+                    self._removed.discard(_uid(event.object))
                     self._forget(_key(event.object))
                 self._changed.set()
         finally:
@@ -112,10 +118,12 @@ class Kubelet(PodWaits):
     def _sync(self, pod: dict[str, Any]) -> None:
         key = _key(pod)
         node = pod.get("spec", {}).get("nodeName")
-        if node not in self.node_names:
+        if node not in self.node_names or _uid(pod) in self._removed:
             return
         state = self._pods.get(key)
         if state is None:
+            if pod["metadata"].get("deletionTimestamp"):
+                return  # being deleted and not running here: never started (again)
             # The first status is written before the sandbox exists (Pending,
             # ContainerCreating), the running one once the containers started.
             state = self._start(pod)
@@ -222,12 +230,15 @@ class Kubelet(PodWaits):
         return sum(1 for k in keys if self.finish_deletion(*k))
 
     def remove_pod(self, namespace: str, name: str) -> bool:
-        """Remove the pod from the store at once (a DELETED event), as a kubelet's final delete."""
+        """Remove the pod from the store at once (a DELETED event), as a kubelet's final
+        delete. Events about it still queued in the watch never start it again."""
         self._forget((namespace, name))
         try:
-            self._store.remove(PODS, namespace, name)
+            removed = self._store.remove(PODS, namespace, name)
         except ApiError:
             return False
+        if uid := _uid(removed):
+            self._removed.add(uid)
         return True
 
     def _forget(self, key: PodKey) -> None:
@@ -335,6 +346,10 @@ class Kubelet(PodWaits):
             state.runtime, phase=phase, phase_reason=reason, phase_message=message
         )
         return self._write_status((namespace, name))
+
+
+def _uid(pod: dict[str, Any]) -> str:
+    return str(pod.get("metadata", {}).get("uid", ""))
 
 
 def _key(pod: dict[str, Any]) -> PodKey:
