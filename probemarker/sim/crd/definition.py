@@ -1,305 +1,459 @@
-"""The essential checks kube-apiserver makes when a CustomResourceDefinition (apiextensions.k8s.io/v1)
-is created (apiextensions validation.ValidateCustomResourceDefinition), enough to refuse a broken
-CRD with a clear 422: names, scope, versions, structural schema, defaults, list types, CEL rules.
+"""What kube-apiserver checks when a CustomResourceDefinition (apiextensions.k8s.io/v1) is
+created or updated: apiextensions validation's ValidateCustomResourceDefinition and
+ValidateCustomResourceDefinitionUpdate, Kubernetes 1.32.
 
-Paths are field.Path strings as Kubernetes reports them, e.g.
-`spec.versions[0].schema.openAPIV3Schema.properties[spec].type`.
+Stage: after the request body was decoded (`crdtypes`; a body that does not decode is a 400
+before any of this) and defaulted, before the CRD is stored. Input: the decoded v1 object
+(and the stored one on update). Output: field errors in the API server's order; empty
+means accepted. `prepare` applies what happens between decoding and validation (v1
+defaults, the registry strategy's status handling).
+
+The API server validates the internal form of the object: when every version has the same
+schema (always so with one version), the v1 to internal conversion moves it to
+`spec.validation`, so its errors read `spec.validation.openAPIV3Schema...`; only versions
+with differing schemas are checked as `spec.versions[i].schema.openAPIV3Schema...`. The
+same holds for subresources (`spec.subresources`), printer columns
+(`spec.additionalPrinterColumns[i]`) and selectable fields. `spec.version` is the first
+version's name, so an invalid first name is reported twice.
+
+Order: metadata; the spec (group, scope, schemas present, preserveUnknownFields vs
+defaults, each version: name, deprecation warning, schema, subresources, columns,
+selectable fields; unique names; one storage version; spec.version; names; the top-level
+schema, subresources, columns, selectable fields; conversion); on update the immutable
+fields; status.storedVersions; the API approval annotation of protected groups;
+spec.preserveUnknownFields.
 """
 
 from __future__ import annotations
 
-import re
+import copy
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from probemarker.sim.crd import celadmit, prune, rules, values
+from probemarker.sim.crd import crdspec, crdtypes, gorepr, meta
 from probemarker.sim.crd.fielderr import FieldError
-from probemarker.sim.crd.node import SchemaNode, parse_schema
+from probemarker.sim.crd.openapischema import invalid_rendered
+from probemarker.sim.crd.schemacheck import validate_validation
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean"})
+__all__ = ["CrdDecodeError", "prepare", "validate_crd", "validate_prepared"]
+
+_MISSING: Any = object()
+_MOVED = ("schema", "subresources", "additionalPrinterColumns", "selectableFields")
+_APPROVAL = "api-approved.kubernetes.io"
+_ENHANCEMENT = "see https://github.com/kubernetes/enhancements/pull/1111"
 
 
-def validate_crd(crd: Mapping[str, Any]) -> list[FieldError]:
-    errors: list[FieldError] = []
-    spec = crd.get("spec") if isinstance(crd.get("spec"), Mapping) else {}
-    assert isinstance(spec, Mapping)
-    group = str(spec.get("group", "") or "")
-    names = spec.get("names") if isinstance(spec.get("names"), Mapping) else {}
-    assert isinstance(names, Mapping)
-    plural = str(names.get("plural", "") or "")
-    meta = crd.get("metadata") if isinstance(crd.get("metadata"), Mapping) else {}
-    assert isinstance(meta, Mapping)
-    name = str(meta.get("name", "") or "")
-    if name != f"{plural}.{group}":
-        errors.append(
-            FieldError.invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group')
-        )
-    errors.extend(_check_group(group))
-    errors.extend(_check_names(names))
-    scope = spec.get("scope", "")
-    if scope not in ("Cluster", "Namespaced"):
-        if not scope:
-            errors.append(FieldError.required("spec.scope"))
-        else:
-            errors.append(FieldError.not_supported("spec.scope", scope, ["Cluster", "Namespaced"]))
-    errors.extend(_check_versions(spec.get("versions")))
+class CrdDecodeError(ValueError):
+    """The body is not a CustomResourceDefinition the API server can decode (a 400)."""
+
+
+def validate_crd(
+    crd: Mapping[str, Any], *, old: Mapping[str, Any] | None = None
+) -> list[FieldError]:
+    """Decode (not strictly), prepare and validate `crd` as a create (or an update of `old`,
+    a stored CRD)."""
+    decoded = crdtypes.decode_crd(dict(crd), strict=False)
+    if decoded.error is not None:
+        raise CrdDecodeError(decoded.error_message)
+    return validate_prepared(prepare(decoded.value, old=old), old=old)
+
+
+def prepare(crd: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The decoded CRD after the v1 defaults and PrepareForCreate/PrepareForUpdate: names
+    singular and listKind, conversion strategy None, status reset on create (kept from
+    `old` on update) with the storage version recorded."""
+    out = copy.deepcopy(dict(crd))
+    spec = out.setdefault("spec", {})
+    names = spec.setdefault("names", {})
+    if not names.get("singular"):
+        names["singular"] = str(names.get("kind") or "").lower()
+    if not names.get("listKind") and names.get("kind"):
+        names["listKind"] = names["kind"] + "List"
+    spec.setdefault("conversion", {"strategy": "None"})
+    service = ((spec["conversion"].get("webhook") or {}).get("clientConfig") or {}).get("service")
+    if isinstance(service, dict):
+        service.setdefault("port", 443)
+    status = copy.deepcopy(dict(old.get("status") or {})) if old is not None else {}
+    stored = list(status.get("storedVersions") or [])
+    storage = next(
+        (v.get("name", "") for v in spec.get("versions") or () if v.get("storage")), None
+    )
+    if storage is not None and storage not in stored:
+        stored.append(storage)
+    status["storedVersions"] = stored or None
+    out["status"] = status
+    return out
+
+
+@dataclass(slots=True)
+class _Internal:
+    """The parts of the internal CRD spec that differ from v1."""
+
+    spec: Mapping[str, Any]
+    versions: list[dict[str, Any]]
+    top: dict[str, Any] = field(default_factory=dict)  # validation, subresources, ...
+    version: str = ""
+    conversion: dict[str, Any] | None = None
+
+
+def _equal(a: Any, b: Any, key: str) -> bool:
+    if a is _MISSING or b is _MISSING:
+        if key in ("additionalPrinterColumns", "selectableFields"):
+            return not (a if a is not _MISSING else None) and not (b if b is not _MISSING else None)
+        return a is b
+    encoded_a = crdtypes.encode_crd({"spec": {"versions": [{key: a}]}})
+    encoded_b = crdtypes.encode_crd({"spec": {"versions": [{key: b}]}})
+    return bool(encoded_a == encoded_b)
+
+
+def _internal(spec: Mapping[str, Any]) -> _Internal:
+    """Convert_v1_CustomResourceDefinitionSpec_To_apiextensions_CustomResourceDefinitionSpec."""
+    versions = [dict(v) for v in spec.get("versions") or ()]
+    internal = _Internal(spec=spec, versions=versions, conversion=_internal_conversion(spec))
+    if not versions:
+        return internal
+    internal.version = str(versions[0].get("name") or "")
+    for key in _MOVED:
+        first = versions[0].get(key, _MISSING)
+        if all(_equal(v.get(key, _MISSING), first, key) for v in versions):
+            internal.top[key] = None if first is _MISSING else first
+            for version in versions:
+                version.pop(key, None)
+    return internal
+
+
+def _internal_conversion(spec: Mapping[str, Any]) -> dict[str, Any] | None:
+    conversion = spec.get("conversion")
+    if not isinstance(conversion, Mapping):
+        return None
+    out: dict[str, Any] = {"strategy": conversion.get("strategy", "")}
+    webhook = conversion.get("webhook")
+    if isinstance(webhook, Mapping):
+        if webhook.get("clientConfig") is not None:
+            out["webhookClientConfig"] = webhook["clientConfig"]
+        out["conversionReviewVersions"] = webhook.get("conversionReviewVersions")
+    return out
+
+
+def validate_prepared(
+    crd: Mapping[str, Any], *, old: Mapping[str, Any] | None = None
+) -> list[FieldError]:
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    internal = _internal(spec)
+    unchanged = _unchanged_schemas(internal, _internal(old.get("spec") or {})) if old else set()
+    errors = _object_meta(
+        crd.get("metadata") or {}, f"{names.get('plural', '')}.{spec.get('group', '')}"
+    )
+    errors += _spec(internal, unchanged)
+    if old is not None:
+        errors += _immutable(spec, old.get("spec") or {}, established=_established(old))
+    errors += _stored_versions((crd.get("status") or {}).get("storedVersions"), internal.versions)
+    errors += _approval(crd, old)
+    if spec.get("preserveUnknownFields") and not (
+        old and (old.get("spec") or {}).get("preserveUnknownFields")
+    ):
+        detail = "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead"
+        errors.append(FieldError.invalid("spec.preserveUnknownFields", True, detail))
     return errors
 
 
-def _check_group(group: str) -> list[FieldError]:
+def _object_meta(metadata: Mapping[str, Any], required: str) -> list[FieldError]:
+    """ValidateObjectMeta with the CRD's name function (a DNS subdomain that is
+    `<plural>.<group>`)."""
+    errors: list[FieldError] = []
+
+    def name_errors(name: str, prefix: bool) -> list[str]:
+        masked = name[:-1] + "a" if prefix and name.endswith("-") else name
+        found = meta.dns1123_subdomain(masked)
+        if name != required:
+            found.append('must be spec.names.plural+"."+spec.group')
+        return found
+
+    generate = str(metadata.get("generateName") or "")
+    if generate:
+        errors += [
+            FieldError.invalid("metadata.generateName", generate, m)
+            for m in name_errors(generate, True)
+        ]
+    name = str(metadata.get("name") or "")
+    if not name:
+        errors.append(FieldError.required("metadata.name", "name or generateName is required"))
+    else:
+        errors += [FieldError.invalid("metadata.name", name, m) for m in name_errors(name, False)]
+    if metadata.get("namespace"):
+        errors.append(FieldError.forbidden("metadata.namespace", "not allowed on this type"))
+    checked = meta.validate_metadata(
+        {"metadata": {"name": "x", **_labels_only(metadata)}}, namespaced=False
+    )
+    return errors + checked + _finalizers(metadata.get("finalizers") or [])
+
+
+def _labels_only(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: metadata[k] for k in ("labels", "annotations") if k in metadata}
+
+
+def _finalizers(finalizers: list[str]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for finalizer in finalizers:
+        errors += [
+            FieldError.invalid("metadata.finalizers", finalizer, m)
+            for m in meta.qualified_name(finalizer)
+        ]
+    if {"orphan", "foregroundDeletion"} <= set(finalizers):
+        detail = "finalizer orphan and foregroundDeletion cannot be both set"
+        errors.append(invalid_rendered("metadata.finalizers", gorepr.strings(finalizers), detail))
+    return errors
+
+
+def _spec(internal: _Internal, unchanged: set[str]) -> list[FieldError]:
+    spec = internal.spec
+    errors = _group(str(spec.get("group") or ""))
+    scope = str(spec.get("scope") or "")
+    if not scope:
+        errors.append(FieldError.required("spec.scope"))
+    elif scope not in ("Cluster", "Namespaced"):
+        errors.append(FieldError.not_supported("spec.scope", scope, ["Cluster", "Namespaced"]))
+    validation = internal.top.get("schema")
+    if not isinstance(validation, Mapping) or validation.get("openAPIV3Schema") is None:
+        for index, version in enumerate(internal.versions):
+            if (
+                not isinstance(version.get("schema"), Mapping)
+                or version["schema"].get("openAPIV3Schema") is None
+            ):
+                errors.append(
+                    FieldError.required(
+                        f"spec.versions[{index}].schema.openAPIV3Schema", "schemas are required"
+                    )
+                )
+    if spec.get("preserveUnknownFields") and _has_defaults(spec):
+        detail = "must be false in order to use defaults in the schema"
+        errors.append(FieldError.invalid("spec.preserveUnknownFields", True, detail))
+    errors += _versions(internal, unchanged)
+    errors += _names(spec.get("names") or {})
+    errors += _top_level(internal, unchanged)
+    conversion = internal.conversion
+    if (
+        conversion is not None
+        and conversion.get("strategy") != "None"
+        and spec.get("preserveUnknownFields")
+    ):
+        detail = "must be None if spec.preserveUnknownFields is true"
+        errors.append(
+            FieldError.invalid("spec.conversion.strategy", conversion.get("strategy", ""), detail)
+        )
+    return errors + crdspec.validate_conversion(conversion, "spec.conversion")
+
+
+def _group(group: str) -> list[FieldError]:
     if not group:
         return [FieldError.required("spec.group")]
-    if not _DNS_SUBDOMAIN.match(group):
-        return [
-            FieldError.invalid(
-                "spec.group",
-                group,
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'",
-            )
-        ]
+    if problems := meta.dns1123_subdomain(group):
+        return [FieldError.invalid("spec.group", group, ",".join(problems))]
     if "." not in group:
         return [FieldError.invalid("spec.group", group, "should be a domain with at least one dot")]
     return []
 
 
-def _check_names(names: Mapping[str, Any]) -> list[FieldError]:
+def _versions(internal: _Internal, unchanged: set[str]) -> list[FieldError]:
     errors: list[FieldError] = []
-    for key in ("plural", "singular"):
-        value = str(names.get(key, "") or "")
-        if key == "plural" and not value:
-            errors.append(FieldError.required("spec.names.plural"))
-        elif value and not _DNS_LABEL.match(value):
-            errors.append(
-                FieldError.invalid(
-                    f"spec.names.{key}",
-                    value,
-                    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
-                )
-            )
-    if not names.get("kind"):
-        errors.append(FieldError.required("spec.names.kind"))
+    per_version_status = "subresources" not in internal.top
+    for index, version in enumerate(internal.versions):
+        at = f"spec.versions[{index}]"
+        name = str(version.get("name") or "")
+        if problems := crdspec.dns1035_label(name):
+            errors.append(FieldError.invalid(f"{at}.name", name, ",".join(problems)))
+        subresources = (
+            version.get("subresources") if per_version_status else internal.top.get("subresources")
+        )
+        errors += crdspec.validate_deprecation(version, at)
+        errors += validate_validation(
+            version.get("schema"), f"{at}.schema", status_enabled=_status(subresources),
+            suppress_per_expression_cost=name in unchanged,
+        )  # fmt: skip
+        errors += crdspec.validate_subresources(version.get("subresources"), f"{at}.subresources")
+        errors += crdspec.validate_columns(
+            version.get("additionalPrinterColumns"), f"{at}.additionalPrinterColumns"
+        )
+        errors += crdspec.selectable_fields_errors(
+            version.get("selectableFields"), version.get("schema"), f"{at}.selectableFields",
+            schema_path=f"{at}.schema.openAPIV3Schema", per_version=True,
+        )  # fmt: skip
+    names = [str(v.get("name") or "") for v in internal.versions]
+    rendered = gorepr.versions(internal.versions if "versions" in internal.spec else None)
+    if len(set(names)) != len(names):
+        errors.append(
+            invalid_rendered("spec.versions", rendered, "must contain unique version names")
+        )
+    if sum(1 for v in internal.versions if v.get("storage")) != 1:
+        detail = "must have exactly one version marked as storage version"
+        errors.append(invalid_rendered("spec.versions", rendered, detail))
+    if internal.version and (problems := crdspec.dns1035_label(internal.version)):
+        errors.append(FieldError.invalid("spec.version", internal.version, ",".join(problems)))
     return errors
 
 
-def _check_versions(versions: Any) -> list[FieldError]:
-    if not isinstance(versions, list) or not versions:
+def _names(names: Mapping[str, Any]) -> list[FieldError]:
+    errors = [
+        FieldError.required(f"spec.names.{key}")
+        for key in ("plural", "singular", "kind", "listKind")
+        if not names.get(key)
+    ]
+    return errors + crdspec.validate_names(names, "spec.names")
+
+
+def _top_level(internal: _Internal, unchanged: set[str]) -> list[FieldError]:
+    top = internal.top
+    any_status = _status(top.get("subresources")) or any(
+        _status(v.get("subresources")) for v in internal.versions
+    )
+    errors = validate_validation(
+        top.get("schema"), "spec.validation", status_enabled=any_status,
+        suppress_per_expression_cost=internal.version in unchanged,
+    )  # fmt: skip
+    errors += crdspec.validate_subresources(top.get("subresources"), "spec.subresources")
+    errors += crdspec.validate_columns(
+        top.get("additionalPrinterColumns"), "spec.additionalPrinterColumns"
+    )
+    return errors + crdspec.selectable_fields_errors(
+        top.get("selectableFields"), top.get("schema"), "spec.selectableFields",
+        schema_path="spec.schema.openAPIV3Schema", per_version=False,
+    )  # fmt: skip
+
+
+def _status(subresources: Any) -> bool:
+    return isinstance(subresources, Mapping) and subresources.get("status") is not None
+
+
+def _schema_has_default(schema: Any) -> bool:
+    """SchemaHas(s, default != nil), over every subschema."""
+    if not isinstance(schema, Mapping):
+        return False
+    if schema.get("default") is not None:
+        return True
+    children: list[Any] = [
+        schema.get(k) for k in ("items", "not", "additionalProperties", "additionalItems")
+    ]
+    for key in ("allOf", "anyOf", "oneOf"):
+        children += list(schema.get(key) or ())
+    if isinstance(schema.get("items"), list):
+        children += schema["items"]
+    for key in ("properties", "patternProperties", "definitions", "dependencies"):
+        children += list((schema.get(key) or {}).values())
+    return any(_schema_has_default(child) for child in children)
+
+
+def _has_defaults(spec: Mapping[str, Any]) -> bool:
+    return any(
+        _schema_has_default((v.get("schema") or {}).get("openAPIV3Schema"))
+        for v in spec.get("versions") or ()
+    )
+
+
+def _unchanged_schemas(new: _Internal, old: _Internal) -> set[str]:
+    """findVersionsWithUnchangedSchemas: versions whose schema is what it was."""
+
+    def schema_of(internal: _Internal, name: str) -> Any:
+        if "schema" in internal.top:
+            return internal.top["schema"]
+        for version in internal.versions:
+            if version.get("name") == name:
+                return version.get("schema")
+        return _MISSING
+
+    names = [str(v.get("name") or "") for v in new.versions]
+    return {
+        n for n in names
+        if (a := schema_of(new, n)) is not _MISSING and (b := schema_of(old, n)) is not _MISSING
+        and _equal(a, b, "schema")
+    }  # fmt: skip
+
+
+def _established(crd: Mapping[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def _immutable(
+    spec: Mapping[str, Any], old: Mapping[str, Any], *, established: bool
+) -> list[FieldError]:
+    pairs = [("spec.group", spec.get("group"), old.get("group"))]
+    names, old_names = spec.get("names") or {}, old.get("names") or {}
+    pairs.append(("spec.names.plural", names.get("plural"), old_names.get("plural")))
+    if established:
+        pairs[:0] = [("spec.scope", spec.get("scope"), old.get("scope")),
+                     ("spec.names.kind", names.get("kind"), old_names.get("kind"))]  # fmt: skip
+    return [
+        FieldError.invalid(p, new or "", "field is immutable")
+        for p, new, was in pairs
+        if (new or "") != (was or "")
+    ]
+
+
+def _stored_versions(stored: list[str] | None, versions: list[dict[str, Any]]) -> list[FieldError]:
+    path = "status.storedVersions"
+    if not stored:
         return [
-            FieldError.invalid(
-                "spec.versions",
-                versions if versions is not None else None,
-                "must have exactly one version marked as storage version",
-            )
+            invalid_rendered(path, gorepr.strings(stored), "must have at least one stored version")
         ]
     errors: list[FieldError] = []
-    storage = sum(1 for v in versions if isinstance(v, Mapping) and v.get("storage"))
-    if storage != 1:
-        errors.append(
-            FieldError.invalid(
-                "spec.versions", versions, "must have exactly one version marked as storage version"
-            )
-        )
-    seen: set[str] = set()
-    for index, version in enumerate(versions):
-        path = f"spec.versions[{index}]"
-        if not isinstance(version, Mapping):
-            errors.append(FieldError.required(path))
-            continue
-        vname = str(version.get("name", "") or "")
-        if not vname:
-            errors.append(FieldError.required(f"{path}.name"))
-        elif vname in seen:
-            errors.append(FieldError.duplicate(f"{path}.name", vname))
-        seen.add(vname)
-        schema = version.get("schema")
-        raw = schema.get("openAPIV3Schema") if isinstance(schema, Mapping) else None
-        if not isinstance(raw, Mapping):
+    remaining = {name: index for index, name in enumerate(stored)}
+    for version in versions:
+        name = str(version.get("name") or "")
+        if version.get("storage") and name not in remaining:
             errors.append(
-                FieldError.required(f"{path}.schema.openAPIV3Schema", "schemas are required")
-            )
-            continue
-        errors.extend(_check_schema(raw, f"{path}.schema.openAPIV3Schema"))
-    return errors
-
-
-def _check_schema(raw: Mapping[str, Any], path: str) -> list[FieldError]:
-    root = parse_schema(raw)
-    errors: list[FieldError] = []
-    if root.type != "object":
-        errors.append(FieldError.invalid(f"{path}.type", root.type, "must be object at the root"))
-    meta = root.properties.get("metadata")
-    if meta is not None:
-        extra = sorted(set(meta.properties) - {"name", "generateName"})
-        for key in extra:
-            errors.append(
-                FieldError.forbidden(
-                    f"{path}.properties[metadata].properties[{key}]", "must not be specified"
+                invalid_rendered(
+                    path, gorepr.strings(stored), f"must have the storage version {name}"
                 )
             )
-    errors.extend(_check_node(root, raw, path, is_root=True))
-    if not errors:
-        # kube-apiserver compiles and costs the CEL rules only of a schema with no other errors.
-        errors.extend(celadmit.validate_schema_rules(root, path))
-    return errors
+        remaining.pop(name, None)
+    return errors + [
+        FieldError.invalid(f"{path}[{i}]", v, "must appear in spec.versions")
+        for v, i in remaining.items()
+    ]
 
 
-def _check_node(
-    node: SchemaNode,
-    raw: Mapping[str, Any],
-    path: str,
-    *,
-    is_root: bool = False,
-) -> list[FieldError]:
-    errors: list[FieldError] = []
-    untyped_ok = node.int_or_string or node.preserve_unknown_fields
-    if not node.type and not untyped_ok:
-        errors.append(
-            FieldError.required(f"{path}.type", "must not be empty for specified object fields")
+def _approval_state(annotations: Mapping[str, Any]) -> tuple[str, str]:
+    value = str(annotations.get(_APPROVAL) or "")
+    if not value:
+        return (
+            "missing",
+            f'protected groups must have approval annotation "{_APPROVAL}", {_ENHANCEMENT}',
         )
-    elif node.type and node.type not in _TYPES:
-        errors.append(FieldError.not_supported(f"{path}.type", node.type, sorted(_TYPES)))
-    if "$ref" in raw:
-        errors.append(FieldError.forbidden(f"{path}.$ref", "$ref is not supported"))
-    if node.unique_items:
-        errors.append(
-            FieldError.forbidden(
-                f"{path}.uniqueItems",
-                "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
-            )
-        )
-    if node.additional_properties is False:
-        errors.append(
-            FieldError.forbidden(
-                f"{path}.additionalProperties", "additionalProperties cannot be set to false"
-            )
-        )
-    if node.properties and node.additional_properties not in (None, False):
-        errors.append(
-            FieldError.forbidden(
-                f"{path}.additionalProperties",
-                "additionalProperties and properties are mutual exclusive",
-            )
-        )
-    if node.type == "array" and node.items is None:
-        errors.append(FieldError.required(f"{path}.items", "must be specified"))
-    errors.extend(_check_list_type(node, path))
-    if node.has_default and not is_root:
-        errors.extend(_check_default(node, path))
-    errors.extend(_check_rule_fields(node, path))
-    for key, prop in node.properties.items():
-        child_raw = raw.get("properties", {}).get(key, {})
-        errors.extend(_check_node(prop, child_raw, f"{path}.properties[{key}]"))
-    if isinstance(node.additional_properties, SchemaNode):
-        errors.extend(
-            _check_node(
-                node.additional_properties,
-                raw.get("additionalProperties", {}),
-                f"{path}.additionalProperties",
-            )
-        )
-    if node.items is not None:
-        errors.extend(_check_node(node.items, raw.get("items", {}), f"{path}.items"))
-    return errors
+    if value.startswith("unapproved"):
+        return "bypassed", ""
+    parts = _parse_request_uri(value)
+    if parts is not None and parts[0] and parts[1]:
+        return "approved", ""
+    return "invalid", (
+        f'protected groups must have approval annotation "{_APPROVAL}" with either a URL or a '
+        f'reason starting with "unapproved", {_ENHANCEMENT}'
+    )
 
 
-def _check_list_type(node: SchemaNode, path: str) -> list[FieldError]:
-    errors: list[FieldError] = []
-    if node.list_type and node.list_type not in ("atomic", "set", "map"):
-        errors.append(
-            FieldError.not_supported(
-                f"{path}.x-kubernetes-list-type", node.list_type, ["atomic", "set", "map"]
-            )
-        )
-    if node.list_type == "map":
-        items = node.items
-        if not node.list_map_keys:
-            errors.append(
-                FieldError.required(
-                    f"{path}.x-kubernetes-list-map-keys",
-                    "must not be empty if x-kubernetes-list-type is map",
-                )
-            )
-        if items is None or items.type != "object":
-            errors.append(
-                FieldError.invalid(
-                    f"{path}.items.type",
-                    items.type if items else "",
-                    "must be object if parent array's x-kubernetes-list-type is map",
-                )
-            )
-        elif node.list_map_keys:
-            for key in node.list_map_keys:
-                prop = items.properties.get(key)
-                if prop is None:
-                    errors.append(
-                        FieldError.invalid(
-                            f"{path}.x-kubernetes-list-map-keys",
-                            list(node.list_map_keys),
-                            "entries must all be names of item properties",
-                        )
-                    )
-                elif key not in items.required and not prop.has_default:
-                    errors.append(
-                        FieldError.required(
-                            f"{path}.items.properties[{key}]",
-                            "all map keys must be required or have a default value",
-                        )
-                    )
-    if node.list_type == "set" and node.items is not None and node.items.type == "object":
-        errors.append(
-            FieldError.invalid(
-                f"{path}.items.type",
-                "object",
-                "must be scalar or atomic if parent array's x-kubernetes-list-type is set",
-            )
-        )
-    return errors
+def _parse_request_uri(value: str) -> tuple[str, str] | None:
+    """url.ParseRequestURI, enough to tell scheme and host: (scheme, host) or None."""
+    scheme, sep, rest = value.partition("://")
+    if not sep or not scheme.isascii() or not scheme[:1].isalpha():
+        return None
+    return scheme, rest.split("/", 1)[0]
 
 
-def _check_default(node: SchemaNode, path: str) -> list[FieldError]:
-    """validateStructuralDefaults: a default must be pruned already and valid for its schema."""
-    value = node.default
-    holder = SchemaNode(type="object", properties={"v": node})
-    pruned = prune.prune_object({"v": value}, holder).get("v")
-    if pruned != value:
-        return [FieldError.invalid(f"{path}.default", value, "must not have unknown fields")]
-    errors = []
-    for error in values.validate_value(value, node):
-        where = f"{path}.default" if error.path == "<nil>" else f"{path}.default.{error.path}"
-        errors.append(FieldError.make(where, error.type, error.value, error.detail))
-    return errors
-
-
-def _check_rule_fields(node: SchemaNode, path: str) -> list[FieldError]:
-    """The checks of x-kubernetes-validations entries that need no CEL (SchemaErrors)."""
-    errors: list[FieldError] = []
-    for index, rule in enumerate(node.rules):
-        rule_path = f"{path}.x-kubernetes-validations[{index}]"
-        if not rule.rule.strip():
-            errors.append(FieldError.required(f"{rule_path}.rule"))
-        if rule.field_path:
-            try:
-                rules.normalize_field_path(rule.field_path, node)
-            except ValueError as exc:
-                detail = f"fieldPath must be a valid path: {exc}"
-                errors.append(FieldError.invalid(f"{rule_path}.fieldPath", rule.field_path, detail))
-        if rule.reason and rule.reason not in (
-            "FieldValueInvalid",
-            "FieldValueForbidden",
-            "FieldValueRequired",
-            "FieldValueDuplicate",
-        ):
-            errors.append(
-                FieldError.not_supported(
-                    f"{rule_path}.reason",
-                    rule.reason,
-                    [
-                        "FieldValueDuplicate",
-                        "FieldValueForbidden",
-                        "FieldValueInvalid",
-                        "FieldValueRequired",
-                    ],
-                )
-            )
-    return errors
+def _approval(crd: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+    group = str((crd.get("spec") or {}).get("group") or "")
+    if not (group in ("k8s.io", "kubernetes.io") or group.endswith((".k8s.io", ".kubernetes.io"))):
+        return []
+    annotations = (crd.get("metadata") or {}).get("annotations") or {}
+    state, reason = _approval_state(annotations)
+    if (
+        old is not None
+        and _approval_state((old.get("metadata") or {}).get("annotations") or {})[0] == state
+    ):
+        return []
+    path = f"metadata.annotations[{_APPROVAL}]"
+    if state == "missing":
+        return [FieldError.required(path, reason)]
+    if state == "invalid":
+        return [FieldError.invalid(path, str(annotations.get(_APPROVAL)), reason)]
+    return []
