@@ -14,7 +14,6 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from probemarker.api.crd import build_crd
@@ -63,10 +62,6 @@ def without_port_rules(crd: dict[str, Any]) -> dict[str, Any]:
     return crd
 
 
-# Until the sim's CRD admission checks metadata and CEL cost as kube-apiserver does.
-PENDING = pytest.mark.xfail(strict=True, reason="sim CRD admission not yet as kube-apiserver")
-
-
 def causes(body: dict[str, Any]) -> list[tuple[str, str]]:
     return [(c["field"], c["message"]) for c in body["details"]["causes"]]
 
@@ -76,7 +71,6 @@ async def test_the_project_crd_installs(sim: SimCluster) -> None:
     assert status == 201, body
 
 
-@PENDING
 async def test_metadata_with_a_description_is_refused_first(sim: SimCluster) -> None:
     status, body = await raw(sim, "POST", CRDS, json=refused_crd())
     assert (status, body["reason"]) == (422, "Invalid"), body
@@ -90,7 +84,6 @@ async def test_metadata_with_a_description_is_refused_first(sim: SimCluster) -> 
     ]
 
 
-@PENDING
 async def test_port_rules_are_refused_for_their_cost(sim: SimCluster) -> None:
     status, body = await raw(sim, "POST", CRDS, json=without_metadata_description(refused_crd()))
     assert (status, body["reason"]) == (422, "Invalid"), body

@@ -3,8 +3,12 @@
 The sim's stand-in for apiextensions-apiserver's CRD handler and its
 establishing/naming controllers:
 
-* `check_crd` refuses a CRD that kube-apiserver would refuse (422 Invalid,
-  via the schema engineer's `validate_crd`);
+* `check_crd` decodes a CRD write as kube-apiserver's codec does (`crdtypes`: a body
+  that does not decode is a 400 BadRequest, unknown fields are a 400 under
+  `fieldValidation=Strict` and warnings under `Warn`; on a patch both are a 422 on
+  `patch`), applies the v1 defaults and the registry strategy, validates it
+  (`definition`, 422 Invalid) and returns the object to store (unknown fields dropped,
+  zero omitempty fields left out, as Go re-encodes it);
 * `establish` (after the CRD is stored) marks it NamesAccepted and
   Established in its status (`acceptedNames`, `storedVersions`), then adds one
   `ResourceType` per served version to the catalog, so discovery and the
@@ -21,17 +25,14 @@ and was established; its schema is the one of the CRD's latest stored spec.
 from __future__ import annotations
 
 import copy
+import secrets
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from probemarker.sim.crd.schema import (
-    FieldError,
-    StructuralSchema,
-    invalid_status_message,
-    status_causes,
-    validate_crd,
-)
+from probemarker.sim.crd import crdtypes, definition
+from probemarker.sim.crd.fielderr import FieldError, go_json, go_quote
+from probemarker.sim.crd.schema import StructuralSchema, invalid_status_message, status_causes
 from probemarker.sim.server.discovery import CRDS, Catalog
 from probemarker.sim.server.status import StatusError
 from probemarker.sim.store.objects import ResourceType, Store
@@ -51,6 +52,28 @@ def invalid(kind: str, group: str, name: str, errors: list[FieldError]) -> Statu
     )
 
 
+def _decode_error(message: str, body: dict[str, Any], *, patch: bool) -> StatusError:
+    """A body that does not decode: 400 from create/update (transformDecodeError), 422 on
+    `patch` from a patch (the patched object, as JSON, is the bad value)."""
+    if patch:
+        cause = f"Invalid value: {go_quote(go_json(body))}: {message}"
+        return StatusError(
+            422,
+            "Invalid",
+            f' "" is invalid: patch: {cause}',
+            details={
+                "causes": [{"reason": "FieldValueInvalid", "message": cause, "field": "patch"}]
+            },
+        )
+    version = str(body.get("apiVersion") or "").rpartition("/")[2] or "v1"
+    kind = "CustomResourceDefinition"
+    return StatusError(
+        400,
+        "BadRequest",
+        f"{kind} in version {go_quote(version)} cannot be handled as a {kind}: {message}",
+    )
+
+
 class CrdController:
     """Keeps the catalog in step with the stored CRDs; see the module docstring."""
 
@@ -62,11 +85,40 @@ class CrdController:
         self._types: dict[str, list[ResourceType]] = {}
         self._columns: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
 
-    def check_crd(self, crd: dict[str, Any]) -> None:
-        errors = validate_crd(crd)
+    def check_crd(
+        self,
+        crd: dict[str, Any],
+        *,
+        old: dict[str, Any] | None = None,
+        field_validation: str = "Ignore",
+        warnings: list[str] | None = None,
+        patch: bool = False,
+    ) -> dict[str, Any]:
+        """The CRD as kube-apiserver would store it from this create (or update of `old`,
+        `patch` when the body is a patch result), or the Status it would refuse it with."""
+        decoded = crdtypes.decode_crd(crd, strict=field_validation != "Ignore")
+        if decoded.error is not None:
+            raise _decode_error(decoded.error_message, crd, patch=patch)
+        if decoded.strict and field_validation == "Strict":
+            raise _decode_error(
+                "strict decoding error: " + ", ".join(decoded.strict), crd, patch=patch
+            )
+        if warnings is not None:
+            warnings.extend(decoded.strict)
+        value = decoded.value
+        meta = value.setdefault("metadata", {})
+        if old is None and not meta.get("name") and meta.get("generateName"):
+            suffix = "".join(secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+            meta["name"] = str(meta["generateName"]) + suffix
+        prepared = definition.prepare(value, old=old)
+        errors = definition.validate_prepared(prepared, old=old)
         if errors:
-            name = str(crd.get("metadata", {}).get("name", ""))
+            name = str(meta.get("name") or "")
             raise invalid("CustomResourceDefinition", "apiextensions.k8s.io", name, errors)
+        stored: dict[str, Any] = crdtypes.encode_crd(prepared)
+        if not (stored.get("status") or {}).get("storedVersions"):
+            stored.pop("status", None)
+        return stored
 
     def establish(self, crd: dict[str, Any]) -> dict[str, Any]:
         """Register the CRD's resource types and write its Established status."""

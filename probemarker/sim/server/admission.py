@@ -5,12 +5,14 @@ As kube-apiserver's generic registry handlers and admission do:
 * the body must be a JSON object whose apiVersion and kind, when set, are the URL's
   (400), and a namespaced object takes the URL's namespace (a different one is 400);
 * create admission per kind: pods, namespaces and nodes get their defaults
-  (`defaults.py`), CRDs are checked, events validated (`eventcheck.py`), custom
-  resources pruned, defaulted and validated against their schema;
+  (`defaults.py`), CRDs are decoded (strictly, per `fieldValidation`), defaulted and
+  checked (`crd/serving.py`), events validated (`eventcheck.py`), custom resources
+  pruned, defaulted and validated against their schema;
 * update admission: a custom resource is admitted against the stored object (a
   ``status`` write takes only status and metadata, a main write keeps the stored
-  status when the status subresource is on), a CRD is checked, an event validated
-  against the stored one;
+  status when the status subresource is on), a CRD is decoded and checked against the
+  stored one (a patch's decode errors are 422s on `patch`), an event validated against
+  the stored one;
 * `dryRun=All` create: identity checks only (404 without the namespace, 409 when the
   name is taken), then the answer create would give;
 * patch: json-patch and merge-patch for every kind, strategic-merge-patch for built-in
@@ -133,8 +135,9 @@ def admit_create(
     if rt == NODES:
         return admit_node(obj)
     if rt == CRDS:
-        crds.check_crd(obj)
-        return obj
+        return crds.check_crd(
+            obj, field_validation=options.field_validation, warnings=options.warnings
+        )
     if rt in (EVENTS, EVENTS_V1):
         check_event_create(from_view(rt, obj), strict=rt == EVENTS_V1)
     if rt.is_custom:
@@ -216,7 +219,13 @@ def admit_update(
             warnings=options.warnings,
         )
     elif rt == CRDS and sub is None:
-        crds.check_crd(obj)
+        obj = crds.check_crd(
+            obj,
+            old=store.get(srt, None, info.name),
+            field_validation=options.field_validation,
+            warnings=options.warnings,
+            patch=info.verb == "patch",
+        )
     elif rt in (EVENTS, EVENTS_V1):
         old = store.get(srt, info.namespace or None, info.name)
         check_event_update(from_view(rt, obj), old, strict=rt == EVENTS_V1)

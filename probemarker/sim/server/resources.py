@@ -129,7 +129,8 @@ class Resources:
         obj = admission.check_body(rt, body)
         meta = obj.setdefault("metadata", {})
         admission.bind_namespace(rt, info, meta)
-        if not meta.get("name") and not meta.get("generateName"):
+        # A CRD without a name is refused by its validation, with its other errors (422).
+        if not meta.get("name") and not meta.get("generateName") and rt != CRDS:
             raise StatusError(
                 422 if rt.is_custom else 400,
                 "Invalid" if rt.is_custom else "BadRequest",
