@@ -15,8 +15,9 @@ from typing import Any
 
 from probemarker.sim.crd import gorepr, meta
 from probemarker.sim.crd.fielderr import FieldError
-from probemarker.sim.crd.openapischema import invalid_rendered, valid_field_path
-from probemarker.sim.crd.structural import new_structural_error
+from probemarker.sim.crd.fieldpath import path_text, valid_field_path
+from probemarker.sim.crd.gorepr import invalid_rendered
+from probemarker.sim.crd.newstructural import new_structural_error
 
 __all__ = [
     "dns1035_label",
@@ -163,13 +164,6 @@ def validate_deprecation(version: Mapping[str, Any], path: str) -> list[FieldErr
     return [FieldError.invalid(where, warning, problem) for problem in problems]
 
 
-def _field_path_text(steps: list[tuple[str, bool]]) -> str:
-    text = ""
-    for name, named in steps:
-        text = (f"{text}.{name}" if text else name) if named else f"{text}[{name}]"
-    return text
-
-
 def validate_selectable_fields(
     fields: Sequence[Mapping[str, Any]], schema: Mapping[str, Any] | None, path: str
 ) -> list[FieldError]:
@@ -199,7 +193,7 @@ def validate_selectable_fields(
                 "and strings with formats are allowed."
             )
             errors.append(FieldError.invalid(at, json_path, detail))
-        text = _field_path_text(steps)
+        text = path_text(steps)
         if text in unique:
             errors.append(FieldError.duplicate(at, json_path))
         unique.add(text)

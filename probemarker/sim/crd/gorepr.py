@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from probemarker.sim.crd.fielderr import go_float, go_quote
+from probemarker.sim.crd.fielderr import FieldError, go_float, go_quote
 
 __all__ = [
     "POINTER",
     "interface_value",
+    "invalid_rendered",
     "schema_or_array",
     "schema_props",
     "strings",
@@ -29,6 +30,14 @@ POINTER = "0xc000000000"
 _P = "apiextensions."
 
 Render = Callable[[Any], str]
+
+
+def invalid_rendered(path: str, rendered: str, detail: str) -> FieldError:
+    """field.Invalid with a bad value already printed as Go prints it (`%#v`)."""
+    message = f"{path}: Invalid value: {rendered}" + (f": {detail}" if detail else "")
+    return FieldError(
+        path=path, type="FieldValueInvalid", message=message, value=rendered, detail=detail
+    )
 
 
 def strings(values: list[str] | None) -> str:

@@ -24,26 +24,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from probemarker.sim.crd import gorepr
 from probemarker.sim.crd.fielderr import FieldError
-from probemarker.sim.crd.structural import child, new_structural_error
+from probemarker.sim.crd.fieldpath import valid_field_path
+from probemarker.sim.crd.listtypes import list_type_errors, map_list_errors
+from probemarker.sim.crd.newstructural import child, new_structural_error, properties_of
 
-__all__ = ["SchemaWalk", "invalid_rendered", "valid_field_path", "walk_schema"]
+__all__ = ["SchemaWalk", "walk_schema"]
 
 Schema = Mapping[str, Any]
 _TYPES = ["array", "boolean", "integer", "number", "object", "string"]
 _META = ("metadata", "kind", "apiVersion")
 _REASONS = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"]
 _NEWLINES = re.compile(r"[\n\r]+")
-_MAP_KEY = "this property is in x-kubernetes-list-map-keys, so it"
-
-
-def invalid_rendered(path: str, rendered: str, detail: str) -> FieldError:
-    """field.Invalid with a value already printed as Go prints it (`%#v`)."""
-    message = f"{path}: Invalid value: {rendered}" + (f": {detail}" if detail else "")
-    return FieldError(
-        path=path, type="FieldValueInvalid", message=message, value=rendered, detail=detail
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,50 +64,56 @@ def walk_schema(schema: Schema, path: str, *, allow_defaults: bool = True) -> Sc
 def _walk(
     s: Schema, path: str, ctx: _Context, *, root: bool = False
 ) -> tuple[list[FieldError], dict[str, Any]]:
+    """The SchemaErrors at and below `s`, and `s` for the CEL check (its rules dropped when
+    there are any)."""
     errors = _keywords(s, path, ctx)
-    cel = dict(s)
-    props = s.get("properties") if isinstance(s.get("properties"), Mapping) else {}
-    additional = s.get("additionalProperties")
     if s.get("uniqueItems"):
         detail = "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"
         errors.append(FieldError.forbidden(child(path, "uniqueItems"), detail))
-    if additional is not None:
-        if props and (additional is False or isinstance(additional, Mapping)):
-            detail = "additionalProperties and properties are mutual exclusive"
-            errors.append(FieldError.forbidden(child(path, "additionalProperties"), detail))
-        if isinstance(additional, Mapping):
-            sub = (
-                ctx.forbid_defaults("inside additionalProperties applying to object metadata")
-                if ctx.inside_meta
-                else ctx
-            )
-            found, cel["additionalProperties"] = _walk(
-                additional, child(path, "additionalProperties"), sub
-            )
-            errors += found
-    if props:
+    additional = s.get("additionalProperties")
+    if additional is not None and properties_of(s) and additional is not True:
+        detail = "additionalProperties and properties are mutual exclusive"
+        errors.append(FieldError.forbidden(child(path, "additionalProperties"), detail))
+    found, cel = _subtrees(s, path, ctx, root)
+    errors += found
+    errors += _extensions(s, path)
+    errors += list_type_errors(s, path) + map_list_errors(s, path) + _rule_fields(s, path)
+    if errors:
+        cel.pop("x-kubernetes-validations", None)
+    return errors, cel
+
+
+def _subtrees(
+    s: Schema, path: str, ctx: _Context, root: bool
+) -> tuple[list[FieldError], dict[str, Any]]:
+    """Walk additionalProperties, properties, not/allOf/oneOf/anyOf/definitions, items and
+    dependencies, in that order; the CEL copy of `s` gets the walked CEL children."""
+    errors: list[FieldError] = []
+    cel = dict(s)
+    additional = s.get("additionalProperties")
+    if isinstance(additional, Mapping):
+        reason = "inside additionalProperties applying to object metadata"
+        sub = ctx.forbid_defaults(reason) if ctx.inside_meta else ctx
+        found, cel["additionalProperties"] = _walk(
+            additional, child(path, "additionalProperties"), sub
+        )
+        errors += found
+    if properties_of(s):
         cel["properties"] = {}
-        for key, prop in props.items():
-            found, cel["properties"][key] = _walk(
-                prop, f"{path}.properties[{key}]", _property_context(s, key, ctx, root)
-            )
+        for key, prop in properties_of(s).items():
+            sub = _property_context(s, key, ctx, root)
+            found, cel["properties"][key] = _walk(prop, f"{path}.properties[{key}]", sub)
             errors += found
     errors += _junctors(s, path, ctx)
     items = s.get("items")
     if isinstance(items, Mapping):
         found, cel["items"] = _walk(items, child(path, "items"), ctx)
         errors += found
-    elif isinstance(items, list):
-        for index, item in enumerate(items):
-            errors += _walk(item, f"{path}.items[{index}]", ctx)[0]
+    for index, item in enumerate(items if isinstance(items, list) else ()):
+        errors += _walk(item, f"{path}.items[{index}]", ctx)[0]
     for key, dependency in (s.get("dependencies") or {}).items():
         if isinstance(dependency, Mapping):
             errors += _walk(dependency, f"{path}.dependencies[{key}]", ctx)[0]
-    errors += (
-        _extensions(s, path) + _list_type(s, path) + _map_list(s, path) + _rule_fields(s, path)
-    )
-    if errors:
-        cel.pop("x-kubernetes-validations", None)
     return errors, cel
 
 
@@ -184,122 +182,6 @@ def _extensions(s: Schema, path: str) -> list[FieldError]:
     return errors
 
 
-def _list_type(s: Schema, path: str) -> list[FieldError]:
-    errors: list[FieldError] = []
-    kind = s.get("type") or ""
-    list_type = s.get("x-kubernetes-list-type")
-    items = s.get("items")
-    if list_type is not None and kind != "array":
-        detail = "must be array if x-kubernetes-list-type is specified"
-        where = child(path, "type")
-        errors.append(
-            FieldError.invalid(where, kind, detail) if kind else FieldError.required(where, detail)
-        )
-    elif list_type == "set" and isinstance(items, Mapping):
-        errors += _set_items(items, path)
-    if list_type is not None and list_type not in ("atomic", "set", "map"):
-        where = child(path, "x-kubernetes-list-type")
-        errors.append(FieldError.not_supported(where, list_type, ["atomic", "set", "map"]))
-    if s.get("x-kubernetes-list-map-keys"):
-        where, detail = (
-            child(path, "x-kubernetes-list-type"),
-            "must be map if x-kubernetes-list-map-keys is non-empty",
-        )
-        if list_type is None:
-            errors.append(FieldError.required(where, detail))
-        elif list_type != "map":
-            errors.append(FieldError.invalid(where, list_type, detail))
-    if list_type == "map":
-        errors += _map_list_shape(s, path)
-    return errors
-
-
-def _set_items(items: Schema, path: str) -> list[FieldError]:
-    detail = "must be atomic as item of a list with x-kubernetes-list-type=set"
-    item_list_type = items.get("x-kubernetes-list-type")
-    if items.get("type") == "array" and item_list_type is not None and item_list_type != "atomic":
-        return [FieldError.invalid(f"{path}.items.x-kubernetes-list-type", item_list_type, detail)]
-    if items.get("type") == "object" and items.get("x-kubernetes-map-type") != "atomic":
-        # The API server shows the items' x-kubernetes-list-type here, not their map type.
-        return [FieldError.invalid(f"{path}.items.x-kubernetes-map-type", item_list_type, detail)]
-    return []
-
-
-def _map_list_shape(s: Schema, path: str) -> list[FieldError]:
-    errors: list[FieldError] = []
-    keys = list(s.get("x-kubernetes-list-map-keys") or [])
-    items = s.get("items", ...)
-    if not keys:
-        detail = "must not be empty if x-kubernetes-list-type is map"
-        errors.append(FieldError.required(child(path, "x-kubernetes-list-map-keys"), detail))
-    if items is ...:
-        detail = "must have a schema if x-kubernetes-list-type is map"
-        errors.append(FieldError.required(child(path, "items"), detail))
-        return errors
-    if not isinstance(items, Mapping):
-        detail = "must only have a single schema if x-kubernetes-list-type is map"
-        errors.append(invalid_rendered(child(path, "items"), gorepr.schema_or_array(items), detail))
-        return errors
-    item_type = items.get("type") or ""
-    if item_type != "object":
-        detail = "must be object if parent array's x-kubernetes-list-type is map"
-        return [*errors, FieldError.invalid(f"{path}.items.type", item_type, detail)]
-    props = items.get("properties") or {}
-    seen: set[str] = set()
-    for key in keys:
-        if key in props:
-            if props[key].get("type") in ("array", "object"):
-                detail = "must be a scalar type if parent array's x-kubernetes-list-type is map"
-                errors.append(
-                    FieldError.invalid(f"{path}.items.properties[{key}].type", item_type, detail)
-                )
-        else:
-            detail = "entries must all be names of item properties"
-            errors.append(
-                invalid_rendered(
-                    child(path, "x-kubernetes-list-map-keys"), gorepr.strings(keys), detail
-                )
-            )
-        if key in seen:
-            detail = "must not contain duplicate entries"
-            errors.append(
-                invalid_rendered(
-                    child(path, "x-kubernetes-list-map-keys"), gorepr.strings(keys), detail
-                )
-            )
-        seen.add(key)
-    return errors
-
-
-def _map_list(s: Schema, path: str) -> list[FieldError]:
-    """validateMapListKeysMapSet."""
-    items = s.get("items")
-    list_type = s.get("x-kubernetes-list-type")
-    if not isinstance(items, Mapping) or list_type not in ("set", "map"):
-        return []
-    errors: list[FieldError] = []
-    if items.get("nullable"):
-        detail = f"cannot be nullable when x-kubernetes-list-type is {list_type}"
-        errors.append(FieldError.forbidden(f"{path}.items.nullable", detail))
-    if list_type != "map":
-        return errors
-    required = set(items.get("required") or ())
-    props = items.get("properties") or {}
-    for key in s.get("x-kubernetes-list-map-keys") or ():
-        prop = props.get(key)
-        if prop is None:
-            continue
-        where = f"{path}.items.properties[{key}]"
-        if key not in required and prop.get("default") is None:
-            detail = f"{_MAP_KEY} must have a default or be a required property"
-            errors.append(FieldError.required(f"{where}.default", detail))
-        if prop.get("nullable"):
-            errors.append(
-                FieldError.forbidden(f"{where}.nullable", f"{_MAP_KEY} cannot be nullable")
-            )
-    return errors
-
-
 def _rule_fields(s: Schema, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     for index, rule in enumerate(s.get("x-kubernetes-validations") or ()):
@@ -308,47 +190,38 @@ def _rule_fields(s: Schema, path: str) -> list[FieldError]:
 
 
 def _rule(s: Schema, rule: Mapping[str, Any], at: str) -> list[FieldError]:
-    errors: list[FieldError] = []
     text, message = str(rule.get("rule") or ""), str(rule.get("message") or "")
-    expression, field_path = (
-        str(rule.get("messageExpression") or ""),
-        str(rule.get("fieldPath") or ""),
-    )
+    errors: list[FieldError] = []
     if not text.strip():
         errors.append(FieldError.required(f"{at}.rule", "rule is not specified"))
     elif message and not message.strip():
-        errors.append(
-            FieldError.invalid(f"{at}.message", message, "message must be non-empty if specified")
-        )
+        detail = "message must be non-empty if specified"
+        errors.append(FieldError.invalid(f"{at}.message", message, detail))
     elif _NEWLINES.search(message.strip()):
-        errors.append(
-            FieldError.invalid(f"{at}.message", message, "message must not contain line breaks")
-        )
+        detail = "message must not contain line breaks"
+        errors.append(FieldError.invalid(f"{at}.message", message, detail))
     elif _NEWLINES.search(text.strip()) and not message.strip():
         detail = "message must be specified if rule contains line breaks"
         errors.append(FieldError.required(f"{at}.message", detail))
+    expression = str(rule.get("messageExpression") or "")
     if expression and not expression.strip():
         detail = "messageExpression must be non-empty if specified"
         errors.append(FieldError.required(f"{at}.messageExpression", detail))
     reason = rule.get("reason")
     if reason is not None and reason not in _REASONS:
         errors.append(FieldError.not_supported(f"{at}.reason", reason, _REASONS))
+    return errors + _rule_field_path(s, str(rule.get("fieldPath") or ""), f"{at}.fieldPath")
+
+
+def _rule_field_path(s: Schema, field_path: str, at: str) -> list[FieldError]:
+    errors: list[FieldError] = []
     if field_path and not field_path.strip():
-        errors.append(
-            FieldError.invalid(
-                f"{at}.fieldPath", field_path, "fieldPath must be non-empty if specified"
-            )
-        )
+        detail = "fieldPath must be non-empty if specified"
+        errors.append(FieldError.invalid(at, field_path, detail))
     if _NEWLINES.search(field_path):
-        errors.append(
-            FieldError.invalid(
-                f"{at}.fieldPath", field_path, "fieldPath must not contain line breaks"
-            )
-        )
+        errors.append(FieldError.invalid(at, field_path, "fieldPath must not contain line breaks"))
     if field_path and not _path_valid(s, field_path):
-        errors.append(
-            FieldError.invalid(f"{at}.fieldPath", field_path, "fieldPath must be a valid path")
-        )
+        errors.append(FieldError.invalid(at, field_path, "fieldPath must be a valid path"))
     return errors
 
 
@@ -360,97 +233,3 @@ def _path_valid(s: Schema, field_path: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _tokens(text: str) -> list[str]:
-    """The tokens of ValidFieldPath's scanner: '.', '[', ']', quoted strings, names."""
-    tokens: list[str] = []
-    pos = 0
-    while pos < len(text):
-        if text[pos] == "'":
-            end = pos + 1
-            while end < len(text) and not (text[end] == "'" and text[end - 1] != "\\"):
-                end += 1
-            tokens.append(text[pos : end + 1])
-            pos = end + 1
-        elif text[pos] in ".[]":
-            tokens.append(text[pos])
-            pos += 1
-        else:
-            end = pos
-            while end < len(text) and text[end] not in ".[]":
-                end += 1
-            tokens.append(text[pos:end])
-            pos = end
-    return tokens
-
-
-_ESCAPES = {
-    "a": "\a",
-    "b": "\b",
-    "f": "\f",
-    "n": "\n",
-    "r": "\r",
-    "t": "\t",
-    "v": "\v",
-    "'": "'",
-    "\\": "\\",
-}
-
-
-def _unescape(text: str) -> str:
-    def one(match: re.Match[str]) -> str:
-        if match.group(1) not in _ESCAPES:
-            raise ValueError(f"invalid string literal: invalid escape char {match.group(0)}")
-        return _ESCAPES[match.group(1)]
-
-    return re.sub(r"\\(.)", one, text)
-
-
-def valid_field_path(
-    json_path: str, schema: Schema | None, *, allow_array: bool = True
-) -> tuple[list[tuple[str, bool]], Schema | None]:
-    """cel.ValidFieldPath: the path as (name, is a property) steps and the schema it ends
-    at; ValueError with the API server's message when it does not refer to a field."""
-    steps: list[tuple[str, bool]] = []
-    tokens = _tokens(json_path)
-    pos = 0
-    while pos < len(tokens):
-        token = tokens[pos]
-        if token == "[":
-            if not allow_array:
-                raise ValueError("array notation is not allowed")
-            if pos + 1 >= len(tokens):
-                raise ValueError("unexpected end of JSON path")
-            quoted = tokens[pos + 1]
-            if len(quoted) < 2 or quoted[0] != "'" or quoted[-1] != "'":
-                raise ValueError(f"expected single quoted string but got {quoted}")
-            name = _unescape(quoted[1:-1])
-            if pos + 2 >= len(tokens):
-                raise ValueError("unexpected end of JSON path")
-            if tokens[pos + 2] != "]":
-                raise ValueError(f"expected ] but got {tokens[pos + 2]}")
-            pos += 3
-        elif token == ".":
-            if pos + 1 >= len(tokens):
-                raise ValueError("unexpected end of JSON path")
-            name, pos = tokens[pos + 1], pos + 2
-        else:
-            raise ValueError(f"expected [ or . but got: {token}")
-        schema = _step(schema, name, steps)
-    return steps, schema
-
-
-def _step(schema: Schema | None, name: str, steps: list[tuple[str, bool]]) -> Schema | None:
-    props = schema.get("properties") if schema is not None else None
-    if isinstance(props, Mapping) and props:
-        if name not in props:
-            raise ValueError("does not refer to a valid field")
-        steps.append((name, True))
-        found = props[name]
-        return found if isinstance(found, Mapping) else None
-    if schema is not None and schema.get("additionalProperties") is not None:
-        steps.append((name, False))
-        additional = schema["additionalProperties"]
-        return additional if isinstance(additional, Mapping) else None
-    raise ValueError("does not refer to a valid field")

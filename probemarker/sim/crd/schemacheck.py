@@ -27,10 +27,12 @@ from typing import Any
 
 from probemarker.sim.crd import celadmit, gorepr
 from probemarker.sim.crd.fielderr import FieldError
+from probemarker.sim.crd.gorepr import invalid_rendered
+from probemarker.sim.crd.newstructural import new_structural_error
 from probemarker.sim.crd.node import parse_schema
-from probemarker.sim.crd.openapischema import invalid_rendered, walk_schema
+from probemarker.sim.crd.openapischema import walk_schema
 from probemarker.sim.crd.schemadefaults import validate_defaults
-from probemarker.sim.crd.structural import new_structural_error, validate_structural
+from probemarker.sim.crd.structural import validate_structural
 
 __all__ = ["validate_validation"]
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from probemarker.sim.crd import gorepr, prune, rules, values
 from probemarker.sim.crd.fielderr import FieldError
+from probemarker.sim.crd.gorepr import invalid_rendered
 from probemarker.sim.crd.node import SchemaNode, parse_schema
-from probemarker.sim.crd.openapischema import invalid_rendered
 
 __all__ = ["validate_defaults"]
 

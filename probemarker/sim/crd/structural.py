@@ -1,7 +1,7 @@
-"""Structural schemas, as apiextensions-apiserver pkg/apiserver/schema builds and checks
-them when a CRD is written (Kubernetes 1.32): `new_structural_error` is NewStructural's
-refusal of fields a structural schema cannot hold, `validate_structural` is
-ValidateStructural (the invariants and the completeness check).
+"""Structural schemas, as apiextensions-apiserver pkg/apiserver/schema checks them when a
+CRD is written (Kubernetes 1.32): `validate_structural` is ValidateStructural (the
+invariants and the completeness check), run once NewStructural (`newstructural`) accepted
+the schema.
 
 Input: a decoded openAPIV3Schema (`crdtypes`: absent fields are absent, an empty list is
 an empty list) and the field path it is reported under. Output: field errors worded as
@@ -26,8 +26,9 @@ from typing import Any
 import re2
 
 from probemarker.sim.crd.fielderr import FieldError
+from probemarker.sim.crd.newstructural import as_schema, child, properties_of
 
-__all__ = ["go_regexp_error", "new_structural_error", "validate_structural"]
+__all__ = ["go_regexp_error", "validate_structural"]
 
 Schema = Mapping[str, Any]
 _ROOT, _ITEM, _FIELD = "root", "item", "field"
@@ -54,19 +55,6 @@ _RE2_CODES = {
 }
 
 
-def child(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _mapping(value: Any) -> Schema | None:
-    return value if isinstance(value, Mapping) else None
-
-
-def _props(schema: Schema) -> Mapping[str, Schema]:
-    props = schema.get("properties")
-    return props if isinstance(props, Mapping) else {}
-
-
 def go_regexp_error(pattern: str) -> str | None:
     """The error of Go's regexp.Compile for `pattern`, or None when it compiles."""
     options = re2.Options()
@@ -83,64 +71,6 @@ def go_regexp_error(pattern: str) -> str | None:
     return None
 
 
-# --- NewStructural ------------------------------------------------------------------------
-
-
-def _unsupported(schema: Schema) -> str | None:
-    for key, name in (("id", "id"), ("$schema", "schema")):
-        if schema.get(key):
-            return f"OpenAPIV3Schema '{name}' is not supported"
-    if schema.get("$ref"):
-        return "OpenAPIV3Schema '$ref' is not supported"
-    for key in ("patternProperties", "dependencies"):
-        if schema.get(key):
-            return f"OpenAPIV3Schema '{key}' is not supported"
-    if "additionalItems" in schema:
-        return "OpenAPIV3Schema 'additionalItems' is not supported"
-    if schema.get("definitions"):
-        return "OpenAPIV3Schema 'definitions' is not supported"
-    return None
-
-
-def _value_validation_error(schema: Schema) -> str | None:
-    nested = [_mapping(schema.get("not"))]
-    for junctor in ("allOf", "anyOf", "oneOf"):
-        nested.extend(_mapping(v) for v in schema.get(junctor) or ())
-    for part in nested:
-        if part is not None and (error := _structural_error(part)) is not None:
-            return error
-    return None
-
-
-def _structural_error(schema: Schema) -> str | None:
-    """NewStructural (and newNestedValueValidation, which refuses the same things)."""
-    error = _unsupported(schema) or _value_validation_error(schema)
-    if error is not None:
-        return error
-    if schema.get("x-kubernetes-preserve-unknown-fields") is False:
-        return "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined"
-    items = schema.get("items")
-    if isinstance(items, list) and items:
-        return "OpenAPIV3Schema 'items' must be a schema, but is an array"
-    children = [
-        _mapping(items),
-        *_props(schema).values(),
-        _mapping(schema.get("additionalProperties")),
-    ]
-    for part in children:
-        if part is not None and (error := _structural_error(part)) is not None:
-            return error
-    return None
-
-
-def new_structural_error(schema: Schema) -> str | None:
-    """Why NewStructural refuses `schema`, or None."""
-    return _structural_error(schema)
-
-
-# --- ValidateStructural -------------------------------------------------------------------
-
-
 def validate_structural(schema: Schema, path: str) -> list[FieldError]:
     errors = _invariants(schema, _ROOT, path) + _completeness(schema, path)
     return sorted(errors, key=lambda e: e.message)
@@ -148,13 +78,13 @@ def validate_structural(schema: Schema, path: str) -> list[FieldError]:
 
 def _invariants(s: Schema, level: str, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    items = _mapping(s.get("items"))
+    items = as_schema(s.get("items"))
     kind = str(s.get("type") or "")
     if kind == "array" and items is None:
         errors.append(FieldError.required(child(path, "items"), "must be specified"))
     if items is not None:
         errors += _invariants(items, _ITEM, child(path, "items"))
-    for key, prop in _props(s).items():
+    for key, prop in properties_of(s).items():
         errors += _invariants(prop, _FIELD, f"{path}.properties[{key}]")
     additional = s.get("additionalProperties")
     if additional is not None:
@@ -167,7 +97,7 @@ def _invariants(s: Schema, level: str, path: str) -> list[FieldError]:
     skip_any_of = _int_or_string_any_of(s.get("anyOf"))
     all_of = s.get("allOf") or []
     skip_first = bool(all_of) and _int_or_string_any_of(
-        _mapping(all_of[0]) and all_of[0].get("anyOf")
+        as_schema(all_of[0]) and all_of[0].get("anyOf")
     )
     errors += _value_validation(s, skip_any_of, skip_first, path)
     errors += _types(s, level, path)
@@ -216,7 +146,7 @@ def _types(s: Schema, level: str, path: str) -> list[FieldError]:
 def _meta_fields(s: Schema, level: str, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     check = level == _ROOT or bool(s.get("x-kubernetes-embedded-resource"))
-    props = _props(s)
+    props = properties_of(s)
     for key in ("kind", "apiVersion"):
         if check and key in props and props[key].get("type") != "string":
             where = f"{path}.properties[{key}].type"
@@ -255,7 +185,7 @@ def _metadata(m: Schema, check: bool, level: str, path: str) -> list[FieldError]
         errors.append(FieldError.invalid(child(path, "type"), kind, "must be object"))
     if level != _ROOT:
         return errors
-    names = set(_props(m))
+    names = set(properties_of(m))
     only_names = names == {"name", "generateName"} or (
         len(names) == 1 and names <= {"name", "generateName"}
     )
@@ -300,7 +230,7 @@ def _value_validation(
         errors += _nested(part, skip_first and index == 0, False, f"{path}.allOf[{index}]")
     for index, part in enumerate(v.get("oneOf") or ()):
         errors += _nested(part, False, False, f"{path}.oneOf[{index}]")
-    if _mapping(v.get("not")) is not None:
+    if as_schema(v.get("not")) is not None:
         errors += _nested(v["not"], False, False, child(path, "not"))
     pattern = v.get("pattern")
     if pattern and (problem := go_regexp_error(pattern)) is not None:
@@ -326,9 +256,9 @@ def _nested(v: Any, skip_any_of: bool, skip_first: bool, path: str) -> list[Fiel
     if not isinstance(v, Mapping):
         return []
     errors = _value_validation(v, skip_any_of, skip_first, path)
-    if _mapping(v.get("items")) is not None:
+    if as_schema(v.get("items")) is not None:
         errors += _nested(v["items"], False, False, child(path, "items"))
-    for key, prop in _props(v).items():
+    for key, prop in properties_of(v).items():
         errors += _nested(prop, False, False, f"{path}.properties[{key}]")
     if v.get("type"):
         errors.append(FieldError.forbidden(child(path, "type"), "must be empty to be structural"))
@@ -351,7 +281,7 @@ def _nested(v: Any, skip_any_of: bool, skip_first: bool, path: str) -> list[Fiel
     if v.get("x-kubernetes-validations"):
         where = child(path, "x-kubernetes-validations")
         errors.append(FieldError.forbidden(where, "must be empty to be structural"))
-    if "metadata" in _props(v):
+    if "metadata" in properties_of(v):
         where = f"{path}.properties[metadata]"
         errors.append(FieldError.forbidden(where, "must not be specified in a nested context"))
     return errors
@@ -365,11 +295,11 @@ def _completeness(root: Schema, path: str) -> list[FieldError]:
 def _vv_completeness(v: Schema, s: Schema | None, s_path: str, v_path: str) -> list[FieldError]:
     if s is None:
         return [FieldError.required(s_path, f"because it is defined in {v_path}")]
-    errors = _nested_completeness(_mapping(v.get("not")), s, s_path, child(v_path, "not"))
+    errors = _nested_completeness(as_schema(v.get("not")), s, s_path, child(v_path, "not"))
     for junctor in ("allOf", "anyOf", "oneOf"):
         for index, part in enumerate(v.get(junctor) or ()):
             errors += _nested_completeness(
-                _mapping(part), s, s_path, f"{v_path}.{junctor}[{index}]"
+                as_schema(part), s, s_path, f"{v_path}.{junctor}[{index}]"
             )
     return errors
 
@@ -383,13 +313,13 @@ def _nested_completeness(
         return [FieldError.required(s_path, f"because it is defined in {v_path}")]
     errors = _vv_completeness(v, s, s_path, v_path)
     errors += _nested_completeness(
-        _mapping(v.get("items")),
-        _mapping(s.get("items")),
+        as_schema(v.get("items")),
+        as_schema(s.get("items")),
         child(s_path, "items"),
         child(v_path, "items"),
     )
-    s_props = _props(s)
-    for key, prop in _props(v).items():
+    s_props = properties_of(s)
+    for key, prop in properties_of(v).items():
         where = f"{s_path}.properties[{key}]"
         if key not in s_props:
             errors.append(
