@@ -36,6 +36,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from probemarker.sim.crd.fielderr import go_quote
+
 __all__ = ["Decoded", "Field", "GoType", "Registry", "TypeError_", "decode", "encode"]
 
 Kind = Literal["string", "bool", "int", "float", "bytes", "struct", "slice", "map", "custom"]
@@ -161,7 +163,7 @@ class _State:
 
     def unknown(self, key: str) -> None:
         path = "".join(self.stack) + "." + key if self.stack else key
-        message = f"unknown field {_quote(path)}"
+        message = f"unknown field {go_quote(path)}"
         if len(self.strict_errors) < _MAX_STRICT and message not in self.strict_errors:
             self.strict_errors.append(message)
 
@@ -174,11 +176,6 @@ class _State:
         if isinstance(error, TypeError_) and (self.struct or self.fields):
             error = TypeError_(error.value, error.type, self.struct, ".".join(self.fields))
         return _Abort(error)
-
-
-def _quote(text: str) -> str:
-    """strconv.Quote for the (printable) paths of strict errors."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def decode(registry: Registry, type_key: str, value: Any, *, strict: bool) -> Decoded:
