@@ -23,6 +23,11 @@ DNS1035 = (
     "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
     "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 )
+SUBDOMAIN = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "
+    r"used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
 METADATA_ONLY = (
     f"{S}.properties[metadata]: Forbidden: must not specify anything other than name and "
     "generateName, but metadata is implicitly specified"
@@ -433,6 +438,15 @@ def changed(path: str, value: Any) -> dict[str, Any]:
 SPEC = [
     pytest.param(changed("metadata.name", "thing.x.io"), ['metadata.name: Invalid value: "thing.x.io": must be spec.names.plural+"."+spec.group'], id="name"),
     pytest.param(changed("metadata.name", None), ["metadata.name: Required value: name or generateName is required"], id="no-name"),
+    pytest.param(
+        changed("metadata.name", None) | {"metadata": {"generateName": "things-"}},
+        ['metadata.generateName: Invalid value: "things-": must be spec.names.plural+"."+spec.group',
+         "metadata.name: Required value: name or generateName is required"],
+        id="generate-name",
+    ),
+    pytest.param(changed("metadata.name", "Things.x.io") | {"spec": with_name(BASE, plural="Things")["spec"]},
+                 [f'metadata.name: Invalid value: "Things.x.io": {SUBDOMAIN}',
+                  f'spec.names.plural: Invalid value: "Things": {DNS1035}'], id="name-not-a-subdomain"),
     pytest.param(changed("metadata.namespace", "default"), ["metadata.namespace: Forbidden: not allowed on this type"], id="namespace"),
     pytest.param(changed("spec.group", "io"), ['metadata.name: Invalid value: "things.x.io": must be spec.names.plural+"."+spec.group',
                                               'spec.group: Invalid value: "io": should be a domain with at least one dot'], id="group"),

@@ -29,7 +29,7 @@ def object_meta(metadata: Mapping[str, Any], required: str) -> list[FieldError]:
     errors: list[FieldError] = []
 
     def name_errors(name: str, prefix: bool) -> list[str]:
-        masked = name[:-1] + "a" if prefix and name.endswith("-") else name
+        masked = name[:-2] + "a" if prefix and len(name) > 1 and name.endswith("-") else name
         found = meta.dns1123_subdomain(masked)
         if name != required:
             found.append('must be spec.names.plural+"."+spec.group')
