@@ -22,7 +22,9 @@ async def settle(sim: SimCluster, core: client.CoreV1Api, name: str) -> dict[str
 
 
 async def kubelet_event_counts(core: client.CoreV1Api, pod: str) -> dict[str, int]:
-    events = await core.list_namespaced_event("default", field_selector=f"involvedObject.name={pod}")
+    events = await core.list_namespaced_event(
+        "default", field_selector=f"involvedObject.name={pod}"
+    )
     return {e.reason: e.count for e in events.items}
 
 

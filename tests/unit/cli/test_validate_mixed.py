@@ -126,7 +126,9 @@ def test_an_invalid_marker_among_other_kinds_fails_the_file(
     bad = MARKER.replace("podConditionType: example.com/Idle", "podConditionType: Ready")
     code, out, path = validate(tmp_path, OTHERS + "---\n" + bad, capsys)
     assert code == 1
-    assert f"{path}: document 7: PodProbeMarker games/idle: spec.probes[0].podConditionType: " in out
+    assert (
+        f"{path}: document 7: PodProbeMarker games/idle: spec.probes[0].podConditionType: " in out
+    )
     assert out.count("skipped") == len(SKIPPED)
 
 
@@ -166,7 +168,9 @@ def test_the_crd_and_the_examples_together(capsys: pytest.CaptureFixture[str]) -
 def test_kind_list_items_of_other_kinds_are_skipped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: p}}\n"
+    text = (
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: p}}\n"
+    )
     code, out, path = validate(tmp_path, text, capsys)
     assert code == 0
     assert f"{path}: document 1, items[0]: skipped Pod p (v1): not a PodProbeMarker" in out
@@ -194,7 +198,9 @@ def test_kind_list_items_of_other_kinds_are_skipped(
             id="hostile-name-escaped",
         ),
         # Validated as a PodProbeMarker, so the validator names the field to fix:
-        pytest.param({"apiVersion": "probemarker.io/v1alpha1", "kind": "Pod"}, None, id="our-group"),
+        pytest.param(
+            {"apiVersion": "probemarker.io/v1alpha1", "kind": "Pod"}, None, id="our-group"
+        ),
         pytest.param({"apiVersion": "probemarker.io/v1", "kind": "Foo"}, None, id="our-group-v1"),
         pytest.param({"apiVersion": "x.io/v1", "kind": "PodProbeMaker"}, None, id="kind-typo"),
         pytest.param({"apiVersion": "x.io/v1", "kind": "podprobemarker"}, None, id="kind-case"),
