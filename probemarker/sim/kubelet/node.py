@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import copy
 import dataclasses
+import logging
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -62,6 +63,8 @@ from probemarker.sim.store.objects import Store
 __all__ = ["Kubelet", "pod_ip_for", "rfc3339"]
 
 PodKey = tuple[str, str]
+
+log = logging.getLogger(__name__)
 
 
 class Kubelet(PodWaits):
@@ -103,6 +106,8 @@ class Kubelet(PodWaits):
         )
         try:
             async for event in watch:
+                if event.type == "ADDED":
+                    self._warn_if_foreign(event.object)
                 if event.type in ("ADDED", "MODIFIED"):
                     self._sync(event.object)
                 elif event.type == "DELETED":
@@ -138,6 +143,24 @@ class Kubelet(PodWaits):
             # First deletion, or a later DELETE shortened the grace period.
             self._schedule_deletion(key, pod, state)
         self._write_status(key)
+
+    def _warn_if_foreign(self, pod: dict[str, Any]) -> None:
+        """Log why a pod created bound to a node this kubelet does not run stays Pending."""
+        node = pod.get("spec", {}).get("nodeName")
+        if not node or node in self.node_names:
+            return
+        ns, name = _key(pod)
+        node = _safe(str(node))
+        log.warning(
+            "pod %s/%s is bound to node %s, which this sim does not run (its nodes: %s), "
+            "so it stays Pending: start the sim with --nodes %s "
+            "(SimCluster(node_names=...) in tests), or set spec.nodeName to one of its nodes",
+            _safe(ns),
+            _safe(name),
+            node,
+            ",".join(self.node_names) or "none",
+            ",".join((*self.node_names, node)),
+        )
 
     def _start(self, pod: dict[str, Any]) -> PodState:
         now = rfc3339(self._clock())
@@ -346,6 +369,11 @@ class Kubelet(PodWaits):
             state.runtime, phase=phase, phase_reason=reason, phase_message=message
         )
         return self._write_status((namespace, name))
+
+
+def _safe(text: str) -> str:
+    """`text` with control characters escaped, so a name cannot split a log line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _uid(pod: dict[str, Any]) -> str:
