@@ -4,13 +4,17 @@
         sim.url, sim.kubeconfig_path, sim.configuration()
         sim.store, sim.kubelet, sim.faults, sim.accounting, sim.exec_handlers
 
-On enter it creates a temporary directory (kubeconfig, TLS material, exec
-sandboxes), the store with the built-in namespaces, one Node object per node
+On enter it creates a temporary directory (kubeconfig, TLS material, the
+working directories of exec commands, which run on this host without isolation),
+the store with the built-in namespaces, one Node object per node
 name, the aiohttp server on 127.0.0.1 (`port=0` picks a free port; `https`
 adds a generated CA and server certificate) and the simulated kubelet's watch
 loop.  On exit everything is stopped and the directory removed.
 
 With `scheduler=True`, unscheduled pods are bound to a node (scheduler.py).
+
+If the port cannot be listened on (in use, or not permitted), entering raises
+`ListenError`, an OSError whose message names the address and port.
 
 Invariants: the kubelet task is owned by the cluster and cancelled and
 awaited on exit; `faults.take_down()` closes the listening socket and every open
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import shutil
 import tempfile
@@ -60,6 +65,19 @@ def _log_failure(task: asyncio.Task[None]) -> None:
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class ListenError(OSError):
+    """The sim cannot listen on its address and port; `host` and `port` say which."""
+
+    def __init__(self, host: str, port: int, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror or str(cause))
+        self.host, self.port = host, port
+        self.in_use = cause.errno == errno.EADDRINUSE
+
+    def __str__(self) -> str:
+        reason = "address already in use" if self.in_use else self.strerror
+        return f"cannot listen on {self.host}:{self.port}: {reason}"
 
 
 class SimCluster:
@@ -189,14 +207,14 @@ class SimCluster:
     async def start_listening(self) -> None:
         assert self._runner is not None
         ssl_context = self._tls.server_context() if self._tls is not None else None
+        port = self.port or self._requested_port
         site = web.TCPSite(
-            self._runner,
-            "127.0.0.1",
-            self.port or self._requested_port,
-            ssl_context=ssl_context,
-            reuse_address=True,
+            self._runner, "127.0.0.1", port, ssl_context=ssl_context, reuse_address=True
         )
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            raise ListenError("127.0.0.1", port, exc) from exc
         self._site = site
         if not self.port:
             self.port = int(self._runner.addresses[0][1])
