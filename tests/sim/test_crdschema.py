@@ -716,8 +716,9 @@ _IMMUTABLE = {"rule": "self == oldSelf", "message": "is immutable"}
             },
             {"v": "a"},
             {"v": "b"},
-            [],
-            id="atomic-map-does-not-correlate",
+            # MapIsCorrelatable is true for atomic maps too: the transition rule runs.
+            ['spec.f.v: Invalid value: "string": is immutable'],
+            id="atomic-map-correlates-too",
         ),
         pytest.param(
             {"type": "string", "maxLength": 1},

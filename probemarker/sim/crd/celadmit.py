@@ -130,9 +130,10 @@ class _Walk:
         if isinstance(node.additional_properties, SchemaNode):
             self.node(node.additional_properties, f"{path}.additionalProperties",
                       card=child_card, frozen=frozen, root=False)  # fmt: skip
-        prop_frozen = frozen if frozen is not None or node.map_type != "atomic" else path
+        # Object properties always correlate: MapIsCorrelatable is true for granular and
+        # atomic maps alike (1.28 and 1.32).
         for key, prop in node.properties.items():
-            self.node(prop, f"{path}.properties[{key}]", card=child_card, frozen=prop_frozen,
+            self.node(prop, f"{path}.properties[{key}]", card=child_card, frozen=frozen,
                       root=False)  # fmt: skip
         if node.items is not None:
             item_frozen = frozen if frozen is not None or node.list_type == "map" else path

@@ -5,7 +5,8 @@ the way apiextensions-apiserver's schema/cel Validator does.
 - `self` is the node's value; at the resource root (and in embedded resources) only apiVersion,
   kind, metadata.name and metadata.generateName of the metadata are visible.
 - Transition rules (mentioning oldSelf) run only on update and only where an old value
-  correlates: object properties and map keys (unless x-kubernetes-map-type: atomic) and items of
+  correlates: object properties and map keys (granular and atomic maps alike, as
+  MapIsCorrelatable has it) and items of
   x-kubernetes-list-type: map lists (matched by their keys). Other list items never correlate.
 - Errors: `<path>: Invalid value: "<schema type>": <message>`; the root's path is `<nil>`;
   fieldPath/reason/messageExpression honoured. Runtime errors:
@@ -181,10 +182,10 @@ class _Walk:
                 item_old = _correlate_item(old, item, schema)
                 errors.extend(self.node(item, schema.items, f"{path}[{index}]", item_old, ratchet))
         elif isinstance(value, dict):
-            atomic = schema.map_type == "atomic" or not isinstance(old, dict)
+            uncorrelated = not isinstance(old, dict)
             additional = schema.additional_schema
             for key, child in value.items():
-                child_old = _NONE if atomic else old.get(key, _NONE)
+                child_old = _NONE if uncorrelated else old.get(key, _NONE)
                 if key in schema.properties:
                     prop = schema.properties[key]
                     errors.extend(self.node(child, prop, _join(path, key), child_old, ratchet))

@@ -74,7 +74,8 @@ def _invalid(name: str, value: Any, message: str) -> FieldError:
 
 
 def _correlate(old: Any, key: str, schema: SchemaNode) -> Any:
-    if old is _NONE or not isinstance(old, dict) or schema.map_type == "atomic":
+    # Map keys correlate whatever the map type (apiserver's CorrelatedObject.Key).
+    if old is _NONE or not isinstance(old, dict):
         return _NONE
     return old.get(key, _NONE)
 
