@@ -48,9 +48,9 @@ async def test_watch_resumes_from_resource_version(sim: SimCluster, core: client
 async def test_watch_with_kubernetes_asyncio(sim: SimCluster, core: client.CoreV1Api) -> None:
     listed = await core.list_namespaced_pod("default")
     await core.create_namespaced_pod("default", pod_manifest("kw", labels={"app": "k"}, node=None))
-    w = watch.Watch()
     events = []
-    async with asyncio.timeout(5):
+    # A Watch opens its own ApiClient (an aiohttp session): `async with` closes it.
+    async with watch.Watch() as w, asyncio.timeout(5):
         async for event in w.stream(
             core.list_namespaced_pod,
             "default",
@@ -60,7 +60,6 @@ async def test_watch_with_kubernetes_asyncio(sim: SimCluster, core: client.CoreV
         ):
             events.append((event["type"], event["object"].metadata.name))
             break
-    w.stop()
     assert events == [("ADDED", "kw")]
 
 
