@@ -49,6 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the simulated API server on 127.0.0.1 until SIGINT/SIGTERM; "
         "write a kubeconfig for it. Logs go to stderr.",
     )
+    _add_server_options(serve)
+    _add_cluster_options(serve)
+    return parser
+
+
+def _add_server_options(serve: argparse.ArgumentParser) -> None:
+    """Where and how it listens; every option's help states its default."""
     serve.add_argument(
         "--kubeconfig-out",
         type=Path,
@@ -75,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="require 'Authorization: Bearer T' on every request "
         "(default: none, every request is allowed)",
     )
+
+
+def _add_cluster_options(serve: argparse.ArgumentParser) -> None:
+    """What the simulated cluster runs; every option's help states its default."""
     serve.add_argument(
         "--nodes",
         type=_nodes,
@@ -97,7 +108,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="watch events kept for resuming; older resumes get 410 Gone "
         f"(default: {DEFAULT_HISTORY_LIMIT})",
     )
-    return parser
 
 
 def _port(text: str) -> int:

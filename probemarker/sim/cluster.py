@@ -175,10 +175,13 @@ class SimCluster:
             listener=self,
         )
         self._register_nodes()
+        self._start_kubelet()
+        self.kubeconfig_path.write_text(yaml.safe_dump(self.kubeconfig()))
+
+    def _start_kubelet(self) -> None:
         task = asyncio.create_task(self.kubelet.run(), name="sim-kubelet")
         task.add_done_callback(_log_failure)
         self._tasks.append(task)
-        self.kubeconfig_path.write_text(yaml.safe_dump(self.kubeconfig()))
 
     async def _stop(self) -> None:
         try:
