@@ -1,4 +1,4 @@
-"""probemarker.sim: a simulated Kubernetes API server for tests, benchmarks and the demo.
+"""probemarker.sim: a simulated Kubernetes API server for the tests and benchmarks.
 
 `SimCluster` starts it in-process; `probemarker sim serve` (sim/cli.py) from
 the command line.  See docs/sim.md.

@@ -159,7 +159,7 @@ class SimCluster:
             accounting=self.accounting,
             faults=self.faults,
             exec_runner=self.exec_handlers,
-            sandbox_root=self._dir / "sandboxes",
+            workdir_root=self._dir / "workdirs",
             token=self.token,
             server_address=lambda: f"127.0.0.1:{self.port}",
             clock=self._clock,

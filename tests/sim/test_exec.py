@@ -65,7 +65,7 @@ class ExecApp:
     """The tiny app's state: pod, runner, faults, and when each handler ended."""
 
     url: str
-    sandbox_root: Path
+    workdir_root: Path
     pod: dict[str, Any] = field(default_factory=make_pod)
     registry: HandlerRegistry = field(default_factory=HandlerRegistry)
     faults: ExecFaults = field(default_factory=ExecFaults)
@@ -89,7 +89,7 @@ async def app(tmp_path: Path) -> AsyncIterator[ExecApp]:
             refusal = exec_target_error(s.pod, container)
             if refusal is not None:
                 return web.json_response(refusal.to_status(), status=refusal.code)
-            target = build_exec_target(s.pod, container, sandbox_root=s.sandbox_root)
+            target = build_exec_target(s.pod, container, workdir_root=s.workdir_root)
             return await serve_exec(
                 request, target=target, runner=s.registry, faults=s.faults, sessions=s.sessions
             )
@@ -104,7 +104,7 @@ async def app(tmp_path: Path) -> AsyncIterator[ExecApp]:
         state.append(
             ExecApp(
                 url=str(server.make_url("/api/v1/namespaces/default/pods/web-0/exec")),
-                sandbox_root=tmp_path / "sandboxes",
+                workdir_root=tmp_path / "workdirs",
             )
         )
         yield state[0]
@@ -260,11 +260,11 @@ async def test_disabled_stream_is_not_sent(app: ExecApp) -> None:
 # --- subprocesses ------------------------------------------------------------
 
 
-async def test_subprocess_runs_in_sandbox_with_container_env(app: ExecApp) -> None:
+async def test_subprocess_runs_in_its_workdir_with_container_env(app: ExecApp) -> None:
     s = await run_exec(app, "sh", "-c", 'echo "$GREETING $POD $LABEL"; pwd; echo oops >&2; exit 4')
     out = s.channels[1].decode().splitlines()
     assert out[0] == "hello web-0 b"
-    assert Path(out[1]) == app.sandbox_root / "uid-1" / "app"
+    assert Path(out[1]) == app.workdir_root / "uid-1" / "app"
     assert s.channels[2] == b"oops\n"
     assert s.status["details"]["causes"][0]["message"] == "4"
 
@@ -437,11 +437,11 @@ def test_status_json_is_escaped_like_go() -> None:
 
 
 def test_build_exec_target_reads_running_state(tmp_path: Path) -> None:
-    target = build_exec_target(make_pod(running=False), None, sandbox_root=tmp_path)
+    target = build_exec_target(make_pod(running=False), None, workdir_root=tmp_path)
     assert not target.running
     assert target.env["GREETING"] == "hello"
     assert target.env["POD"] == "web-0"
-    assert target.sandbox == tmp_path / "uid-1" / "app"
+    assert target.workdir == tmp_path / "uid-1" / "app"
 
 
 # --- kubernetes_asyncio ----------------------------------------------------------

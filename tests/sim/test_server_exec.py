@@ -1,4 +1,4 @@
-"""pods/exec through the server: routing to the exec engine, handlers, sandboxes, refusals."""
+"""pods/exec through the server: routing to the exec engine, handlers, working directories, refusals."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ command at all (as containerd reports "executable file not found in $PATH").
 
 Two runners:
 - `SubprocessRunner`: runs argv as a local subprocess in the container's
-  sandbox directory with the container's environment (never the sim's own),
+  scratch working directory with the container's environment (never the sim's own),
   in its own process group, which is killed when the stream goes away.
 - `HandlerRegistry`: Python handlers registered per (namespace, pod,
   container), falling back to another runner (by default a
@@ -56,7 +56,7 @@ class ExecTarget:
     pod_uid: str
     container: str
     env: Mapping[str, str]
-    sandbox: Path
+    workdir: Path
     # False when the kubelet has no running container of that name: the exec
     # then fails the way a kubelet fails it (`container not found ("name")`).
     running: bool = True
@@ -132,7 +132,7 @@ def _exit_code(returncode: int) -> int:
 
 
 class SubprocessRunner:
-    """Runs argv as a local process in the container's sandbox directory."""
+    """Runs argv as a local process in the container's scratch working directory (on the host, no isolation)."""
 
     def __init__(self, *, default_path: str = DEFAULT_PATH) -> None:
         self._default_path = default_path
@@ -146,7 +146,7 @@ class SubprocessRunner:
             raise _oci_start_error("", FileNotFoundError())
         env = dict(target.env)
         env.setdefault("PATH", self._default_path)
-        target.sandbox.mkdir(parents=True, exist_ok=True)
+        target.workdir.mkdir(parents=True, exist_ok=True)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *request.command,
@@ -154,7 +154,7 @@ class SubprocessRunner:
                 stdout=asyncio.subprocess.PIPE,
                 # With a TTY both streams go to the terminal, i.e. to stdout.
                 stderr=asyncio.subprocess.STDOUT if request.tty else asyncio.subprocess.PIPE,
-                cwd=target.sandbox,
+                cwd=target.workdir,
                 env=env,
                 start_new_session=True,
             )

@@ -5,9 +5,9 @@ Stage: the sim's HTTP layer calls `exec_target_error` with the pod it found
 default the container when the pod has exactly one, refuse unknown containers
 and pods without a node, all 400 BadRequest), then `build_exec_target` for
 what the simulated kubelet knows about that container: its environment,
-sandbox directory and whether it is running.
+scratch working directory and whether it is running.
 
-Pure functions of the pod object; no I/O (the sandbox directory is created by
+Pure functions of the pod object; no I/O (the scratch working directory is created by
 the runner when a command first runs there).
 """
 
@@ -80,7 +80,7 @@ def _field_ref(pod: Mapping[str, Any], path: str) -> str | None:
 
 
 def build_exec_target(
-    pod: Mapping[str, Any], container: str | None, *, sandbox_root: Path
+    pod: Mapping[str, Any], container: str | None, *, workdir_root: Path
 ) -> ExecTarget:
     """The `ExecTarget` for an exec into `pod` (call `exec_target_error` first).
 
@@ -113,6 +113,6 @@ def build_exec_target(
         pod_uid=uid,
         container=name,
         env=env,
-        sandbox=sandbox_root / (uid or str(meta.get("name", ""))) / name,
+        workdir=workdir_root / (uid or str(meta.get("name", ""))) / name,
         running=running,
     )

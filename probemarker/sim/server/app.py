@@ -101,7 +101,7 @@ class ApiServer:
         accounting: Accounting,
         faults: Faults,
         exec_runner: ExecRunner,
-        sandbox_root: Path,
+        workdir_root: Path,
         token: str | None,
         server_address: Callable[[], str],
         clock: Callable[[], datetime],
@@ -116,7 +116,7 @@ class ApiServer:
         self._accounting = accounting
         self._faults = faults
         self._exec_runner = exec_runner
-        self._sandbox_root = sandbox_root
+        self._workdir_root = workdir_root
         self._token = token
         self._server_address = server_address
         self._clock = clock
@@ -364,7 +364,7 @@ class ApiServer:
         error = exec_target_error(pod, container)
         if error is not None:
             raise error
-        target = build_exec_target(pod, container, sandbox_root=self._sandbox_root)
+        target = build_exec_target(pod, container, workdir_root=self._workdir_root)
         return await serve_exec(
             request,
             target=target,
