@@ -10,8 +10,6 @@ the port rules too, they accepted it.
 
 from __future__ import annotations
 
-import copy
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -19,9 +17,14 @@ import yaml
 from probemarker.api.crd import build_crd
 from probemarker.sim import SimCluster
 from tests.sim.server_helpers import raw
+from tests.sim.test_celcheck_crd import (
+    REFUSED_CRD,
+    TRY,
+    before_fix,
+    before_fix_crd,
+    without_port_rules,
+)
 
-REPO = Path(__file__).resolve().parents[2]
-REFUSED = REPO / "tests" / "data" / "crds" / "podprobemarkers-refused.yaml"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 SCHEMA = "spec.validation.openAPIV3Schema"
 PROBE = f"{SCHEMA}.properties[spec].properties[probes].items.properties[probe]"
@@ -29,36 +32,11 @@ ANNOTATIONS = (
     f"{SCHEMA}.properties[spec].properties[probes].items.properties[markerPolicy]"
     ".items.properties[annotations]"
 )
-TRY = (
-    "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where "
-    "arrays, maps, and strings are declared)"
-)
 
 
 def refused_crd() -> dict[str, Any]:
-    crd = yaml.safe_load(REFUSED.read_text())
+    crd = yaml.safe_load(REFUSED_CRD.read_text())
     assert isinstance(crd, dict)
-    return crd
-
-
-def open_api(crd: dict[str, Any]) -> dict[str, Any]:
-    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    assert isinstance(schema, dict)
-    return schema
-
-
-def without_metadata_description(crd: dict[str, Any]) -> dict[str, Any]:
-    crd = copy.deepcopy(crd)
-    del open_api(crd)["properties"]["metadata"]["description"]
-    return crd
-
-
-def without_port_rules(crd: dict[str, Any]) -> dict[str, Any]:
-    crd = copy.deepcopy(crd)
-    handlers = open_api(crd)["properties"]["spec"]["properties"]["probes"]["items"]
-    handlers = handlers["properties"]["probe"]["properties"]
-    for handler in ("httpGet", "tcpSocket"):
-        del handlers[handler]["properties"]["port"]["x-kubernetes-validations"]
     return crd
 
 
@@ -85,7 +63,7 @@ async def test_metadata_with_a_description_is_refused_first(sim: SimCluster) -> 
 
 
 async def test_port_rules_are_refused_for_their_cost(sim: SimCluster) -> None:
-    status, body = await raw(sim, "POST", CRDS, json=without_metadata_description(refused_crd()))
+    status, body = await raw(sim, "POST", CRDS, json=before_fix_crd())
     assert (status, body["reason"]) == (422, "Invalid"), body
     found = causes(body)
     for handler in ("httpGet", "tcpSocket"):
@@ -109,6 +87,8 @@ async def test_port_rules_are_refused_for_their_cost(sim: SimCluster) -> None:
 
 
 async def test_without_the_port_rules_it_is_accepted(sim: SimCluster) -> None:
-    fixed = without_port_rules(without_metadata_description(refused_crd()))
+    fixed = before_fix_crd()
+    versions = fixed["spec"]["versions"]
+    versions[0]["schema"]["openAPIV3Schema"] = without_port_rules(before_fix())
     status, body = await raw(sim, "POST", CRDS, json=fixed)
     assert status == 201, body
