@@ -117,6 +117,14 @@ def _annotation_map(description: str) -> Schema:
     )
 
 
+# The API server's error for a bad port quotes the pattern; the description says it in words.
+_PORT_DESCRIPTION = (
+    "Container port: a number from 1 to 65535, or the name of one of the container's ports "
+    "(IANA_SVC_NAME: at most 15 lower-case alphanumerics or '-', with at least one letter, "
+    "no '--', not starting or ending with '-')."
+)
+
+
 def _port(description: str) -> Schema:
     # OpenAPI, not CEL: the API server costs CEL on an int-or-string as a string of the
     # maximum request size (it ignores maxLength there), so a rule with matches() on it
@@ -246,7 +254,7 @@ def _handlers_schema() -> dict[str, Schema]:
                     "pattern": rules.HTTP_PATH_RE,
                     "description": "Absolute path to request.",
                 },
-                "port": _port("Container port number or name."),
+                "port": _port(_PORT_DESCRIPTION),
                 "host": _HOST,
                 "scheme": {
                     "type": "string",
@@ -284,7 +292,7 @@ def _handlers_schema() -> dict[str, Schema]:
             "type": "object",
             "description": "TCP connect to the pod IP; a connection is success.",
             "required": ["port"],
-            "properties": {"port": _port("Container port number or name."), "host": _HOST},
+            "properties": {"port": _port(_PORT_DESCRIPTION), "host": _HOST},
             "x-kubernetes-validations": _no_host(),
         },
         "grpc": {
