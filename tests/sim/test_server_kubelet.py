@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -9,6 +10,7 @@ from kubernetes_asyncio import client
 
 from probemarker.sim import SimCluster
 from probemarker.sim.kubelet.node import pod_ip_for
+from probemarker.sim.kubelet.scheduler import unschedulable_message
 from tests.sim.server_helpers import pod_manifest
 
 
@@ -178,7 +180,9 @@ async def test_second_delete_shortens_the_grace_period(
     await sim.kubelet.wait_removed("default", "long", within=3)
 
 
-async def test_optional_scheduler_binds_unscheduled_pods() -> None:
+async def test_optional_scheduler_binds_unscheduled_pods(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     async with (
         SimCluster(node_names=("a", "b"), scheduler=True) as sim,
         client.ApiClient(sim.configuration()) as api,
@@ -201,3 +205,42 @@ async def test_optional_scheduler_binds_unscheduled_pods() -> None:
         assert "Successfully assigned default/s1 to a" in [e.message for e in events.items]
         unschedulable = await core.read_namespaced_pod("none", "default")
         assert unschedulable.spec.node_name is None
+        # As kube-scheduler reports it: condition, Warning event, and a line in the sim's log.
+        why = (
+            "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
+            "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+        )
+        condition = unschedulable.status.conditions[0]
+        assert (condition.type, condition.status, condition.reason, condition.message) == (
+            "PodScheduled",
+            "False",
+            "Unschedulable",
+            why,
+        )
+        failed = await core.list_namespaced_event(
+            "default", field_selector="reason=FailedScheduling"
+        )
+        assert [(e.type, e.involved_object.name, e.message) for e in failed.items] == [
+            ("Warning", "none", why)
+        ]
+        assert f"pod default/none stays Pending, no node fits: {why}" in caplog.messages
+
+
+@pytest.mark.parametrize(
+    ("reasons", "expected"),
+    [
+        pytest.param({}, "no nodes available to schedule pods", id="no-nodes"),
+        pytest.param(
+            {
+                "node(s) were unschedulable": 1,
+                "node(s) didn't match Pod's node affinity/selector": 12,
+            },
+            "0/13 nodes are available: 1 node(s) were unschedulable, 12 node(s) didn't match "
+            "Pod's node affinity/selector. preemption: 0/13 nodes are available: 13 Preemption "
+            "is not helpful for scheduling.",
+            id="sorted-as-strings-with-counts",
+        ),
+    ],
+)
+def test_unschedulable_message(reasons: dict[str, int], expected: str) -> None:
+    assert unschedulable_message(Counter(reasons)) == expected

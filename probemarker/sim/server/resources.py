@@ -141,11 +141,12 @@ class Resources:
         obj = admission.admit_create(rt, obj, options, crds=self._crds)
         if options.dry_run:
             return admission.dry_run_create(rt, info, obj, store=self._store, clock=self._clock)
-        node = self._scheduler.bind(obj) if rt == PODS and self._scheduler else None
+        scheduling = rt == PODS and self._scheduler is not None and not _node_name(obj)
+        node = self._scheduler.bind(obj) if scheduling and self._scheduler else None
         created = self._store.create(
             self.storage_type(rt), self.from_view(rt, obj), namespace=info.namespace or None
         )
-        if node is not None and self._scheduler is not None:
+        if scheduling and self._scheduler is not None:
             self._scheduler.record(created, node)
         if rt == CRDS:
             created = self._crds.establish(created)
@@ -201,3 +202,8 @@ class Resources:
         if rt == CRDS and sub is None:
             updated = self._crds.establish(updated)
         return self.to_view(rt, updated)
+
+
+def _node_name(obj: dict[str, Any]) -> str:
+    spec = obj.get("spec")
+    return str(spec.get("nodeName") or "") if isinstance(spec, dict) else ""
