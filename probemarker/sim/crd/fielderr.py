@@ -123,8 +123,8 @@ def aggregate_message(errors: list[FieldError]) -> str:
     return "[" + ", ".join(seen) + "]"
 
 
-def go_value(value: Any) -> str:
-    """A bad value as ErrorBody prints it."""
+def go_scalar(value: Any) -> str | None:
+    """A JSON scalar (bool, number, string) as Go's %v/%q print it; None for anything else."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -133,7 +133,13 @@ def go_value(value: Any) -> str:
         return go_float(value)
     if isinstance(value, str):
         return go_quote(value)
-    return go_json(value)
+    return None
+
+
+def go_value(value: Any) -> str:
+    """A bad value as ErrorBody prints it."""
+    scalar = go_scalar(value)
+    return scalar if scalar is not None else go_json(value)
 
 
 def go_quote(text: str) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from probemarker.sim.crd.fielderr import FieldError, go_float, go_quote
+from probemarker.sim.crd.fielderr import FieldError, go_quote, go_scalar
 
 __all__ = [
     "POINTER",
@@ -51,14 +51,9 @@ def interface_value(value: Any) -> str:
     """An interface{} holding a JSON value as util/json decodes it."""
     if value is None:
         return "interface {}(nil)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_float(value)
-    if isinstance(value, str):
-        return go_quote(value)
+    scalar = go_scalar(value)
+    if scalar is not None:
+        return scalar
     if isinstance(value, list):
         return "[]interface {}{" + ", ".join(interface_value(v) for v in value) + "}"
     items = ", ".join(f"{go_quote(k)}:{interface_value(value[k])}" for k in sorted(value))
