@@ -270,6 +270,12 @@ class SimCluster:
             "preferences": {},
         }
 
+    def set_tokens(self, *tokens: str) -> None:
+        """Accept exactly these bearer tokens from now on (rotation, revocation)."""
+        if self.server is None or self.server.tokens is None:
+            raise RuntimeError("set_tokens needs a running SimCluster created with token=...")
+        self.server.tokens = set(tokens)
+
     def configuration(self) -> Any:
         """A kubernetes_asyncio `Configuration` for this cluster."""
         from kubernetes_asyncio.client import Configuration

@@ -117,7 +117,9 @@ class ApiServer:
         self._faults = faults
         self._exec_runner = exec_runner
         self._workdir_root = workdir_root
-        self._token = token
+        # Accepted bearer tokens; `SimCluster.set_tokens` changes them at run time
+        # (a rotated service-account token, a revoked one).
+        self.tokens: set[str] | None = {token} if token is not None else None
         self._server_address = server_address
         self._clock = clock
         self.watches = WatchRegistry()
@@ -153,12 +155,13 @@ class ApiServer:
         self._record(request, request.get(_INFO_KEY), response.status)
 
     def _authenticate(self, request: web.Request) -> None:
-        if self._token is None:
+        if self.tokens is None:
             return
         header = request.headers.get("Authorization")
         if header is None and request.path in _PUBLIC_PATHS:
             return
-        if header != f"Bearer {self._token}":
+        scheme, _, token = (header or "").partition(" ")
+        if scheme != "Bearer" or token not in self.tokens:
             raise unauthorized()
 
     async def _apply_faults(self, info: RequestInfo) -> None:
@@ -168,7 +171,7 @@ class ApiServer:
             await asyncio.sleep(delay)
         rule = self._faults.failure_for(key)
         if rule is not None:
-            raise injected_failure(rule.code, rule.retry_after)
+            raise injected_failure(rule.code, rule.retry_after, info)
 
     def _record(self, request: web.Request, info: RequestInfo | None, code: int) -> None:
         if info is None:

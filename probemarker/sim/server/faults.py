@@ -29,7 +29,10 @@ from typing import Protocol
 
 from probemarker.sim.exec.session import ExecFaults
 
-FAILURE_CODES = frozenset({429, 500, 503})
+# 429/5xx: overload and failure; 401/403: authentication and RBAC refusals (403 with
+# the authorizer's message naming user, verb, resource and namespace); 404/409/410/422
+# and 400: an answer of that status with a generic Status, for error-mapping tests.
+FAILURE_CODES = frozenset({400, 401, 403, 404, 409, 410, 422, 429, 500, 503})
 
 
 class Listener(Protocol):
@@ -127,7 +130,7 @@ class Faults:
         retry_after: int = 1,
         times: int | None = None,
     ) -> FailureRule:
-        """Answer `share` of matching requests with `code` (429, 500 or 503)."""
+        """Answer `share` of matching requests with `code` (one of FAILURE_CODES)."""
         if code not in FAILURE_CODES:
             raise ValueError(f"code must be one of {sorted(FAILURE_CODES)}, not {code}")
         if not 0.0 <= share <= 1.0:

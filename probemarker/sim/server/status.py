@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from probemarker.sim.crd.fielderr import go_quote
 from probemarker.sim.errors import ApiError
 
 
@@ -61,8 +62,46 @@ def unauthorized() -> StatusError:
     return StatusError(401, "Unauthorized", "Unauthorized")
 
 
-def injected_failure(code: int, retry_after: int) -> StatusError:
-    """The Status kube-apiserver sends for overload (429) and unavailability."""
+_INJECTED = {
+    400: ("BadRequest", "the request is refused by an injected fault"),
+    404: ("NotFound", "the server could not find the requested resource"),
+    409: ("Conflict", "Operation cannot be fulfilled: injected conflict"),
+    410: ("Expired", "too old resource version: injected"),
+    422: ("Invalid", "the object is refused by an injected fault"),
+}
+
+
+def _forbidden_message(info: Any, user: str) -> str:
+    """kube-apiserver's text for an RBAC refusal (responsewriters.forbiddenMessage)."""
+    resource = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
+    scope = (
+        f"in the namespace {go_quote(info.namespace)}" if info.namespace else "at the cluster scope"
+    )
+    why = (
+        f"User {go_quote(user)} cannot {info.verb} resource {go_quote(resource)} "
+        f"in API group {go_quote(info.group)} {scope}"
+    )
+    group_resource = f"{info.resource}.{info.group}" if info.group else info.resource
+    name = f" {go_quote(info.name)}" if info.name else ""
+    return f"{group_resource}{name} is forbidden: {why}"
+
+
+def injected_failure(
+    code: int, retry_after: int, info: Any = None, user: str = "sim-user"
+) -> StatusError:
+    """The Status kube-apiserver sends for overload (429), unavailability, refusals."""
+    if code == 401:
+        return unauthorized()
+    if code == 403 and info is not None:
+        return StatusError(
+            403,
+            "Forbidden",
+            _forbidden_message(info, user),
+            details={"name": info.name or "", "group": info.group, "kind": info.resource},
+        )
+    if code in _INJECTED:
+        reason, message = _INJECTED[code]
+        return StatusError(code, reason, message)
     if code == 429:
         return StatusError(
             429,

@@ -1,0 +1,415 @@
+"""The one HTTP edge of the daemon: requests, streams and WebSockets to the API server.
+
+Stage: below every other module of `probemarker.kube`. Input: a `Connection`
+(config.py). Output: parsed JSON answers, the lines of a streaming answer, and
+WebSocket connections; failures as the error tree of errors.py.
+
+- One shared aiohttp session (keep-alive connection pool) for everything; its
+  SSL context resumes TLS sessions (tlsresume.py) unless switched off.
+- Every call has a deadline: `request_timeout` for a whole request, a read
+  deadline for streams (no byte for `read_timeout` seconds is a dead
+  connection), the handshake `timeout` for WebSockets. Nothing waits forever on
+  a silent socket.
+- A 401 makes the credentials refresh once (a rotated token file is re-read)
+  and the request is sent again; a second 401 is `ApiUnauthorized`.
+- This is the only module that sees aiohttp's exceptions: `_mapped` turns them
+  into `ApiUnreachable`/`ApiTimeout`, and error statuses go through
+  `error_from_response`.
+
+Where this departs from kubernetes_asyncio's `ApiClient`: no generated models
+(JSON is parsed once with orjson into dicts the caller projects), one deadline
+per call instead of none by default, a line splitter for watches without
+aiohttp's 128 KiB line limit, and a single error tree instead of `ApiException`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+import orjson
+import yarl
+
+from probemarker import __version__
+from probemarker.kube.config import Connection
+from probemarker.kube.errors import (
+    ApiError,
+    ApiTimeout,
+    ApiUnauthorized,
+    ApiUnreachable,
+    KubeError,
+    RequestInfo,
+    error_from_response,
+)
+from probemarker.kube.tlsresume import ResumingSSLContext, SessionCache
+
+__all__ = [
+    "ApiMalformed",
+    "ClientSettings",
+    "KubeClient",
+    "Params",
+    "WebSocket",
+    "WsClose",
+    "WsMessage",
+]
+
+Params = Mapping[str, str] | Sequence[tuple[str, str]] | None
+
+_MAX_ERROR_BODY = 64 << 10  # an error answer is a Status; never read a huge one whole
+
+
+class ApiMalformed(KubeError):
+    """The server's answer is not what the API promises (not JSON, a line too long)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSettings:
+    request_timeout: float = 30.0  # a whole plain request, answer included
+    connect_timeout: float = 10.0  # TCP + TLS for any connection
+    ws_close_timeout: float = 2.0  # waiting for the server's close frame
+    max_connections: int = 32  # the pool; WebSockets take one each while open
+    keepalive_timeout: float = 60.0
+    max_line_bytes: int = 16 << 20  # a watch line (one object; etcd caps at 1.5 MiB)
+    tls_resumption: bool = True
+    tls_session_max_age: float = 600.0
+    user_agent: str = f"probemarker/{__version__}"
+
+
+@dataclass(frozen=True, slots=True)
+class WsMessage:
+    data: bytes
+    text: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WsClose:
+    """The end of a WebSocket: the server's close frame, or the connection dropped."""
+
+    code: int | None
+    abnormal: bool
+    detail: str = ""
+
+
+@contextlib.contextmanager
+def _mapped(info: RequestInfo, forget_tls: Any = None) -> Iterator[None]:
+    """Turn aiohttp's and the socket's exceptions into the error tree (the only place)."""
+    try:
+        yield
+    except KubeError:
+        raise
+    except (TimeoutError, aiohttp.ServerTimeoutError) as err:
+        raise ApiTimeout(f"no answer in time ({type(err).__name__})", request=info) from err
+    except aiohttp.WSServerHandshakeError as err:
+        raise error_from_response(err.status, b"", err.headers or {}, info) from err
+    except (aiohttp.ClientSSLError, ssl.SSLError) as err:
+        if forget_tls is not None:
+            forget_tls()
+        raise ApiUnreachable(f"TLS failure: {err}", request=info) from err
+    except aiohttp.ClientResponseError as err:
+        raise error_from_response(err.status, b"", err.headers or {}, info) from err
+    except (aiohttp.ClientError, OSError) as err:
+        raise ApiUnreachable(f"{type(err).__name__}: {err}", request=info) from err
+
+
+class WebSocket:
+    """An open WebSocket to the API server (see `KubeClient.websocket`)."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse, info: RequestInfo) -> None:
+        self._ws = ws
+        self._info = info
+        self.protocol: str | None = ws.protocol
+
+    async def receive(self) -> WsMessage | WsClose:
+        """The next data message, or how the connection ended; never raises on a close."""
+        with _mapped(self._info):
+            msg = await self._ws.receive()
+        if msg.type is aiohttp.WSMsgType.BINARY:
+            return WsMessage(msg.data, text=False)
+        if msg.type is aiohttp.WSMsgType.TEXT:
+            return WsMessage(msg.data.encode(), text=True)
+        if msg.type is aiohttp.WSMsgType.CLOSE:
+            return WsClose(code=int(msg.data), abnormal=False, detail=str(msg.extra or ""))
+        detail = str(msg.data) if msg.type is aiohttp.WSMsgType.ERROR else "connection closed"
+        code = self._ws.close_code
+        # CLOSED after a close frame we already returned is a normal end too.
+        abnormal = code in (None, aiohttp.WSCloseCode.ABNORMAL_CLOSURE)
+        return WsClose(code=1006 if abnormal else code, abnormal=abnormal, detail=detail)
+
+    async def send_bytes(self, data: bytes) -> None:
+        with _mapped(self._info):
+            await self._ws.send_bytes(data)
+
+    async def close(self) -> None:
+        """Send a close frame and wait (bounded) for the server's; never raises."""
+        with contextlib.suppress(aiohttp.ClientError, OSError, RuntimeError):
+            await self._ws.close()
+
+    def abort(self) -> None:
+        """Drop the TCP connection now (the server sees the client gone and stops)."""
+        # aiohttp has no public abort for a client WebSocket; closing its response
+        # closes the underlying connection without a close frame.
+        self._ws._response.close()
+
+    def __repr__(self) -> str:
+        return f"WebSocket({self._info}, protocol={self.protocol!r}, closed={self._ws.closed})"
+
+
+class KubeClient:
+    """The shared session to one API server; an async context manager."""
+
+    def __init__(self, connection: Connection, *, settings: ClientSettings | None = None):
+        self.connection = connection
+        self.settings = settings or ClientSettings()
+        self.tls_sessions = SessionCache(max_age=self.settings.tls_session_max_age)
+        self._ssl: ssl.SSLContext | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    def __repr__(self) -> str:
+        return f"KubeClient({self.connection.server!r})"
+
+    async def __aenter__(self) -> KubeClient:
+        tls = self.connection.tls
+        if tls is not None:
+            self._ssl = tls.ssl_context(
+                resume=self.settings.tls_resumption, cache=self.tls_sessions
+            )
+        connector = aiohttp.TCPConnector(
+            ssl=self._ssl if self._ssl is not None else False,
+            limit=self.settings.max_connections,
+            keepalive_timeout=self.settings.keepalive_timeout,
+        )
+        self._session = aiohttp.ClientSession(
+            base_url=None,
+            connector=connector,
+            headers={"User-Agent": self.settings.user_agent},
+            skip_auto_headers=("Accept-Encoding",),  # the API server's gzip costs CPU on both sides
+            auto_decompress=False,
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # -- internals ---------------------------------------------------------------------
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("KubeClient is not open: use `async with KubeClient(...)`")
+        return self._session
+
+    def _url(self, path: str) -> str:
+        return self.connection.server + path
+
+    def _forget_tls(self) -> None:
+        if isinstance(self._ssl, ResumingSSLContext):
+            host = self.connection.tls.server_name if self.connection.tls else None
+            self._ssl.forget(host or (yarl.URL(self.connection.server).host or ""))
+
+    async def _headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        headers = dict(extra or {})
+        auth = await self.connection.credentials.authorization()
+        if auth:
+            headers["Authorization"] = auth
+        return headers
+
+    def _server_hostname(self) -> dict[str, Any]:
+        tls = self.connection.tls
+        return {"server_hostname": tls.server_name} if tls and tls.server_name else {}
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        info: RequestInfo,
+        params: Params,
+        body: bytes | None,
+        headers: Mapping[str, str],
+        limits: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        """Send once, refresh the credentials and send again after a 401; errors mapped."""
+        for attempt in (1, 2):
+            with _mapped(info, self._forget_tls):
+                response = await self.session.request(
+                    method,
+                    self._url(path),
+                    params=params,
+                    data=body,
+                    headers=await self._headers(headers),
+                    timeout=limits,
+                    allow_redirects=False,
+                    **self._server_hostname(),
+                )
+            if response.status < 400:
+                return response
+            error = await self._error_of(response, info)
+            if isinstance(error, ApiUnauthorized) and attempt == 1:
+                await self.connection.credentials.refresh()
+                continue
+            raise error
+        raise AssertionError("unreachable")
+
+    async def _error_of(self, response: aiohttp.ClientResponse, info: RequestInfo) -> ApiError:
+        try:
+            with _mapped(info):
+                body = await response.content.read(_MAX_ERROR_BODY)
+        except ApiUnreachable:
+            body = b""
+        finally:
+            response.close()
+        return error_from_response(response.status, body, response.headers, info)
+
+    # -- plain requests ----------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        info: RequestInfo,
+        params: Params = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+        deadline: float | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and return its JSON answer (a dict); errors as the error tree.
+
+        `deadline`: seconds for the whole request (default `settings.request_timeout`).
+        """
+        headers = {"Accept": "application/json"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        limits = aiohttp.ClientTimeout(
+            total=deadline if deadline is not None else self.settings.request_timeout,
+            connect=self.settings.connect_timeout,
+        )
+        response = await self._send(
+            method, path, info=info, params=params, body=body, headers=headers, limits=limits
+        )
+        try:
+            with _mapped(info):
+                raw = await response.read()
+        finally:
+            response.release()
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError as err:
+            raise ApiMalformed(f"the answer is not JSON: {err}", request=info) from err
+        if not isinstance(parsed, dict):
+            raise ApiMalformed("the answer is not a JSON object", request=info)
+        return parsed
+
+    # -- streams -----------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def stream_lines(
+        self,
+        path: str,
+        *,
+        info: RequestInfo,
+        params: Params = None,
+        read_timeout: float,
+        connect_timeout: float | None = None,
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        """GET a streaming answer (a watch) and yield an iterator of its lines.
+
+        No byte for `read_timeout` seconds raises `ApiTimeout` from the iterator (a
+        half-open connection); an error status raises before anything is yielded.
+        """
+        limits = aiohttp.ClientTimeout(
+            total=None,
+            connect=connect_timeout or self.settings.connect_timeout,
+            sock_read=read_timeout,
+        )
+        response = await self._send(
+            "GET",
+            path,
+            info=info,
+            params=params,
+            body=None,
+            headers={"Accept": "application/json"},
+            limits=limits,
+        )
+        try:
+            yield self._lines(response, info)
+        finally:
+            # Never hand a half-read stream back to the pool.
+            response.close()
+
+    async def _lines(
+        self, response: aiohttp.ClientResponse, info: RequestInfo
+    ) -> AsyncIterator[bytes]:
+        pending = b""
+        limit = self.settings.max_line_bytes
+        while True:
+            with _mapped(info):
+                chunk = await response.content.readany()
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    yield line
+            if len(pending) > limit:
+                raise ApiMalformed(f"a stream line is longer than {limit} bytes", request=info)
+        if pending.strip():
+            yield pending
+
+    # -- WebSockets --------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def websocket(
+        self,
+        path: str,
+        *,
+        info: RequestInfo,
+        params: Sequence[tuple[str, str]],
+        protocols: Sequence[str],
+        deadline: float,
+    ) -> AsyncIterator[WebSocket]:
+        """Open a WebSocket (handshake within `deadline` seconds), yield it, close it on exit."""
+        ws: aiohttp.ClientWebSocketResponse | None = None
+        for attempt in (1, 2):
+            try:
+                with _mapped(info, self._forget_tls):
+                    async with asyncio.timeout(deadline):
+                        ws = await self.session.ws_connect(
+                            self._url(path),
+                            params=params,
+                            protocols=tuple(protocols),
+                            headers=await self._headers(),
+                            timeout=aiohttp.ClientWSTimeout(
+                                ws_receive=None, ws_close=self.settings.ws_close_timeout
+                            ),
+                            autoclose=True,
+                            autoping=True,
+                            compress=0,
+                            max_msg_size=0,
+                            **self._server_hostname(),
+                        )
+                break
+            except ApiUnauthorized:
+                if attempt == 2:
+                    raise
+                await self.connection.credentials.refresh()
+        assert ws is not None
+        socket = WebSocket(ws, info)
+        try:
+            yield socket
+        finally:
+            await socket.close()
