@@ -353,22 +353,27 @@ class KubeClient:
     async def _lines(
         self, response: aiohttp.ClientResponse, info: RequestInfo
     ) -> AsyncIterator[bytes]:
-        pending = b""
+        buffer = bytearray()
         limit = self.settings.max_line_bytes
         while True:
             with _mapped(info):
                 chunk = await response.content.readany()
             if not chunk:
                 break
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
+            buffer += chunk
+            start = 0
+            while (end := buffer.find(b"\n", start)) >= 0:
+                line = bytes(buffer[start:end])
+                start = end + 1
+                if len(line) > limit:
+                    raise ApiMalformed(f"a stream line is longer than {limit} bytes", request=info)
                 if line.strip():
                     yield line
-            if len(pending) > limit:
+            del buffer[:start]
+            if len(buffer) > limit:
                 raise ApiMalformed(f"a stream line is longer than {limit} bytes", request=info)
-        if pending.strip():
-            yield pending
+        if bytes(buffer).strip():
+            yield bytes(buffer)
 
     # -- WebSockets --------------------------------------------------------------------
 

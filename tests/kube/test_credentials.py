@@ -1,0 +1,153 @@
+"""Credentials and connection config: rotating token files, 401 re-read, in-cluster, errors."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from probemarker.kube.client import KubeClient
+from probemarker.kube.config import ConfigError, load_incluster, load_kubeconfig
+from probemarker.kube.credentials import TokenFile
+from probemarker.kube.errors import ApiUnauthorized, RequestInfo
+from probemarker.sim import SimCluster
+
+LIST = RequestInfo("list", "pods", namespace="default")
+PODS = "/api/v1/namespaces/default/pods"
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def kubeconfig_with_token_file(sim: SimCluster, tmp_path: Path, token: str) -> Path:
+    """The sim's kubeconfig, its user reading the token from a file (relative path)."""
+    (tmp_path / "token").write_text(token + "\n")
+    config = sim.kubeconfig()
+    config["users"][0]["user"] = {"tokenFile": "token"}
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+async def test_token_file_reread_on_schedule(tmp_path: Path) -> None:
+    clock = FakeClock()
+    path = tmp_path / "token"
+    path.write_text("one")
+    tokens = TokenFile(path, reread_after=60.0, clock=clock)
+    assert await tokens.authorization() == "Bearer one"
+    path.write_text("two")
+    clock.now += 59.0
+    assert await tokens.authorization() == "Bearer one"  # not yet due
+    clock.now += 1.0
+    assert await tokens.authorization() == "Bearer two"
+    assert tokens.reads == 2
+
+
+async def test_token_file_keeps_last_good_token(tmp_path: Path) -> None:
+    clock = FakeClock()
+    path = tmp_path / "token"
+    path.write_text("one")
+    tokens = TokenFile(path, reread_after=1.0, clock=clock)
+    assert await tokens.authorization() == "Bearer one"
+    path.unlink()  # the kubelet swapping the file
+    clock.now += 5.0
+    assert await tokens.authorization() == "Bearer one"
+    path.write_text("")
+    clock.now += 5.0
+    assert await tokens.authorization() == "Bearer one"
+
+
+async def test_rotation_picked_up_without_restart(tls_sim: SimCluster, tmp_path: Path) -> None:
+    connection = await load_kubeconfig(kubeconfig_with_token_file(tls_sim, tmp_path, "sim-token-1"))
+    assert isinstance(connection.credentials, TokenFile)
+    clock = FakeClock()
+    connection.credentials._clock = clock  # a fake clock for the re-read schedule
+    async with KubeClient(connection) as client:
+        await client.request("GET", PODS, info=LIST)
+        # The kubelet writes a new token; both are valid for a while, as for bound tokens.
+        tls_sim.set_tokens("sim-token-1", "sim-token-2")
+        (tmp_path / "token").write_text("sim-token-2")
+        clock.now += 60.0
+        await client.request("GET", PODS, info=LIST)
+        tls_sim.set_tokens("sim-token-2")  # the old one expires
+        await client.request("GET", PODS, info=LIST)
+        assert connection.credentials.reads == 2
+
+
+async def test_401_rereads_the_token_file_and_retries(tls_sim: SimCluster, tmp_path: Path) -> None:
+    connection = await load_kubeconfig(kubeconfig_with_token_file(tls_sim, tmp_path, "sim-token-1"))
+    async with KubeClient(connection) as client:
+        await client.request("GET", PODS, info=LIST)
+        # Rotated and the old token revoked before the scheduled re-read: the 401 re-reads.
+        tls_sim.set_tokens("sim-token-2")
+        (tmp_path / "token").write_text("sim-token-2")
+        listed = await client.request("GET", PODS, info=LIST)
+        assert listed["kind"] == "PodList"
+        assert tls_sim.accounting.count(code=401) == 1
+
+
+async def test_second_401_is_unauthorized(tls_sim: SimCluster, tmp_path: Path) -> None:
+    connection = await load_kubeconfig(kubeconfig_with_token_file(tls_sim, tmp_path, "sim-token-1"))
+    async with KubeClient(connection) as client:
+        tls_sim.set_tokens("someone-else")
+        with pytest.raises(ApiUnauthorized):
+            await client.request("GET", PODS, info=LIST)
+
+
+async def test_incluster_config(tls_sim: SimCluster, tmp_path: Path) -> None:
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text("sim-token-1")
+    assert tls_sim.ca_path is not None
+    shutil.copy(tls_sim.ca_path, account / "ca.crt")
+    env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(tls_sim.port)}
+    connection = load_incluster(environ=env, account_dir=account)
+    assert connection.server == f"https://127.0.0.1:{tls_sim.port}"
+    async with KubeClient(connection) as client:
+        assert (await client.request("GET", PODS, info=LIST))["kind"] == "PodList"
+
+
+@pytest.mark.parametrize(
+    ("env", "files", "message"),
+    [
+        pytest.param({}, True, "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT", id="no-env"),
+        pytest.param(
+            {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"},
+            False,
+            "automountServiceAccountToken",
+            id="no-token",
+        ),
+    ],
+)
+def test_incluster_errors_say_the_fix(
+    tmp_path: Path, env: dict[str, str], files: bool, message: str
+) -> None:
+    if files:
+        (tmp_path / "token").write_text("t")
+        (tmp_path / "ca.crt").write_text("")
+    with pytest.raises(ConfigError, match=message):
+        load_incluster(environ=env, account_dir=tmp_path)
+
+
+def test_incluster_ipv6_host(tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("t")
+    (tmp_path / "ca.crt").write_text("")
+    env = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
+    assert load_incluster(environ=env, account_dir=tmp_path).server == "https://[fd00::1]:443"
+
+
+async def test_missing_kubeconfig_says_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist: pass --kubeconfig FILE"):
+        await load_kubeconfig(tmp_path / "nope")
+
+
+async def test_unknown_context_says_the_fix(sim: SimCluster) -> None:
+    with pytest.raises(ConfigError, match="context 'elsewhere'.*kubectl config get-contexts"):
+        await load_kubeconfig(sim.kubeconfig_path, context="elsewhere")
