@@ -149,5 +149,5 @@ async def test_missing_kubeconfig_says_the_fix(tmp_path: Path) -> None:
 
 
 async def test_unknown_context_says_the_fix(sim: SimCluster) -> None:
-    with pytest.raises(ConfigError, match="context 'elsewhere'.*kubectl config get-contexts"):
+    with pytest.raises(ConfigError, match=r"context 'elsewhere'.*kubectl config get-contexts"):
         await load_kubeconfig(sim.kubeconfig_path, context="elsewhere")
