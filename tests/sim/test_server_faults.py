@@ -43,7 +43,18 @@ async def test_accounting_counts_by_verb_resource_subresource_and_code(
 
 @pytest.mark.parametrize(
     ("code", "reason"),
-    [(429, "TooManyRequests"), (500, "InternalError"), (503, "ServiceUnavailable")],
+    [
+        (400, "BadRequest"),
+        (401, "Unauthorized"),
+        (403, "Forbidden"),
+        (404, "NotFound"),
+        (409, "Conflict"),
+        (410, "Expired"),
+        (422, "Invalid"),
+        (429, "TooManyRequests"),
+        (500, "InternalError"),
+        (503, "ServiceUnavailable"),
+    ],
 )
 async def test_injected_failures(sim: SimCluster, code: int, reason: str) -> None:
     sim.faults.fail_requests(code=code, verb="list", resource="pods", retry_after=2, times=1)
@@ -60,6 +71,42 @@ async def test_injected_failures(sim: SimCluster, code: int, reason: str) -> Non
         async with session.get(sim.url + "/api/v1/namespaces") as response:
             assert response.status == 200
     assert sim.accounting.count(verb="list", resource="pods", code=code) == 1
+
+
+async def test_injected_forbidden_has_the_authorizers_text(sim: SimCluster) -> None:
+    sim.faults.fail_requests(code=403, verb="patch", resource="pods", subresource="status")
+    async with (
+        aiohttp.ClientSession() as session,
+        session.patch(
+            sim.url + PODS + "/gs-1/status",
+            data=b"[]",
+            headers={"Content-Type": "application/json-patch+json"},
+        ) as response,
+    ):
+        body = await response.json()
+    assert response.status == 403
+    assert body["message"] == (
+        'pods "gs-1" is forbidden: User "sim-user" cannot patch resource "pods/status" '
+        'in API group "" in the namespace "default"'
+    )
+
+
+def test_fault_codes_are_checked() -> None:
+    from probemarker.sim.server.faults import Faults
+
+    with pytest.raises(ValueError, match="code must be one of"):
+        Faults().fail_requests(code=418)
+
+
+async def test_tokens_change_at_run_time() -> None:
+    async with SimCluster(token="one") as sim, aiohttp.ClientSession() as session:
+        sim.set_tokens("two")
+        for token, code in (("one", 401), ("two", 200), ("", 401)):
+            headers = {"Authorization": f"Bearer {token}"}
+            async with session.get(sim.url + PODS, headers=headers) as response:
+                assert response.status == code, token
+        async with session.get(sim.url + PODS, headers={"Authorization": "two"}) as response:
+            assert response.status == 401  # the scheme is required
 
 
 async def test_share_of_failures_is_partial(sim: SimCluster) -> None:
