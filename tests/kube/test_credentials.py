@@ -151,3 +151,28 @@ async def test_missing_kubeconfig_says_the_fix(tmp_path: Path) -> None:
 async def test_unknown_context_says_the_fix(sim: SimCluster) -> None:
     with pytest.raises(ConfigError, match=r"context 'elsewhere'.*kubectl config get-contexts"):
         await load_kubeconfig(sim.kubeconfig_path, context="elsewhere")
+
+
+async def test_exec_credential_plugin(tls_sim: SimCluster, tmp_path: Path) -> None:
+    """A kubeconfig `exec` plugin (as cloud providers ship them) supplies the token."""
+    import sys
+
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(
+        "import json\n"
+        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1beta1',"
+        " 'kind': 'ExecCredential', 'status': {'token': 'sim-token-1'}}))\n"
+    )
+    config = tls_sim.kubeconfig()
+    config["users"][0]["user"] = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": sys.executable,
+            "args": [str(plugin)],
+            "interactiveMode": "Never",
+        }
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    async with KubeClient(await load_kubeconfig(path)) as client:
+        assert (await client.request("GET", PODS, info=LIST))["kind"] == "PodList"
