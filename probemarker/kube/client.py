@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -40,6 +41,7 @@ from probemarker import __version__
 from probemarker.kube.config import Connection
 from probemarker.kube.errors import (
     ApiError,
+    ApiMalformed,
     ApiTimeout,
     ApiUnauthorized,
     ApiUnreachable,
@@ -50,7 +52,6 @@ from probemarker.kube.errors import (
 from probemarker.kube.tlsresume import ResumingSSLContext, SessionCache
 
 __all__ = [
-    "ApiMalformed",
     "ClientSettings",
     "KubeClient",
     "Params",
@@ -62,10 +63,6 @@ __all__ = [
 Params = Mapping[str, str] | Sequence[tuple[str, str]] | None
 
 _MAX_ERROR_BODY = 64 << 10  # an error answer is a Status; never read a huge one whole
-
-
-class ApiMalformed(KubeError):
-    """The server's answer is not what the API promises (not JSON, a line too long)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +166,8 @@ class KubeClient:
         self.tls_sessions = SessionCache(max_age=self.settings.tls_session_max_age)
         self._ssl: ssl.SSLContext | None = None
         self._session: aiohttp.ClientSession | None = None
+        # Answers by (verb, HTTP status; 0 = no answer), for the metrics.
+        self.requests: Counter[tuple[str, int]] = Counter()
 
     def __repr__(self) -> str:
         return f"KubeClient({self.connection.server!r})"
@@ -219,6 +218,18 @@ class KubeClient:
             host = self.connection.tls.server_name if self.connection.tls else None
             self._ssl.forget(host or (yarl.URL(self.connection.server).host or ""))
 
+    @contextlib.contextmanager
+    def _counted(self, info: RequestInfo) -> Iterator[None]:
+        """Count a request that got no answer (its HTTP status is counted by the caller)."""
+        try:
+            yield
+        except ApiError as err:
+            self.requests[(info.verb, err.code)] += 1
+            raise
+        except KubeError:
+            self.requests[(info.verb, 0)] += 1
+            raise
+
     async def _headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         headers = dict(extra or {})
         auth = await self.connection.credentials.authorization()
@@ -243,7 +254,7 @@ class KubeClient:
     ) -> aiohttp.ClientResponse:
         """Send once, refresh the credentials and send again after a 401; errors mapped."""
         for attempt in (1, 2):
-            with _mapped(info, self._forget_tls):
+            with self._counted(info), _mapped(info, self._forget_tls):
                 response = await self.session.request(
                     method,
                     self._url(path),
@@ -254,6 +265,7 @@ class KubeClient:
                     allow_redirects=False,
                     **self._server_hostname(),
                 )
+            self.requests[(info.verb, response.status)] += 1
             if response.status < 400:
                 return response
             error = await self._error_of(response, info)
@@ -391,7 +403,7 @@ class KubeClient:
         ws: aiohttp.ClientWebSocketResponse | None = None
         for attempt in (1, 2):
             try:
-                with _mapped(info, self._forget_tls):
+                with self._counted(info), _mapped(info, self._forget_tls):
                     async with asyncio.timeout(deadline):
                         ws = await self.session.ws_connect(
                             self._url(path),
@@ -407,6 +419,7 @@ class KubeClient:
                             max_msg_size=0,
                             **self._server_hostname(),
                         )
+                self.requests[(info.verb, 101)] += 1
                 break
             except ApiUnauthorized:
                 if attempt == 2:

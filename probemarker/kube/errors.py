@@ -34,6 +34,7 @@ __all__ = [
     "ApiForbidden",
     "ApiGone",
     "ApiInvalid",
+    "ApiMalformed",
     "ApiNotFound",
     "ApiPatchTestFailed",
     "ApiServerError",
@@ -173,6 +174,10 @@ class ApiTooManyRequests(ApiError):
 
 class ApiServerError(ApiError):
     """5xx: the server failed; retrying later may succeed."""
+
+
+class ApiMalformed(KubeError):
+    """The server's answer is not what the API promises (not JSON, a line too long)."""
 
 
 class ApiUnreachable(KubeError):

@@ -15,6 +15,7 @@ from probemarker.kube.errors import (
     ApiForbidden,
     ApiGone,
     ApiInvalid,
+    ApiMalformed,
     ApiNotFound,
     ApiServerError,
     ApiTimeout,
@@ -54,6 +55,7 @@ async def test_request_returns_parsed_json(client: KubeClient) -> None:
     await create(client, pod("a"))
     listed = await client.request("GET", PODS, info=LIST)
     assert listed["kind"] == "PodList"
+    assert client.requests == {("create", 201): 1, ("list", 200): 1}
     assert [p["metadata"]["name"] for p in listed["items"]] == ["a"]  # type: ignore[index]
 
 
@@ -84,6 +86,7 @@ async def test_each_status_maps_to_its_error(
     with pytest.raises(cls) as caught:
         await client.request("GET", PODS, info=LIST)
     assert caught.value.code == code
+    assert client.requests[("list", code)] == (2 if code == 401 else 1)
     if code in (429, 503):
         assert caught.value.retry_after == 2.0
 
@@ -156,8 +159,6 @@ async def test_stream_lines_longer_than_aiohttp_line_limit(client: KubeClient) -
 
 
 async def test_stream_line_cap_is_a_clear_error(sim: SimCluster) -> None:
-    from probemarker.kube.client import ApiMalformed
-
     settings = ClientSettings(max_line_bytes=64 << 10)
     async with KubeClient(await load_kubeconfig(sim.kubeconfig_path), settings=settings) as client:
         await create(client, pod("big", note="x" * (200 << 10)))
