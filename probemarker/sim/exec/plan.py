@@ -34,11 +34,29 @@ __all__ = ["ExecFaults", "Plan", "plan_exec"]
 
 @dataclass(slots=True)
 class ExecFaults:
-    """Exec faults, switchable at run time (mutable on purpose)."""
+    """Exec faults, switchable at run time (mutable on purpose).
+
+    The two `drop_*` faults end a session the way real servers can after a
+    complete status: golang.org/x/net/websocket's `Conn.Close` (under the
+    kubelet's and the 1.30-1.3x API server's wsstream) writes the close frame and
+    closes TCP at once, without waiting for the client's close; when the
+    client's reply or the loss of that close frame turns the teardown into a
+    reset, the client sees the connection drop (1006) after the status.
+    """
 
     break_after_bytes: int | None = None  # drop the connection after N output bytes, no status
     stall: bool = False  # upgrade, then never send anything
     reject_status: int | None = None  # answer the upgrade request with this HTTP status
+    drop_after_close: bool = False  # status, close frame, then TCP closed without waiting
+    drop_after_status: bool = False  # status, then TCP closed with no close frame (1006)
+
+    def reset(self) -> None:
+        """Switch every exec fault off."""
+        self.break_after_bytes = None
+        self.stall = False
+        self.reject_status = None
+        self.drop_after_close = False
+        self.drop_after_status = False
 
 
 _NO_STREAMS = "you must specify at least 1 of stdin, stdout, stderr"  # kubelet NewOptions

@@ -11,7 +11,8 @@ Two runners:
   scratch working directory with the container's environment (never the sim's own),
   in its own process group, which is killed when the stream goes away.
 - `HandlerRegistry`: Python handlers registered per (namespace, pod,
-  container), falling back to another runner (by default a
+  container), answering a whole `ExecReply` or writing frames themselves (a
+  `StreamHandler`), falling back to another runner (by default a
   `SubprocessRunner`) for everything not registered.
 
 Invariants: a runner never writes to a stream after `run` returns; exit
@@ -39,6 +40,7 @@ __all__ = [
     "ExecRunner",
     "ExecTarget",
     "HandlerRegistry",
+    "StreamHandler",
     "SubprocessRunner",
 ]
 
@@ -98,6 +100,9 @@ class ExecRunner(Protocol):
 
 
 ExecHandler = Callable[[ExecRequest], Awaitable[ExecReply]]
+# A handler that writes the streams itself (each write is one WebSocket frame) and
+# returns the exit code: for tests that need exact frames or a command that waits.
+StreamHandler = Callable[[ExecRequest, ExecIO], Awaitable[int]]
 
 
 class ContainerRuntimeError(Exception):
@@ -249,18 +254,34 @@ class HandlerRegistry:
     _handlers: dict[tuple[str, str, str], ExecHandler] = field(
         default_factory=dict, init=False, repr=False
     )
+    _streams: dict[tuple[str, str, str], StreamHandler] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def register(self, namespace: str, pod: str, container: str, handler: ExecHandler) -> None:
+        self.unregister(namespace, pod, container)
         self._handlers[(namespace, pod, container)] = handler
+
+    def register_stream(
+        self, namespace: str, pod: str, container: str, handler: StreamHandler
+    ) -> None:
+        """Register a handler that writes to the streams itself (see `StreamHandler`)."""
+        self.unregister(namespace, pod, container)
+        self._streams[(namespace, pod, container)] = handler
 
     def unregister(self, namespace: str, pod: str, container: str) -> None:
         self._handlers.pop((namespace, pod, container), None)
+        self._streams.pop((namespace, pod, container), None)
 
     def handler_for(self, target: ExecTarget) -> ExecHandler | None:
         return self._handlers.get((target.namespace, target.pod, target.container))
 
     async def run(self, request: ExecRequest, io: ExecIO) -> int:
-        handler = self.handler_for(request.target)
+        target = request.target
+        stream = self._streams.get((target.namespace, target.pod, target.container))
+        if stream is not None:
+            return await stream(request, io) & 0xFF
+        handler = self.handler_for(target)
         if handler is None:
             return await self.fallback.run(request, io)
         reply = await handler(request)

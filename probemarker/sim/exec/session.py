@@ -86,6 +86,8 @@ log = logging.getLogger(__name__)
 
 _MAX_MSG = 32 << 20  # golang.org/x/net/websocket's default MaxPayloadBytes
 _CLOSE_TIMEOUT = 5.0
+# A server's (unmasked) close frame with status 1000 (RFC 6455 5.5.1).
+_CLOSE_FRAME = bytes((0x88, 2)) + WSCloseCode.OK.to_bytes(2, "big")
 
 
 class ExecSessions:
@@ -98,6 +100,8 @@ class ExecSessions:
 
     def __init__(self) -> None:
         self._open: set[web.WebSocketResponse] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     def __len__(self) -> int:
         return len(self._open)
@@ -107,9 +111,17 @@ class ExecSessions:
 
     def add(self, ws: web.WebSocketResponse) -> None:
         self._open.add(ws)
+        self._idle.clear()
 
     def discard(self, ws: web.WebSocketResponse) -> None:
         self._open.discard(ws)
+        if not self._open:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Wait until no session is open: every command has ended and been reaped
+        (a session is discarded only after its runner's cleanup has finished)."""
+        await self._idle.wait()
 
     async def close_all(self) -> int:
         """Close every open session (1001 going away); their commands are cancelled."""
@@ -244,13 +256,27 @@ class _Session:
             await asyncio.gather(command, return_exceptions=True)
 
     async def finish(self, status: Mapping[str, Any] | None) -> None:
-        """Write the status (if any), then close the WebSocket (1000) and await the reply."""
+        """Write the status (if any), then close the WebSocket (1000) and await the reply
+        (or, with a `drop_*` fault, drop the connection without awaiting it)."""
         with contextlib.suppress(ConnectionError):
             if status is not None and not self._ws.closed:
                 payload = status_payload(self.protocol, status)
                 if payload:
                     await self.send(ERROR, payload)
+            if self._faults.drop_after_status or self._faults.drop_after_close:
+                self._drop(close_frame=not self._faults.drop_after_status)
+                return
             await self._ws.close()
+
+    def _drop(self, *, close_frame: bool) -> None:
+        transport = self._request.transport
+        if transport is None:
+            return
+        if close_frame:
+            # aiohttp's close() would wait for the client's reply: write the frame
+            # itself (what x/net/websocket's Conn.Close writes), in order after the status.
+            transport.write(_CLOSE_FRAME)
+        transport.close()  # flushes what was sent, then FIN; the client's close is never read
 
 
 async def serve_exec(

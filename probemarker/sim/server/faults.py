@@ -169,9 +169,7 @@ class Faults:
         """Remove every failure and latency rule and reset the exec faults."""
         self._failures.clear()
         self._latencies.clear()
-        self.exec.break_after_bytes = None
-        self.exec.stall = False
-        self.exec.reject_status = None
+        self.exec.reset()
 
     def failure_for(self, key: RequestKey) -> FailureRule | None:
         """The rule that fails this request, if any (counts the firing)."""
