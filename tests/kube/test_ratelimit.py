@@ -171,15 +171,17 @@ async def test_waiters_are_served_in_arrival_order() -> None:
         await bucket.acquire()
         order.append(i)
 
+    def settled(granted: int) -> Callable[[], bool]:
+        # `granted` done, and only the head of the rest sleeps (the others wait their turn).
+        return lambda: len(order) == granted and clock.sleeping == (granted < 5)
+
     async with asyncio.TaskGroup() as group:
         for i in range(5):
             group.create_task(one(i))
         await until(lambda: bucket.waiting == 5 and clock.sleeping == 1)
         for granted in range(1, 6):
             clock.advance(1.0)
-            await until(lambda granted=granted: len(order) == granted)
-            # Only the head sleeps; the others wait for their turn.
-            await until(lambda granted=granted: clock.sleeping == (granted < 5))
+            await until(settled(granted))
     assert order == [0, 1, 2, 3, 4]
 
 
