@@ -1,0 +1,317 @@
+"""The exec stream against the sim over HTTP and over HTTPS with a token.
+
+Commands run as real subprocesses in the sim (its default runner), except where a
+test needs exact frames (a `StreamHandler` writes them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tracemalloc
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import orjson
+import pytest
+
+from probemarker.kube.client import KubeClient
+from probemarker.kube.config import load_kubeconfig
+from probemarker.kube.errors import RequestInfo
+from probemarker.kube.execresult import (
+    ExecExited,
+    ExecNotStarted,
+    ExecResult,
+    ExecTransportError,
+    TransportFailure,
+)
+from probemarker.kube.execstream import V4, ExecSettings, run_exec
+from probemarker.sim import SimCluster
+from probemarker.sim.exec.runners import ExecIO, ExecRequest, SubprocessRunner
+
+TOKEN = "exec-token-1"
+V4_ONLY = ExecSettings(protocols=(V4,))
+MISSING_V4 = (
+    "Internal error occurred: error executing command in container: failed to exec in "
+    'container: failed to start exec "'
+)
+MISSING_END = (
+    "OCI runtime exec failed: exec failed: unable to start container process: "
+    'exec: "no-such-binary-xyz": executable file not found in $PATH: unknown'
+)
+
+
+@dataclass
+class Env:
+    sim: SimCluster
+    client: KubeClient
+
+    async def run(
+        self,
+        *command: str,
+        pod: str = "web",
+        container: str = "app",
+        deadline: float = 10.0,
+        settings: ExecSettings | None = None,
+    ) -> ExecResult:
+        return await run_exec(
+            self.client,
+            namespace="default",
+            pod=pod,
+            container=container,
+            command=command,
+            deadline=deadline,
+            settings=settings,
+        )
+
+
+POD = orjson.dumps(
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web"},
+        "spec": {
+            "nodeName": "node-1",
+            "containers": [{"name": "app", "image": "busybox"}, {"name": "side", "image": "x"}],
+        },
+    }
+)
+
+
+@pytest.fixture(params=["http", "https-token"])
+async def env(request: pytest.FixtureRequest) -> AsyncIterator[Env]:
+    https = request.param == "https-token"
+    async with (
+        SimCluster(https=https, token=TOKEN if https else None) as sim,
+        KubeClient(await load_kubeconfig(sim.kubeconfig_path)) as client,
+    ):
+        await client.request(
+            "POST",
+            "/api/v1/namespaces/default/pods",
+            info=RequestInfo("create", "pods", namespace="default"),
+            body=POD,
+            content_type="application/json",
+        )
+        await sim.kubelet.wait_running("default", "web")
+        yield Env(sim, client)
+
+
+def transport_error(result: ExecResult, kind: TransportFailure) -> ExecTransportError:
+    assert isinstance(result, ExecTransportError), result
+    assert result.kind is kind, result
+    return result
+
+
+# --- commands that run -----------------------------------------------------------------
+
+
+async def test_exit_zero_keeps_streams_apart(env: Env) -> None:
+    result = await env.run("sh", "-c", "echo out; echo err >&2")
+    assert result == ExecExited(0, "out\n", "err\n", 0, 0)
+
+
+async def test_non_zero_exit_code(env: Env) -> None:
+    result = await env.run("sh", "-c", "echo partial; exit 3")
+    assert result == ExecExited(3, "partial\n", "", 0, 0)
+
+
+async def test_stderr_only(env: Env) -> None:
+    result = await env.run("sh", "-c", "echo oops >&2; exit 1")
+    assert result == ExecExited(1, "", "oops\n", 0, 0)
+
+
+@pytest.mark.timeout(120)
+async def test_ten_megabytes_per_stream_are_capped_in_bounded_memory(env: Env) -> None:
+    size = 10_000_000
+    script = (
+        f"head -c {size} /dev/zero | tr '\\0' o & head -c {size} /dev/zero | tr '\\0' e >&2; wait"
+    )
+    tracemalloc.start()
+    try:
+        result = await env.run("sh", "-c", script, deadline=60)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result == ExecExited(0, "o" * 1024, "e" * 1024, size - 1024, size - 1024)
+    # Client and sim share this process: 20 MB went through it, a few frames at a time.
+    assert peak < 8 << 20, f"peak {peak / 1e6:.1f} MB"
+
+
+async def test_invalid_utf8_and_a_character_split_across_frames(env: Env) -> None:
+    async def frames(request: ExecRequest, io: ExecIO) -> int:
+        await io.write_stdout(b"caf\xc3")  # 'é' is c3 a9: split over two frames
+        await io.write_stdout(b"\xa9 \xf0\x9f")
+        await io.write_stdout(b"\x98\x80")  # U+1F600 in three frames
+        await io.write_stderr(b"bad \xff\xfe!")
+        return 0
+
+    env.sim.exec_handlers.register_stream("default", "web", "app", frames)
+    result = await env.run("probe")
+    assert result == ExecExited(0, "café \U0001f600", "bad \ufffd\ufffd!", 0, 0)
+
+
+async def test_v4_only_offer(env: Env) -> None:
+    # What a 1.28 API server passes through to the kubelet, whose Status words the
+    # exit differently ("error executing command [...]"): the cause is what counts.
+    assert await env.run("sh", "-c", "echo hi; exit 7", settings=V4_ONLY) == ExecExited(
+        7, "hi\n", "", 0, 0
+    )
+    assert await env.run("true", settings=V4_ONLY) == ExecExited(0, "", "", 0, 0)
+
+
+@pytest.mark.parametrize("fault", ["drop_after_close", "drop_after_status"])
+async def test_connection_dropped_after_a_complete_status_is_a_normal_end(
+    env: Env, fault: str
+) -> None:
+    setattr(env.sim.faults.exec, fault, True)
+    result = await env.run("sh", "-c", "echo done; exit 4")
+    assert result == ExecExited(4, "done\n", "", 0, 0)
+
+
+# --- commands that do not start ----------------------------------------------------------
+
+
+async def test_missing_executable_v5(env: Env) -> None:
+    # v5 is offered first and chosen; a 1.30+ API server wraps the kubelet's
+    # InternalError in its own.
+    result = await env.run("no-such-binary-xyz")
+    assert isinstance(result, ExecNotStarted), result
+    assert result.message.startswith("Internal error occurred: " + MISSING_V4)
+    assert result.message.endswith(MISSING_END)
+
+
+async def test_missing_executable_v4(env: Env) -> None:
+    result = await env.run("no-such-binary-xyz", settings=V4_ONLY)
+    assert isinstance(result, ExecNotStarted), result
+    assert result.message.startswith(MISSING_V4)
+    assert result.message.endswith(MISSING_END)
+
+
+async def test_container_not_running(env: Env) -> None:
+    env.sim.kubelet.stop_container("default", "web", "side", exit_code=1)
+    # v5: the API server upgrades first, then its SPDY call to the kubelet fails.
+    v5 = await env.run("true", container="side")
+    assert v5 == ExecNotStarted(
+        'Internal error occurred: unable to upgrade connection: container not found ("side")'
+    )
+    # v4: proxied to the kubelet, which refuses the upgrade with a plain-text 500.
+    v4 = transport_error(
+        await env.run("true", container="side", settings=V4_ONLY), TransportFailure.REFUSED
+    )
+    assert v4.http_status == 500
+
+
+# --- transport errors --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("settings", [None, V4_ONLY], ids=["v5", "v4"])
+async def test_handshake_refused_pod_not_found(env: Env, settings: ExecSettings | None) -> None:
+    result = transport_error(
+        await env.run("true", pod="nope", settings=settings), TransportFailure.REFUSED
+    )
+    assert result.http_status == 404
+    assert "get pods/exec 'nope' in namespace 'default'" in result.message
+
+
+@pytest.mark.parametrize("settings", [None, V4_ONLY], ids=["v5", "v4"])
+async def test_handshake_refused_unknown_container(env: Env, settings: ExecSettings | None) -> None:
+    # kube-apiserver checks the container name against the pod spec before any upgrade.
+    result = transport_error(
+        await env.run("true", container="nope", settings=settings), TransportFailure.REFUSED
+    )
+    assert result.http_status == 400
+
+
+async def test_handshake_refused_forbidden(env: Env) -> None:
+    env.sim.faults.exec.reject_status = 403
+    result = transport_error(await env.run("true"), TransportFailure.REFUSED)
+    assert result.http_status == 403
+    assert "'get' and 'create' on pods/exec" in result.message
+
+
+async def test_stream_broken_mid_run(env: Env) -> None:
+    env.sim.faults.exec.break_after_bytes = 100
+    result = await env.run("sh", "-c", "head -c 1000000 /dev/zero")
+    transport_error(result, TransportFailure.LOST)
+
+
+async def test_server_down_is_unreachable(env: Env) -> None:
+    await env.sim.faults.take_down()
+    try:
+        transport_error(await env.run("true"), TransportFailure.UNREACHABLE)
+    finally:
+        await env.sim.faults.bring_up()
+
+
+@dataclass
+class Pids:
+    """The pids real subprocesses report on their first line, as the sim sees them."""
+
+    seen: list[int]
+    started: asyncio.Event
+
+
+class PidTee:
+    """A subprocess's streams on their way to the client, noting its pid."""
+
+    def __init__(self, io: ExecIO, pids: Pids) -> None:
+        self._io, self._pids = io, pids
+
+    async def write_stdout(self, data: bytes) -> None:
+        if not self._pids.seen:
+            self._pids.seen.append(int(data.split()[0]))
+            self._pids.started.set()
+        await self._io.write_stdout(data)
+
+    async def write_stderr(self, data: bytes) -> None:
+        await self._io.write_stderr(data)
+
+    async def read_stdin(self) -> bytes | None:
+        return await self._io.read_stdin()
+
+
+def register_pid_tee(sim: SimCluster) -> Pids:
+    pids = Pids([], asyncio.Event())
+
+    async def run(request: ExecRequest, io: ExecIO) -> int:
+        return await SubprocessRunner().run(request, PidTee(io, pids))
+
+    sim.exec_handlers.register_stream("default", "web", "app", run)
+    return pids
+
+
+async def assert_process_gone(sim: SimCluster, pids: Pids) -> None:
+    assert sim.server is not None
+    async with asyncio.timeout(10):  # a hang detector: the sim notices the client gone
+        await sim.server.exec_sessions.wait_idle()
+    assert len(pids.seen) == 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(pids.seen[0], 0)
+
+
+async def test_command_hanging_past_the_deadline_is_killed(env: Env) -> None:
+    pids = register_pid_tee(env.sim)
+    began = asyncio.get_running_loop().time()
+    result = await env.run("sh", "-c", "echo $$; exec sleep 60", deadline=2.0)
+    elapsed = asyncio.get_running_loop().time() - began
+    assert "deadline of 2s expired before the command's exit status" in str(
+        transport_error(result, TransportFailure.DEADLINE)
+    )
+    assert elapsed < 3.5  # the deadline covers the close too: no close handshake wait
+    await assert_process_gone(env.sim, pids)
+
+
+async def test_stalled_server_hits_the_deadline(env: Env) -> None:
+    env.sim.faults.exec.stall = True
+    transport_error(await env.run("true", deadline=0.5), TransportFailure.DEADLINE)
+
+
+async def test_cancellation_drops_the_socket_and_the_process(env: Env) -> None:
+    pids = register_pid_tee(env.sim)
+    task = asyncio.create_task(env.run("sh", "-c", "echo $$; exec sleep 60", deadline=30))
+    async with asyncio.timeout(10):
+        await pids.started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await assert_process_gone(env.sim, pids)
