@@ -26,7 +26,12 @@ What Kubernetes does, and so what this module does:
 - v4/v5 write a JSON `metav1.Status` (no kind/apiVersion, as Go marshals it):
   Success, or Failure with reason NonZeroExitCode and an ExitCode cause;
   pre-v4 protocols write only a failure's message. Then the server sends a
-  WebSocket close (1000) and waits for the client's.
+  WebSocket close (1000) and waits for the client's, as a newer API server's
+  `finish` does (apiserver util/proxy/websocket.go). The faults
+  `drop_after_close` (close frame, then TCP closed at once: x/net/websocket's
+  `Conn.Close` under the kubelet and the 1.30-1.3x translator) and
+  `drop_after_status` (TCP closed with no close frame: the client sees 1006)
+  play the servers that do not wait.
 - A request that is not a WebSocket upgrade gets 400 "Upgrade request
   required" (SPDY is not spoken; kubectl only falls back to it when the
   WebSocket upgrade fails).
@@ -341,4 +346,9 @@ async def _converse(
             status = kubelet_status(opts.command, outcome)
             if plan.protocol == V5:
                 status = translated_status(status)
+    # Stop reading the client's frames before the status, as the API server's finish()
+    # closes its input channels: the close below then reads the client's reply itself
+    # instead of aiohttp dropping the connection for a concurrent reader.
+    reader.cancel()
+    await asyncio.gather(reader, return_exceptions=True)
     await session.finish(status)
