@@ -9,6 +9,9 @@
   timeout does, or abruptly, as a dropped connection does);
 * `drop_history()`: forget the store's event history, so that any watch
   resumed from an older resourceVersion gets 410 Gone;
+* `stall_watches()`: make every open watch half-open (nothing more is sent, the
+  connection stays open and the server's own timeout no longer ends it; with
+  `new_too=True` later watches too, until `unstall_watches()`);
 * `exec`: the exec engineer's `ExecFaults` (break or stall exec streams);
 * `take_down()` / `bring_up()` / `outage(seconds)`: close the listening
   socket (connections are refused) and reopen it on the same port.
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from probemarker.sim.exec.session import ExecFaults
+from probemarker.sim.server.watching import WatchRegistry
 
 # 429/5xx: overload and failure; 401/403: authentication and RBAC refusals (403 with
 # the authorizer's message naming user, verb, resource and namespace); 404/409/410/422
@@ -94,6 +98,7 @@ class _Hooks:
     close_watches: Callable[[bool], int] = lambda abrupt: 0
     drop_history: Callable[[], None] = lambda: None
     listener: Listener | None = None
+    watches: WatchRegistry | None = None
 
 
 class Faults:
@@ -113,9 +118,15 @@ class Faults:
         close_watches: Callable[[bool], int],
         drop_history: Callable[[], None],
         listener: Listener | None,
+        watches: WatchRegistry | None = None,
     ) -> None:
         """Connect the faults to a running server (done by SimCluster)."""
-        self._hooks = _Hooks(close_watches, drop_history, listener)
+        if watches is None:
+            # SimCluster passes its WatchRegistry's `close_all` as `close_watches`: the
+            # stall fault acts on that same registry.
+            owner = getattr(close_watches, "__self__", None)
+            watches = owner if isinstance(owner, WatchRegistry) else None
+        self._hooks = _Hooks(close_watches, drop_history, listener, watches)
 
     # -- request failures and latency ------------------------------------------------
 
@@ -193,6 +204,21 @@ class Faults:
     def drop_history(self) -> None:
         """Forget the store's history: resuming from any older version gives 410."""
         self._hooks.drop_history()
+
+    def stall_watches(self, *, new_too: bool = False) -> int:
+        """Make every open watch half-open (and every later one, with `new_too`):
+        nothing more is sent, the connection stays open and `timeoutSeconds` no longer
+        ends it, until the client leaves. Returns how many open watches were stalled."""
+        return self._require_watches().stall_all(new_too)
+
+    def unstall_watches(self) -> None:
+        """Serve watches opened from now on again (stalled ones stay half-open)."""
+        self._require_watches().unstall_new()
+
+    def _require_watches(self) -> WatchRegistry:
+        if self._hooks.watches is None:
+            raise RuntimeError("faults are not bound to a running server's watches")
+        return self._hooks.watches
 
     # -- API server down ---------------------------------------------------------------
 

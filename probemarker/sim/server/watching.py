@@ -11,6 +11,13 @@ them.  The stream ends when:
   lost connection looks to a client);
 * the client goes away.
 
+`WatchRegistry.stall_all` makes watches half-open (the faults' `stall_watches`):
+a stalled stream sends nothing more, keeps its connection open and no longer ends
+at `timeoutSeconds`; it ends only when the client leaves (or on `close_all`).
+That is what a client sees when a NAT entry, a load balancer or a dead API server
+drops the connection without a FIN or RST: only a client-side read deadline
+notices. With `new_too`, streams opened later stall right after their headers.
+
 Objects are converted to the watched version (`convert`, e.g. core/v1 events
 to events.k8s.io/v1) except ERROR and BOOKMARK events; a BOOKMARK's object only
 has its `apiVersion` and `kind` set to the watched group-version's, as
@@ -34,6 +41,7 @@ import orjson
 from aiohttp import web
 
 DEFAULT_TIMEOUT_SECONDS = 1800.0
+_CLIENT_GONE_POLL = 0.1  # how often a stalled stream checks that its client is still there
 
 
 class WatchStream:
@@ -44,6 +52,7 @@ class WatchStream:
         self.request = request
         self.abrupt = False
         self.closed = asyncio.Event()
+        self.stalled = asyncio.Event()
 
     def close(self, *, abrupt: bool) -> None:
         self.abrupt = self.abrupt or abrupt
@@ -56,12 +65,15 @@ class WatchRegistry:
 
     def __init__(self) -> None:
         self._streams: set[WatchStream] = set()
+        self.stall_new = False  # streams opened from now on stall at once
 
     def __len__(self) -> int:
         return len(self._streams)
 
     def add(self, stream: WatchStream) -> None:
         self._streams.add(stream)
+        if self.stall_new:
+            stream.stalled.set()
 
     def discard(self, stream: WatchStream) -> None:
         self._streams.discard(stream)
@@ -72,6 +84,29 @@ class WatchRegistry:
             stream.close(abrupt=abrupt)
         return len(streams)
 
+    def stall_all(self, new_too: bool = False) -> int:
+        """Make every open stream half-open (and, with `new_too`, every later one);
+        returns how many open streams were stalled."""
+        self.stall_new = self.stall_new or new_too
+        streams = [s for s in self._streams if not s.stalled.is_set()]
+        for stream in streams:
+            stream.stalled.set()
+        return len(streams)
+
+    def unstall_new(self) -> None:
+        """Streams opened from now on behave again (stalled ones stay half-open)."""
+        self.stall_new = False
+
+
+async def _hold_open(stream: WatchStream, request: web.Request) -> None:
+    """Send nothing until the client leaves or the stream is closed from outside."""
+    while not stream.closed.is_set():
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stream.closed.wait(), _CLIENT_GONE_POLL)
+
 
 async def _pump(
     stream: WatchStream,
@@ -81,6 +116,9 @@ async def _pump(
 ) -> None:
     async for event in stream.watch:
         if stream.closed.is_set():
+            return
+        if stream.stalled.is_set():
+            await stream.closed.wait()  # half-open: never write again (cancelled on exit)
             return
         obj = event.object
         if event.type == "BOOKMARK":
@@ -115,12 +153,19 @@ async def serve_watch(
         type_meta = {"kind": kind, "apiVersion": api_version}
         pump = asyncio.ensure_future(_pump(stream, response, convert, type_meta))
         closed = asyncio.ensure_future(stream.closed.wait())
+        stalled = asyncio.ensure_future(stream.stalled.wait())
+        tasks = (pump, closed, stalled)
         try:
-            await asyncio.wait({pump, closed}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                set(tasks), timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            if stalled in done and not (pump in done or closed in done):
+                pump.cancel()  # half-open: no more events, no server timeout
+                await _hold_open(stream, request)
         finally:
-            for task in (pump, closed):
+            for task in tasks:
                 task.cancel()
-            for task in (pump, closed):
+            for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError, ConnectionResetError):
                     await task
         if stream.abrupt:
