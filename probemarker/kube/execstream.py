@@ -53,6 +53,14 @@ class ExecSettings:
     keep_bytes: int = 1024  # kept per output stream (SPEC §2: 1 KiB)
     max_status_bytes: int = 64 << 10  # a Status is a few hundred bytes
 
+    def __post_init__(self) -> None:
+        # Only v4 and v5 frame binary data with a JSON Status on channel 3; the
+        # base64 and pre-v4 variants would need another reader.
+        if not self.protocols or not set(self.protocols) <= {V5, V4}:
+            raise ValueError(f"protocols must be among {(V5, V4)}, not {self.protocols}")
+        if self.keep_bytes < 0 or self.max_status_bytes < 1:
+            raise ValueError("keep_bytes must be >= 0 and max_status_bytes >= 1")
+
 
 # RBAC for a WebSocket exec: 1.28 authorises the GET as `get`; newer API servers also
 # check `create` (as SPDY's POST always was). The Forbidden names the verb it lacked.

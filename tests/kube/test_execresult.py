@@ -15,6 +15,7 @@ from probemarker.kube.execresult import (
     TransportFailure,
     parse_status,
 )
+from probemarker.kube.execstream import V4, ExecSettings
 
 PROTOCOL = TransportFailure.PROTOCOL
 
@@ -268,3 +269,16 @@ def test_oversized_status_is_a_protocol_error() -> None:
 def test_transport_error_text_names_kind_and_status() -> None:
     err = ExecTransportError(TransportFailure.REFUSED, 'pods "x" not found', 404)
     assert str(err) == 'exec refused (HTTP 404): pods "x" not found'
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        pytest.param({"protocols": ()}, id="no-protocol"),
+        pytest.param({"protocols": (V4, "v4.base64.channel.k8s.io")}, id="base64"),
+        pytest.param({"keep_bytes": -1}, id="negative-keep"),
+    ],
+)
+def test_exec_settings_refuse_what_the_reader_cannot_read(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        ExecSettings(**kwargs)  # type: ignore[arg-type]
