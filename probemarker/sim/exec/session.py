@@ -41,7 +41,7 @@ command is cancelled (and the runner kills its process group).
 
 Neighbours: `execplan` (the answer before any upgrade), `execproto`
 (subprotocols, options, Status bodies), `exectarget` (pod -> `ExecTarget`),
-`runners` (what runs the command).
+`runners` (what runs the command), `tracking` (the open sessions).
 """
 
 from __future__ import annotations
@@ -75,6 +75,7 @@ from probemarker.sim.exec.proto import (
 )
 from probemarker.sim.exec.runners import ContainerRuntimeError, ExecRequest, ExecRunner, ExecTarget
 from probemarker.sim.exec.target import build_exec_target, exec_target_error
+from probemarker.sim.exec.tracking import ExecSessions
 
 __all__ = [
     "V4",
@@ -93,48 +94,6 @@ _MAX_MSG = 32 << 20  # golang.org/x/net/websocket's default MaxPayloadBytes
 _CLOSE_TIMEOUT = 5.0
 # A server's (unmasked) close frame with status 1000 (RFC 6455 5.5.1).
 _CLOSE_FRAME = bytes((0x88, 2)) + WSCloseCode.OK.to_bytes(2, "big")
-
-
-class ExecSessions:
-    """The exec WebSockets still open, so that a server going down can end them.
-
-    aiohttp waits for running handlers when it shuts down (up to its shutdown
-    timeout), and an exec lasts as long as its command: call `close_all` from
-    the app's `on_shutdown`, as a real API server drops its connections.
-    """
-
-    def __init__(self) -> None:
-        self._open: set[web.WebSocketResponse] = set()
-        self._idle = asyncio.Event()
-        self._idle.set()
-
-    def __len__(self) -> int:
-        return len(self._open)
-
-    def __repr__(self) -> str:
-        return f"ExecSessions(open={len(self._open)})"
-
-    def add(self, ws: web.WebSocketResponse) -> None:
-        self._open.add(ws)
-        self._idle.clear()
-
-    def discard(self, ws: web.WebSocketResponse) -> None:
-        self._open.discard(ws)
-        if not self._open:
-            self._idle.set()
-
-    async def wait_idle(self) -> None:
-        """Wait until no session is open: every command has ended and been reaped
-        (a session is discarded only after its runner's cleanup has finished)."""
-        await self._idle.wait()
-
-    async def close_all(self) -> int:
-        """Close every open session (1001 going away); their commands are cancelled."""
-        sockets = list(self._open)
-        await asyncio.gather(
-            *(ws.close(code=WSCloseCode.GOING_AWAY) for ws in sockets), return_exceptions=True
-        )
-        return len(sockets)
 
 
 class _StreamBroken(Exception):
