@@ -39,8 +39,8 @@ What Kubernetes does, and so what this module does:
 Invariants: nothing is sent after the status; when the client goes away the
 command is cancelled (and the runner kills its process group).
 
-Neighbours: `execplan` (the answer before any upgrade), `execproto`
-(subprotocols, options, Status bodies), `exectarget` (pod -> `ExecTarget`),
+Neighbours: `plan` (the answer before any upgrade), `proto`
+(subprotocols, options, Status bodies), `target` (pod -> `ExecTarget`),
 `runners` (what runs the command), `tracking` (the open sessions).
 """
 
