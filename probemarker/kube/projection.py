@@ -1,0 +1,163 @@
+"""Projections: the few fields of an object a caller keeps, built from a field spec.
+
+Stage: between the watch parser (watchevents.py) and the informer's store
+(cache.py). Input: a whole object as parsed JSON, and a `FieldSpec` compiled
+once from dotted paths. Output: a new dict holding only the selected fields.
+
+Paths: `metadata.labels` keeps the whole value at that path; `spec.containers[].name`
+walks into every element of the list `spec.containers` and keeps its `name`.
+A path that covers another (`metadata` and `metadata.labels`) keeps the wider one.
+A field missing from the object is left out, never filled with None.
+
+Invariants:
+- pure: no I/O, the input is not changed; kept values are shared with the input
+  (not copied), so both are read-only by convention;
+- identity is always kept: `metadata.name`, `metadata.namespace` and
+  `metadata.uid` are added to every spec, so a projection names its object;
+- `metadata.resourceVersion` is *not* added: the store keeps it beside the
+  projection, and leaving it out is what lets the informer tell a write that
+  changed nothing the caller reads (no change emitted) from one that did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "IDENTITY_FIELDS",
+    "POD_FIELDS",
+    "FieldSpec",
+    "Projector",
+    "compile_fields",
+    "pod_projection",
+    "project",
+    "projector",
+]
+
+Projector = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+IDENTITY_FIELDS = ("metadata.name", "metadata.namespace", "metadata.uid")
+
+# What the probe engine reads of a pod: matching (labels, namespace), the probe
+# target (containers and their ports, native sidecars among the init containers, the
+# pod IP), the kubelet's view (phase, conditions, container states) and what the
+# writer needs to compute its patch (labels, annotations with its ownership record,
+# conditions). Everything else of a pod (env, volumes, managedFields, images…) is
+# dropped at the edge.
+POD_FIELDS = (
+    *IDENTITY_FIELDS,
+    "metadata.labels",
+    "metadata.annotations",
+    "metadata.deletionTimestamp",
+    "spec.nodeName",
+    "spec.containers[].name",
+    "spec.containers[].ports",
+    "spec.initContainers[].name",
+    "spec.initContainers[].ports",
+    "spec.initContainers[].restartPolicy",
+    "status.phase",
+    "status.podIP",
+    "status.conditions",
+    "status.containerStatuses",
+    "status.initContainerStatuses",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    each: bool  # the value is a list: project every element with `sub`
+    sub: FieldSpec | None  # None: keep the whole value
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """A compiled set of paths (see the module docstring); build with `compile_fields`."""
+
+    fields: tuple[_Field, ...]
+
+
+def _parse(path: str) -> list[tuple[str, bool]]:
+    if not path or path.startswith(".") or path.endswith(".") or ".." in path:
+        raise ValueError(f"invalid field path {path!r}")
+    steps: list[tuple[str, bool]] = []
+    for part in path.split("."):
+        each = part.endswith("[]")
+        name = part.removesuffix("[]")
+        if not name or "[" in name or "]" in name:
+            raise ValueError(f"invalid field path {path!r}")
+        steps.append((name, each))
+    if steps[-1][1]:
+        raise ValueError(f"{path!r}: a path ends at a field, not at `[]` (keep the list whole)")
+    return steps
+
+
+# A tree under construction: name -> (each, children; None = keep whole).
+_Tree = dict[str, tuple[bool, "dict[str, Any] | None"]]
+
+
+def _insert(tree: _Tree, steps: list[tuple[str, bool]], path: str) -> None:
+    name, each = steps[0]
+    known = tree.get(name)
+    if known is not None and known[1] is not None and known[0] != each:
+        raise ValueError(f"{path!r}: {name!r} is used both as a list (`[]`) and as an object")
+    if len(steps) == 1:
+        tree[name] = (False, None)  # the whole value wins over any narrower path
+        return
+    if known is not None and known[1] is None:
+        return  # already kept whole
+    children: _Tree = known[1] if known is not None and known[1] is not None else {}
+    tree[name] = (each, children)
+    _insert(children, steps[1:], path)
+
+
+def _freeze(tree: _Tree) -> FieldSpec:
+    return FieldSpec(
+        tuple(
+            _Field(name, each, None if sub is None else _freeze(sub))
+            for name, (each, sub) in sorted(tree.items())
+        )
+    )
+
+
+def compile_fields(paths: Iterable[str]) -> FieldSpec:
+    """Compile dotted paths (plus the identity fields) into a `FieldSpec`."""
+    tree: _Tree = {}
+    for path in (*IDENTITY_FIELDS, *paths):
+        _insert(tree, _parse(path), path)
+    return _freeze(tree)
+
+
+def project(obj: Mapping[str, Any], spec: FieldSpec) -> dict[str, Any]:
+    """The fields of `obj` that `spec` selects (missing ones left out)."""
+    out: dict[str, Any] = {}
+    for field in spec.fields:
+        if field.name not in obj:
+            continue
+        value = obj[field.name]
+        if field.sub is None:
+            out[field.name] = value
+        elif field.each:
+            if isinstance(value, list):
+                out[field.name] = [
+                    project(item, field.sub) if isinstance(item, Mapping) else item
+                    for item in value
+                ]
+        elif isinstance(value, Mapping):
+            out[field.name] = project(value, field.sub)
+    return out
+
+
+def projector(paths: Iterable[str]) -> Projector:
+    """A projection function for `paths`, compiled once."""
+    spec = compile_fields(paths)
+
+    def apply(obj: Mapping[str, Any]) -> dict[str, Any]:
+        return project(obj, spec)
+
+    return apply
+
+
+pod_projection: Projector = projector(POD_FIELDS)
