@@ -85,25 +85,42 @@ async def run_exec(
     params = [("command", arg) for arg in command]
     params += [("container", container), ("stdout", "true"), ("stderr", "true")]
     async with contextlib.AsyncExitStack() as stack:
-        try:
-            async with asyncio.timeout_at(end):
-                ws = await stack.enter_async_context(
-                    client.websocket(
-                        path,
-                        info=info,
-                        params=params,
-                        protocols=settings.protocols,
-                        deadline=max(0.0, end - asyncio.get_running_loop().time()),
-                    )
-                )
-        except (TimeoutError, ApiTimeout):
-            return _expired(deadline, "before the WebSocket handshake completed")
-        except ApiError as err:
-            hint = _RBAC_HINT if isinstance(err, ApiForbidden) else ""
-            return ExecTransportError(TransportFailure.REFUSED, f"{err}{hint}", err.code)
-        except KubeError as err:
-            return ExecTransportError(TransportFailure.UNREACHABLE, str(err))
+        opened = client.websocket(
+            path,
+            info=info,
+            params=params,
+            protocols=settings.protocols,
+            deadline=max(0.0, end - asyncio.get_running_loop().time()),
+        )
+        ws = await _handshake(stack, opened, end=end, deadline=deadline)
+        if isinstance(ws, ExecTransportError):
+            return ws
         return await _converse(ws, end=end, deadline=deadline, settings=settings)
+
+
+async def _handshake(
+    stack: contextlib.AsyncExitStack,
+    opened: contextlib.AbstractAsyncContextManager[WebSocket],
+    *,
+    end: float,
+    deadline: float,
+) -> WebSocket | ExecTransportError:
+    """Enter the WebSocket into `stack` by `end`, or say why it could not be opened."""
+    try:
+        async with asyncio.timeout_at(end):
+            return await stack.enter_async_context(opened)
+    except TimeoutError:
+        return _expired(deadline, "before the WebSocket handshake completed")
+    except ApiTimeout as err:
+        if asyncio.get_running_loop().time() >= end:
+            return _expired(deadline, "before the WebSocket handshake completed")
+        # The client's own connect timeout, shorter than our deadline.
+        return ExecTransportError(TransportFailure.UNREACHABLE, str(err))
+    except ApiError as err:
+        hint = _RBAC_HINT if isinstance(err, ApiForbidden) else ""
+        return ExecTransportError(TransportFailure.REFUSED, f"{err}{hint}", err.code)
+    except KubeError as err:
+        return ExecTransportError(TransportFailure.UNREACHABLE, str(err))
 
 
 def _expired(deadline: float, when: str) -> ExecTransportError:

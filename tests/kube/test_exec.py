@@ -301,6 +301,12 @@ async def test_command_hanging_past_the_deadline_is_killed(env: Env) -> None:
     await assert_process_gone(env.sim, pids)
 
 
+async def test_slow_handshake_hits_the_deadline(env: Env) -> None:
+    env.sim.faults.add_latency(5.0, subresource="exec")
+    result = transport_error(await env.run("true", deadline=0.3), TransportFailure.DEADLINE)
+    assert "expired before the WebSocket handshake completed" in result.message
+
+
 async def test_stalled_server_hits_the_deadline(env: Env) -> None:
     env.sim.faults.exec.stall = True
     transport_error(await env.run("true", deadline=0.5), TransportFailure.DEADLINE)
