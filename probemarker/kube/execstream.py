@@ -164,4 +164,5 @@ async def _read(ws: WebSocket, frames: ExecFrames) -> ExecResult:
             return frames.closed(code=item.code, abnormal=item.abnormal, detail=item.detail)
         frames.feed(item.data)
         if isinstance(frames.outcome, ExecTransportError):
-            return frames.outcome  # a broken status: nothing more is worth reading
+            ws.abort()  # a broken status: nothing more is worth reading, or waiting for
+            return frames.outcome
