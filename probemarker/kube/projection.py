@@ -7,7 +7,9 @@ once from dotted paths. Output: a new dict holding only the selected fields.
 Paths: `metadata.labels` keeps the whole value at that path; `spec.containers[].name`
 walks into every element of the list `spec.containers` and keeps its `name`.
 A path that covers another (`metadata` and `metadata.labels`) keeps the wider one.
-A field missing from the object is left out, never filled with None.
+A field missing from the object is left out, never filled with None; an object
+walked into that holds none of the selected fields is left out too (a pod without
+`status` and one whose `status` has only unselected fields project the same).
 
 Invariants:
 - pure: no I/O, the input is not changed; kept values are shared with the input
@@ -146,7 +148,9 @@ def project(obj: Mapping[str, Any], spec: FieldSpec) -> dict[str, Any]:
                     for item in value
                 ]
         elif isinstance(value, Mapping):
-            out[field.name] = project(value, field.sub)
+            inner = project(value, field.sub)
+            if inner:  # nothing selected inside: as if the object were absent
+                out[field.name] = inner
     return out
 
 
