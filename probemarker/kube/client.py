@@ -73,6 +73,9 @@ class ClientSettings:
     max_connections: int = 32  # the pool; WebSockets take one each while open
     keepalive_timeout: float = 60.0
     max_line_bytes: int = 16 << 20  # a watch line (one object; etcd caps at 1.5 MiB)
+    # One WebSocket message: the kubelet and the API server send frames of 32 KiB at most;
+    # a bigger one ends the connection instead of growing our memory.
+    ws_max_message_bytes: int = 4 << 20
     tls_resumption: bool = True
     tls_session_max_age: float = 600.0
     user_agent: str = f"probemarker/{__version__}"
@@ -416,7 +419,7 @@ class KubeClient:
                             autoclose=True,
                             autoping=True,
                             compress=0,
-                            max_msg_size=0,
+                            max_msg_size=self.settings.ws_max_message_bytes,
                             **self._server_hostname(),
                         )
                 self.requests[(info.verb, 101)] += 1
