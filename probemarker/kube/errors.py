@@ -11,7 +11,7 @@ request carries a Status body with `reason` and `code`; 422 Invalid lists its
 causes in `details.causes`; 429 and some 5xx answers carry `Retry-After`
 (also `details.retryAfterSeconds`). The status code decides the class, as
 `apierrors.ReasonForError`/`IsNotFound` & co. do; the reason only refines it
-(a 422 whose message is json-patch's "test failed" is `ApiPatchTestFailed`).
+(a 422 that says the JSON patch did not apply is `ApiPatchTestFailed`).
 
 Invariants: pure (no I/O); every error's `str()` names the request (verb,
 resource, namespace, name) and the server's message; a Forbidden says which RBAC
@@ -165,7 +165,8 @@ class ApiInvalid(ApiError):
 
 
 class ApiPatchTestFailed(ApiInvalid):
-    """422: a JSON-patch `test` operation did not hold: re-read and recompute."""
+    """422: the JSON patch did not apply to the current object (a `test` operation did
+    not hold, or a path it names is gone): re-read and recompute."""
 
 
 class ApiTooManyRequests(ApiError):
@@ -199,9 +200,20 @@ _BY_CODE: dict[int, type[ApiError]] = {
     429: ApiTooManyRequests,
 }
 
-# evanphx/json-patch's error for a failed `test` (as kube-apiserver returns it in a 422):
-# "testing value /metadata/labels/x failed: test failed".
+# A JSON patch that does not apply to the current object (a failed `test`, a path that
+# is gone): handlers/patch.go answers NewGenericServerResponse(422, ..., err.Error(), 0,
+# false), whose message is this fixed text, with no causes: json-patch's own error
+# ("testing value /x failed: test failed") never reaches the client. A patched object
+# that fails validation is a 422 too, but says `<Kind> "<name>" is invalid: ...`.
+_PATCH_DID_NOT_APPLY = "the server rejected our request due to an error in our request"
+# json-patch's wording, for servers (or proxies) that pass it through.
 _TEST_FAILED = re.compile(r"\btest(ing value .*)? failed\b")
+
+
+def _did_not_apply(message: str, causes: tuple[Cause, ...]) -> bool:
+    if message.startswith(_PATCH_DID_NOT_APPLY):
+        return True
+    return any(_TEST_FAILED.search(text) for text in (message, *(c.message for c in causes)))
 
 
 def _parse_status(body: bytes) -> dict[str, Any] | None:
@@ -263,6 +275,7 @@ def error_from_response(
         "retry_after": _retry_after(headers, status),
     }
     if cls is ApiInvalid:
-        invalid = ApiPatchTestFailed if _TEST_FAILED.search(message) else ApiInvalid
-        return invalid(message, causes=_causes(status), **kwargs)
+        causes = _causes(status)
+        invalid = ApiPatchTestFailed if _did_not_apply(message, causes) else ApiInvalid
+        return invalid(message, causes=causes, **kwargs)
     return cls(message, **kwargs)

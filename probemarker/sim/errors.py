@@ -221,15 +221,16 @@ class Invalid(ApiError):
 class PatchFailed(ApiError):
     """A JSON patch that does not apply (failed ``test``, missing path): kube-apiserver
     answers with ``NewGenericServerResponse(422, "", GroupResource{}, "", err, 0, false)``
-    (handlers/patch.go), whose message is generic and whose one cause, of type
-    ``UnexpectedServerResponse``, carries the json-patch error (also kept in ``detail``)."""
+    (handlers/patch.go). With ``isUnexpectedResponse`` false that Status has the generic
+    message, empty details and no causes: the json-patch error never reaches the client
+    (apimachinery pkg/api/errors). The sim keeps it in ``detail`` for its own logs."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(
             code=422,
             reason="Invalid",
             message="the server rejected our request due to an error in our request",
-            details={"causes": [{"reason": "UnexpectedServerResponse", "message": detail}]},
+            details={},
             detail=detail,
         )
 

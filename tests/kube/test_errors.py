@@ -56,6 +56,13 @@ def status(code: int, reason: str, message: str, **details: object) -> bytes:
             ApiPatchTestFailed,
             id="422-test-op-failed",
         ),
+        pytest.param(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request",
+            ApiPatchTestFailed,
+            id="422-patch-did-not-apply-as-kube-apiserver-says-it",
+        ),
         pytest.param(429, "TooManyRequests", "slow down", ApiTooManyRequests, id="429"),
         pytest.param(500, "InternalError", "boom", ApiServerError, id="500"),
         pytest.param(503, "ServiceUnavailable", "down", ApiServerError, id="503"),

@@ -281,12 +281,6 @@ def test_the_real_servers_test_failure_is_recognised() -> None:
     assert not patch_did_not_apply(invalid)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="errors.py looks for json-patch's text in the Status message only; kube-apiserver "
-    "sends a fixed message without it (statuswrite.py maps it meanwhile). Remove this "
-    "marker when error_from_response maps it.",
-)
 def test_error_from_response_maps_the_real_servers_test_failure() -> None:
     error = error_from_response(422, REAL_TEST_FAILED, {}, PATCH_INFO)
     assert isinstance(error, ApiPatchTestFailed)
