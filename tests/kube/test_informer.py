@@ -23,6 +23,7 @@ from probemarker.kube.errors import RequestInfo
 from probemarker.kube.informer import PODS, Informer, InformerSettings
 from probemarker.kube.projection import pod_projection
 from probemarker.sim import SimCluster
+from probemarker.sim.errors import NotFound
 from probemarker.sim.server.discovery import NAMESPACES as SIM_NAMESPACES
 from probemarker.sim.server.discovery import PODS as SIM_PODS
 from tests.sim.server_helpers import pod_manifest
@@ -73,6 +74,13 @@ class SimWorld:
 
     def delete(self, ns: str, name: str) -> None:
         self.sim.store.delete(SIM_PODS, ns, name, grace_period_seconds=0)
+
+    def exists(self, ns: str, name: str) -> bool:
+        try:
+            self.sim.store.get(SIM_PODS, ns, name)
+        except NotFound:
+            return False
+        return True
 
     def open_watches(self) -> int:
         assert self.sim.server is not None
