@@ -39,7 +39,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -75,6 +75,7 @@ FIELD_LIMIT = 128  # reason, action, reportingInstance
 _NAME_LIMIT = 253
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _MERGE_PATCH = "application/merge-patch+json"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,11 @@ class ObjectRef:
     uid: str
     api_version: str = "v1"
     resource_version: str = ""
+
+    @property
+    def identity(self) -> tuple[str, str, str, str, str]:
+        """The object itself, whatever its resourceVersion (which changes on every write)."""
+        return (self.kind, self.namespace, self.name, self.uid, self.api_version)
 
     def as_json(self) -> dict[str, str]:
         ref = {
@@ -212,14 +218,7 @@ class EventRecorder:
             if not value or len(value.encode()) > FIELD_LIMIT:
                 raise ValueError(f"event {name} must be 1 to {FIELD_LIMIT} bytes: {value!r}")
         note = trim_utf8(note, NOTE_LIMIT)
-        ref = regarding
-        key = _Key(
-            (ref.kind, ref.namespace, ref.name, ref.uid, ref.api_version),
-            type,
-            reason,
-            note,
-            action,
-        )
+        key = _Key(regarding.identity, type, reason, note, action)
         now, wall = self._clock.now(), self._wall()
         series = self._cache.get(key)
         if series is not None and now - series.seen <= self.settings.window:
@@ -227,7 +226,7 @@ class EventRecorder:
             series.seen, series.seen_wall = now, wall
             self._cache.move_to_end(key)
         else:
-            series = self._new_series(regarding, type, reason, note, action, now, wall)
+            series = self._new_series(key, regarding, now=now, wall=wall)
             self._cache[key] = series
             self._cache.move_to_end(key)
             while len(self._cache) > self.settings.max_cached:
@@ -237,16 +236,9 @@ class EventRecorder:
         self._enqueue(series)
 
     def _new_series(
-        self,
-        regarding: ObjectRef,
-        type: str,
-        reason: str,
-        note: str,
-        action: str,
-        now: float,
-        wall: datetime,
+        self, key: _Key, regarding: ObjectRef, *, now: float, wall: datetime
     ) -> _Series:
-        nanos = int(wall.timestamp()) * 1_000_000_000 + wall.microsecond * 1000
+        nanos = (wall - _EPOCH) // timedelta(microseconds=1) * 1000
         # Two events of one object within one clock tick still get distinct names.
         self._last_nanos = max(nanos, self._last_nanos + 1)
         namespace = regarding.namespace or "default"
@@ -258,11 +250,11 @@ class EventRecorder:
             "eventTime": micro_time(wall),
             "reportingController": REPORTING_CONTROLLER,
             "reportingInstance": self._instance,
-            "action": action,
-            "reason": reason,
+            "action": key.action,
+            "reason": key.reason,
             "regarding": regarding.as_json(),
-            "note": note,
-            "type": type,
+            "note": key.note,
+            "type": key.type,
         }
         return _Series(name, namespace, body, count=1, seen=now, seen_wall=wall)
 
@@ -303,11 +295,11 @@ class EventRecorder:
         try:
             if series.created:
                 try:
-                    await self._patch(series, count, seen)
+                    await self._send("patch", series, count, seen)
                 except ApiNotFound:
-                    await self._create(series, count, seen)
+                    await self._send("create", series, count, seen)
             else:
-                await self._create(series, count, seen)
+                await self._send("create", series, count, seen)
         except ApiConflict:
             # AlreadyExists: an earlier create got through although its answer did not
             # reach us. The event is there; the next repeat patches its series.
@@ -325,46 +317,32 @@ class EventRecorder:
             return
         series.written = count
 
-    async def _create(self, series: _Series, count: int, seen: datetime) -> None:
-        body = dict(series.body)
-        if count > 1:
-            body["series"] = {"count": count, "lastObservedTime": micro_time(seen)}
+    async def _send(self, verb: str, series: _Series, count: int, seen: datetime) -> None:
+        """`create` the event (with its series if repeated already), or `patch` its series."""
         path = f"/apis/events.k8s.io/v1/namespaces/{quote(series.namespace, safe='')}/events"
+        repeats = {"series": {"count": count, "lastObservedTime": micro_time(seen)}}
+        name: str | None = None
+        if verb == "create":
+            method, body, content_type = "POST", series.body, "application/json"
+            if count > 1:
+                body = body | repeats
+        else:
+            name, method, body, content_type = series.name, "PATCH", repeats, _MERGE_PATCH
+            path = f"{path}/{quote(name, safe='')}"
+        info = RequestInfo(
+            verb, "events", namespace=series.namespace, name=name, group="events.k8s.io"
+        )
         await self._limiter.acquire()
         await self._client.request(
-            "POST",
+            method,
             path,
-            info=self._info("create", series, name=False),
+            info=info,
             body=orjson.dumps(body),
-            content_type="application/json",
+            content_type=content_type,
             deadline=self.settings.request_deadline,
         )
-        series.created = True
-        self.stats.created += 1
-
-    async def _patch(self, series: _Series, count: int, seen: datetime) -> None:
-        patch = {"series": {"count": count, "lastObservedTime": micro_time(seen)}}
-        path = (
-            f"/apis/events.k8s.io/v1/namespaces/{quote(series.namespace, safe='')}"
-            f"/events/{quote(series.name, safe='')}"
-        )
-        await self._limiter.acquire()
-        await self._client.request(
-            "PATCH",
-            path,
-            info=self._info("patch", series, name=True),
-            body=orjson.dumps(patch),
-            content_type=_MERGE_PATCH,
-            deadline=self.settings.request_deadline,
-        )
-        self.stats.patched += 1
-
-    @staticmethod
-    def _info(verb: str, series: _Series, *, name: bool) -> RequestInfo:
-        return RequestInfo(
-            verb,
-            "events",
-            namespace=series.namespace,
-            name=series.name if name else None,
-            group="events.k8s.io",
-        )
+        if verb == "create":
+            series.created = True
+            self.stats.created += 1
+        else:
+            self.stats.patched += 1
