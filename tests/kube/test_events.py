@@ -411,3 +411,16 @@ def test_event_name(name: str, valid: bool) -> None:
 def test_micro_time_is_utc_with_microseconds() -> None:
     east = datetime(2026, 3, 1, 14, 0, 0, 5, tzinfo=UTC).astimezone()
     assert micro_time(east) == "2026-03-01T14:00:00.000005Z"
+
+
+async def test_a_new_resource_version_of_the_object_is_the_same_series(env: Env) -> None:
+    async with sending(env.recorder()) as running:
+        succeeded(running)
+        later = ObjectRef("Pod", "default", "gs-1", "uid-1", resource_version="8")
+        running.record(
+            regarding=later, type="Normal", reason="ProbeSucceeded", note="idle", action="Probe"
+        )
+        await running.drain()
+        [event] = await env.events()
+        assert event["series"]["count"] == 2
+        assert event["regarding"]["resourceVersion"] == "7"  # the first one's, immutable
