@@ -6,7 +6,9 @@ pod (namespace, name), the RFC 6902 operations, the shared `TokenBucket`. Output
 the pod as the API server stored it, or one error of the tree, unretried:
 
 - `ApiPatchTestFailed`: the patch did not apply to the pod as it is now (a `test`
-  operation failed, or an operation's path no longer exists): re-read, recompute;
+  operation failed, or an operation's path no longer exists): re-read, recompute.
+  kube-apiserver says so with a 422 whose message is a fixed text and which has no
+  causes (handlers/patch.go drops json-patch's error); errors.py recognises it;
 - `ApiConflict` (409): a `resourceVersion` precondition did not hold: the same;
 - `ApiNotFound`: the pod is gone; `ApiTooManyRequests`/`ApiServerError` with
   `retry_after`, `ApiUnreachable`/`ApiTimeout`: retry later with the newest state;
@@ -28,7 +30,6 @@ for a token (the caller bounds both with `asyncio.timeout` if it needs to).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -36,38 +37,16 @@ from urllib.parse import quote
 import orjson
 
 from probemarker.kube.client import KubeClient
-from probemarker.kube.errors import ApiInvalid, ApiPatchTestFailed, RequestInfo
+from probemarker.kube.errors import RequestInfo
 from probemarker.kube.ratelimit import TokenBucket
 
-__all__ = ["JSON_PATCH", "patch_did_not_apply", "patch_pod_status", "pod_status_path"]
+__all__ = ["JSON_PATCH", "patch_pod_status", "pod_status_path"]
 
 JSON_PATCH = "application/json-patch+json"
-
-# kube-apiserver (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go,
-# jsonPatcher.applyJSPatch) answers a JSON patch that does not apply with
-# apierrors.NewGenericServerResponse(422, ..., isUnexpectedResponse=false): reason
-# Invalid, this fixed message and no causes; the json-patch error text is dropped.
-_DID_NOT_APPLY = "the server rejected our request due to an error in our request"
-# evanphx/json-patch's own texts, in case a server passes them on (the sim puts them
-# in an UnexpectedServerResponse cause): "testing value /x failed: test failed",
-# "test operation does not apply: ...", "error in test for path: ...".
-_JSON_PATCH_TEXT = re.compile(r"\btest(ing value .*)? failed\b|\btest operation does not apply\b")
 
 
 def pod_status_path(namespace: str, name: str) -> str:
     return f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/status"
-
-
-def patch_did_not_apply(error: ApiInvalid) -> bool:
-    """True if a 422 says the JSON patch did not apply to the current object.
-
-    A patched object that fails validation is also a 422 Invalid, but its message
-    names the object (`Pod "x" is invalid: ...`) and it has field causes.
-    """
-    if error.message.startswith(_DID_NOT_APPLY):
-        return True
-    texts = [error.message, *(cause.message for cause in error.causes)]
-    return any(_JSON_PATCH_TEXT.search(text) for text in texts)
 
 
 def _plain(value: object) -> object:
@@ -77,18 +56,6 @@ def _plain(value: object) -> object:
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         return list(value)
     raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-def _as_test_failed(error: ApiInvalid) -> ApiPatchTestFailed:
-    return ApiPatchTestFailed(
-        error.message,
-        causes=error.causes,
-        code=error.code,
-        reason=error.reason,
-        status=error.status,
-        request=error.request,
-        retry_after=error.retry_after,
-    )
 
 
 async def patch_pod_status(
@@ -110,17 +77,11 @@ async def patch_pod_status(
     body = orjson.dumps(ops if isinstance(ops, list) else list(ops), default=_plain)
     info = RequestInfo("patch", "pods", namespace=namespace, name=name, subresource="status")
     await limiter.acquire()
-    try:
-        return await client.request(
-            "PATCH",
-            pod_status_path(namespace, name),
-            info=info,
-            body=body,
-            content_type=JSON_PATCH,
-            deadline=deadline,
-        )
-    except ApiInvalid as error:
-        # errors.py maps this too once it knows the generic 422 text; until then, here.
-        if isinstance(error, ApiPatchTestFailed) or not patch_did_not_apply(error):
-            raise
-        raise _as_test_failed(error) from error
+    return await client.request(
+        "PATCH",
+        pod_status_path(namespace, name),
+        info=info,
+        body=body,
+        content_type=JSON_PATCH,
+        deadline=deadline,
+    )
