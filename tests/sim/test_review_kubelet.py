@@ -535,3 +535,22 @@ async def test_kubelet_reports_the_computed_qos_class(
     await core.create_namespaced_pod("default", manifest)
     pod = await sim.kubelet.wait_running("default", "gq")
     assert pod["status"]["qosClass"] == "Guaranteed"
+
+
+def test_event_note_limit_counts_bytes_as_go_len_does() -> None:
+    """validation/events.go: `len(event.Note) > NoteLengthLimit`, Go's len() counts bytes."""
+    from probemarker.sim.server.eventcheck import check_event_create
+
+    event = {
+        "metadata": {"name": "e", "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "namespace": "default", "name": "p"},
+        "reason": "ProbeFailed",
+        "action": "Probe",
+        "reportingComponent": "probemarker.io/daemon",
+        "reportingInstance": "node-1",
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "type": "Warning",
+    }
+    check_event_create(event | {"message": "é" * 512}, strict=True)  # 1024 bytes
+    with pytest.raises(Invalid, match="message: Invalid value: \"\": can have at most 1024"):
+        check_event_create(event | {"message": "é" * 513}, strict=True)  # 513 characters

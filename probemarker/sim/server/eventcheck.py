@@ -58,9 +58,9 @@ def _legacy(event: Mapping[str, Any]) -> list[StatusCause]:
         value = str(event.get(field) or "")
         if not value:
             causes.append(_required(field))
-        elif len(value) > limit:
+        elif len(value.encode()) > limit:  # Go's len(): bytes, not characters
             causes.append(_invalid(field, "", f"can have at most {limit} characters"))
-    if len(str(event.get("message") or "")) > NOTE_LIMIT:
+    if len(str(event.get("message") or "").encode()) > NOTE_LIMIT:
         causes.append(_invalid("message", "", f"can have at most {NOTE_LIMIT} characters"))
     return causes
 
