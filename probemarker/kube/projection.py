@@ -40,14 +40,17 @@ __all__ = [
 
 Projector = Callable[[Mapping[str, Any]], dict[str, Any]]
 
+_MISSING: Any = object()
+
 IDENTITY_FIELDS = ("metadata.name", "metadata.namespace", "metadata.uid")
 
 # What the probe engine reads of a pod: matching (labels, namespace), the probe
 # target (containers and their ports, native sidecars among the init containers, the
-# pod IP), the kubelet's view (phase, conditions, container states) and what the
-# writer needs to compute its patch (labels, annotations with its ownership record,
-# conditions). Everything else of a pod (env, volumes, managedFields, images…) is
-# dropped at the edge.
+# pod IP), the kubelet's view (phase, conditions, whether each container runs, since
+# when, and which instance of it: state, started, containerID, restartCount) and what
+# the writer needs to compute its patch (labels, annotations with its ownership
+# record, all conditions). Everything else of a pod (env, volumes, managedFields,
+# images and image IDs…) is dropped at the edge.
 POD_FIELDS = (
     *IDENTITY_FIELDS,
     "metadata.labels",
@@ -62,8 +65,11 @@ POD_FIELDS = (
     "status.phase",
     "status.podIP",
     "status.conditions",
-    "status.containerStatuses",
-    "status.initContainerStatuses",
+    *(
+        f"status.{statuses}[].{field}"
+        for statuses in ("containerStatuses", "initContainerStatuses")
+        for field in ("name", "containerID", "ready", "started", "restartCount", "state")
+    ),
 )
 
 
@@ -135,20 +141,22 @@ def compile_fields(paths: Iterable[str]) -> FieldSpec:
 def project(obj: Mapping[str, Any], spec: FieldSpec) -> dict[str, Any]:
     """The fields of `obj` that `spec` selects (missing ones left out)."""
     out: dict[str, Any] = {}
+    get = obj.get
     for field in spec.fields:
-        if field.name not in obj:
+        value = get(field.name, _MISSING)
+        if value is _MISSING:
             continue
-        value = obj[field.name]
-        if field.sub is None:
+        sub = field.sub
+        if sub is None:
             out[field.name] = value
         elif field.each:
-            if isinstance(value, list):
+            # JSON objects are dicts (orjson); `dict` checks are much cheaper than `Mapping`'s.
+            if type(value) is list:
                 out[field.name] = [
-                    project(item, field.sub) if isinstance(item, Mapping) else item
-                    for item in value
+                    project(item, sub) if type(item) is dict else item for item in value
                 ]
-        elif isinstance(value, Mapping):
-            inner = project(value, field.sub)
+        elif type(value) is dict:
+            inner = project(value, sub)
             if inner:  # nothing selected inside: as if the object were absent
                 out[field.name] = inner
     return out
