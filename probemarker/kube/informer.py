@@ -298,15 +298,15 @@ class Informer(Generic[T]):
             path, info=info, params=params, read_timeout=timeout + settings.read_margin
         ) as stream:
             self.counters.watches += 1
+            self.counters.last_progress = self._clock.now()
             async for line in stream:
                 lines += 1
-                if lines == 1:
-                    unit.backoff.reset()  # the server talks again
                 await self._handle_line(unit, line, info)
         if not lines and self._clock.now() - started < settings.short_watch:
             raise ShortWatch("the server closed the watch at once without a line", request=info)
         # A normal close (the server's timeoutSeconds): resume where we are.
         self.counters.restarts += 1
+        self.counters.last_progress = self._clock.now()
         log.debug(
             "informer.watch_restarted",
             informer=self.name,
@@ -320,6 +320,8 @@ class Informer(Generic[T]):
         event = parse_watch_line(line, request=info)
         if isinstance(event, ErrorEvent):
             raise event.error
+        if unit.backoff.failures:
+            unit.backoff.reset()  # the server talks again
         if isinstance(event, BookmarkEvent):
             self.counters.bookmarks += 1
             unit.resource_version = event.resource_version

@@ -100,4 +100,7 @@ class InformerCounters:
     bookmarks: int = 0
     changes: int = 0  # changes emitted (after projection and re-list diffs)
     errors: Counter[str] = field(default_factory=Counter)  # by error class name
-    last_progress: float = 0.0  # clock time of the last LIST or watch line
+    # Clock time of the last sign of life: a LIST, a watch opened or ended normally, a
+    # watch line (bookmarks included). A health check may call the informer stuck when
+    # this is older than watch_timeout_max + read_margin + the backoff maximum.
+    last_progress: float = 0.0
