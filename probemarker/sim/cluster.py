@@ -173,6 +173,7 @@ class SimCluster:
             close_watches=self.server.watches.close_all,
             drop_history=self.store.drop_history,
             listener=self,
+            watches=self.server.watches,
         )
         self._register_nodes()
         self._start_kubelet()

@@ -168,3 +168,16 @@ async def test_close_watches_ends_streams_cleanly(sim: SimCluster) -> None:
     ):
         assert sim.faults.close_watches() == 1
         assert await response.content.read() == b""
+
+
+def test_share_rules_on_one_verb_add_up() -> None:
+    from probemarker.sim.server.faults import Faults, RequestKey
+
+    faults = Faults(seed=1)
+    first = faults.fail_requests(code=429, share=0.5, verb="list")
+    second = faults.fail_requests(code=500, share=0.5, verb="list")
+    key = RequestKey("list", "pods", "")
+    failed = sum(faults.failure_for(key) is not None for _ in range(4000))
+    assert 2800 < failed < 3200  # 1 - 0.5 * 0.5 = 75%
+    assert first.fired > 0
+    assert second.fired > 0

@@ -16,10 +16,10 @@
 * `take_down()` / `bring_up()` / `outage(seconds)`: close the listening
   socket (connections are refused) and reopen it on the same port.
 
-Invariants: rules are matched in the order they were added, the first match
-wins; a rule with `times` stops matching once it has fired that many times;
-the random choice for `share` comes from a seeded generator, so a run is
-reproducible.
+Invariants: matching rules draw their share in the order they were added, the
+first that fires wins (two rules of share 0.5 fail 75% of requests); a rule with
+`times` stops matching once it has fired that many times; the random choice for
+`share` comes from a seeded generator, so a run is reproducible.
 """
 
 from __future__ import annotations
@@ -121,11 +121,6 @@ class Faults:
         watches: WatchRegistry | None = None,
     ) -> None:
         """Connect the faults to a running server (done by SimCluster)."""
-        if watches is None:
-            # SimCluster passes its WatchRegistry's `close_all` as `close_watches`: the
-            # stall fault acts on that same registry.
-            owner = getattr(close_watches, "__self__", None)
-            watches = owner if isinstance(owner, WatchRegistry) else None
         self._hooks = _Hooks(close_watches, drop_history, listener, watches)
 
     # -- request failures and latency ------------------------------------------------
@@ -183,13 +178,12 @@ class Faults:
         self.exec.reset()
 
     def failure_for(self, key: RequestKey) -> FailureRule | None:
-        """The rule that fails this request, if any (counts the firing)."""
+        """The rule that fails this request, if any (counts the firing): the matching
+        rules draw their share in the order they were added; the first that fires wins."""
         for rule in self._failures:
-            if rule.matches(key):
-                if rule.share >= 1.0 or self._rng.random() < rule.share:
-                    rule.fired += 1
-                    return rule
-                return None
+            if rule.matches(key) and (rule.share >= 1.0 or self._rng.random() < rule.share):
+                rule.fired += 1
+                return rule
         return None
 
     def latency_for(self, key: RequestKey) -> float:
