@@ -34,7 +34,6 @@ from types import TracebackType
 from typing import Any
 
 import aiohttp
-import orjson
 import yarl
 
 from probemarker import __version__
@@ -48,6 +47,7 @@ from probemarker.kube.errors import (
     KubeError,
     RequestInfo,
     error_from_response,
+    loads_object,
 )
 from probemarker.kube.tlsresume import ResumingSSLContext, SessionCache
 
@@ -320,13 +320,7 @@ class KubeClient:
                 raw = await response.read()
         finally:
             response.release()
-        try:
-            parsed = orjson.loads(raw)
-        except orjson.JSONDecodeError as err:
-            raise ApiMalformed(f"the answer is not JSON: {err}", request=info) from err
-        if not isinstance(parsed, dict):
-            raise ApiMalformed("the answer is not a JSON object", request=info)
-        return parsed
+        return loads_object(raw, what="the answer", request=info)
 
     # -- streams -----------------------------------------------------------------------
 

@@ -46,6 +46,7 @@ __all__ = [
     "KubeError",
     "RequestInfo",
     "error_from_response",
+    "loads_object",
 ]
 
 
@@ -214,6 +215,17 @@ def _did_not_apply(message: str, causes: tuple[Cause, ...]) -> bool:
     if message.startswith(_PATCH_DID_NOT_APPLY):
         return True
     return any(_TEST_FAILED.search(text) for text in (message, *(c.message for c in causes)))
+
+
+def loads_object(raw: bytes, *, what: str, request: RequestInfo | None) -> dict[str, Any]:
+    """`raw` parsed as one JSON object, or `ApiMalformed` naming `what` it should be."""
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        raise ApiMalformed(f"{what} is not JSON: {err}", request=request) from err
+    if not isinstance(parsed, dict):
+        raise ApiMalformed(f"{what} is not a JSON object", request=request)
+    return parsed
 
 
 def _parse_status(body: bytes) -> dict[str, Any] | None:

@@ -20,7 +20,13 @@ from typing import Any, Literal
 
 import orjson
 
-from probemarker.kube.errors import ApiError, ApiMalformed, RequestInfo, error_from_response
+from probemarker.kube.errors import (
+    ApiError,
+    ApiMalformed,
+    RequestInfo,
+    error_from_response,
+    loads_object,
+)
 
 __all__ = [
     "BookmarkEvent",
@@ -70,12 +76,7 @@ def _error_of(status: dict[str, Any], request: RequestInfo | None) -> ApiError:
 
 def parse_watch_line(line: bytes, *, request: RequestInfo | None = None) -> WatchEvent:
     """Parse one watch line; `ApiMalformed` if it is not a watch event."""
-    try:
-        doc = orjson.loads(line)
-    except orjson.JSONDecodeError as err:
-        raise ApiMalformed(f"a watch line is not JSON: {err}", request=request) from err
-    if not isinstance(doc, dict):
-        raise ApiMalformed("a watch line is not a JSON object", request=request)
+    doc = loads_object(line, what="a watch line", request=request)
     kind = doc.get("type")
     obj = doc.get("object")
     if not isinstance(obj, dict):
