@@ -176,3 +176,41 @@ async def test_exec_credential_plugin(tls_sim: SimCluster, tmp_path: Path) -> No
     path.write_text(yaml.safe_dump(config))
     async with KubeClient(await load_kubeconfig(path)) as client:
         assert (await client.request("GET", PODS, info=LIST))["kind"] == "PodList"
+
+
+async def test_client_certificate_from_kubeconfig(tls_sim: SimCluster, tmp_path: Path) -> None:
+    """Client certificates (`client-certificate`/`client-key`) are loaded into the TLS
+    context (the sim does not ask for them, so this shows they load and do no harm)."""
+    from probemarker.sim.server.tls import generate_tls
+
+    material = generate_tls(tmp_path / "client")  # any certificate and key pair will do
+    config = tls_sim.kubeconfig()
+    config["users"][0]["user"] = {
+        "token": "sim-token-1",
+        "client-certificate": str(material.cert_path),
+        "client-key": str(material.key_path),
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    connection = await load_kubeconfig(path)
+    assert connection.tls is not None
+    assert connection.tls.cert_file == str(material.cert_path)
+    async with KubeClient(connection) as client:
+        assert (await client.request("GET", PODS, info=LIST))["kind"] == "PodList"
+
+
+async def test_untrusted_server_certificate_is_unreachable(
+    tls_sim: SimCluster, tmp_path: Path
+) -> None:
+    from probemarker.kube.errors import ApiUnreachable
+    from probemarker.sim.server.tls import generate_tls
+
+    other_ca = generate_tls(tmp_path / "other")
+    config = tls_sim.kubeconfig()
+    config["clusters"][0]["cluster"].pop("certificate-authority-data")
+    config["clusters"][0]["cluster"]["certificate-authority"] = str(other_ca.ca_path)
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    async with KubeClient(await load_kubeconfig(path)) as client:
+        with pytest.raises(ApiUnreachable, match="TLS failure.*certificate verify failed"):
+            await client.request("GET", PODS, info=LIST)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ssl
 from typing import cast
 
+import pytest
+
 from probemarker.kube.tlsresume import ResumingSSLContext, SessionCache
 
 
@@ -62,3 +64,19 @@ def test_context_is_a_client_context() -> None:
     assert context.check_hostname
     assert context.verify_mode == ssl.CERT_REQUIRED
     context.forget("nothing-cached")  # never raises
+
+
+def test_a_tls_failure_forgets_the_session() -> None:
+    """client._mapped calls the forget hook on any TLS error, so a session the server
+    refuses is not offered again."""
+    from probemarker.kube.client import _mapped
+    from probemarker.kube.errors import ApiUnreachable, RequestInfo
+
+    cache = SessionCache()
+    cache.put("api", session(b"1"))
+    with (
+        pytest.raises(ApiUnreachable, match="TLS failure"),
+        _mapped(RequestInfo("get", "pods"), lambda: cache.forget("api")),
+    ):
+        raise ssl.SSLError(1, "[SSL: TLSV1_ALERT_INTERNAL_ERROR] handshake failure")
+    assert cache.get("api") is None
