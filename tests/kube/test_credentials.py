@@ -212,5 +212,5 @@ async def test_untrusted_server_certificate_is_unreachable(
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(config))
     async with KubeClient(await load_kubeconfig(path)) as client:
-        with pytest.raises(ApiUnreachable, match="TLS failure.*certificate verify failed"):
+        with pytest.raises(ApiUnreachable, match=r"TLS failure.*certificate verify failed"):
             await client.request("GET", PODS, info=LIST)
