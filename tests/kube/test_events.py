@@ -31,7 +31,7 @@ from probemarker.kube.events import (
 from probemarker.kube.ratelimit import TokenBucket
 from probemarker.sim import SimCluster
 from tests.kube.conftest import TOKEN
-from tests.kube.test_ratelimit import FakeClock, until
+from tests.kube.fakes import FakeClock, until
 
 POD = ObjectRef(kind="Pod", namespace="default", name="gs-1", uid="uid-1", resource_version="7")
 EVENTS_V1 = "/apis/events.k8s.io/v1/namespaces/default/events"

@@ -27,7 +27,7 @@ from probemarker.kube.client import KubeClient
 from probemarker.kube.config import load_kubeconfig
 from probemarker.kube.informer import InformerSettings
 from probemarker.sim import SimCluster
-from tests.kube.test_informer import Collector, Projection, SimWorld, pods_informer
+from tests.kube.informer_world import Collector, Projection, SimWorld, pods_informer
 
 NAMESPACES = ("ns-0", "ns-1", "ns-2")
 SOME = ("ns-0", "ns-2")  # the second informer's set of namespaces
