@@ -29,6 +29,7 @@ import contextlib
 import ssl
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -96,8 +97,32 @@ class WsClose:
     detail: str = ""
 
 
+# aiohttp's `ws_connect` raises WSServerHandshakeError for a refused upgrade and closes
+# the answer unread, losing the Status that says why (`pods "x" not found`, the kubelet's
+# `container not found ("app")`). `_Response` reads that body while the answer is still
+# open, into the list this variable holds for the duration of a `websocket()` call.
+_HANDSHAKE_BODY: ContextVar[list[bytes] | None] = ContextVar("_HANDSHAKE_BODY", default=None)
+
+
+class _Response(aiohttp.ClientResponse):
+    """aiohttp's response, keeping the body of a refused WebSocket upgrade."""
+
+    async def start(self, connection: Any) -> aiohttp.ClientResponse:
+        response = await super().start(connection)
+        sink = _HANDSHAKE_BODY.get()
+        if sink is not None and self.status >= 400:
+            body = bytearray()
+            with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
+                while len(body) < _MAX_ERROR_BODY and (chunk := await self.content.readany()):
+                    body += chunk
+            sink.append(bytes(body[:_MAX_ERROR_BODY]))
+        return response
+
+
 @contextlib.contextmanager
-def _mapped(info: RequestInfo, forget_tls: Any = None) -> Iterator[None]:
+def _mapped(
+    info: RequestInfo, forget_tls: Any = None, body: Sequence[bytes] = ()
+) -> Iterator[None]:
     """Turn aiohttp's and the socket's exceptions into the error tree (the only place)."""
     try:
         yield
@@ -106,7 +131,8 @@ def _mapped(info: RequestInfo, forget_tls: Any = None) -> Iterator[None]:
     except (TimeoutError, aiohttp.ServerTimeoutError) as err:
         raise ApiTimeout(f"no answer in time ({type(err).__name__})", request=info) from err
     except aiohttp.WSServerHandshakeError as err:
-        raise error_from_response(err.status, b"", err.headers or {}, info) from err
+        raw = body[-1] if body else b""
+        raise error_from_response(err.status, raw, err.headers or {}, info) from err
     except (aiohttp.ClientSSLError, ssl.SSLError) as err:
         if forget_tls is not None:
             forget_tls()
@@ -190,7 +216,8 @@ class KubeClient:
             base_url=None,
             connector=connector,
             headers={"User-Agent": self.settings.user_agent},
-            skip_auto_headers=("Accept-Encoding",),  # the API server's gzip costs CPU on both sides
+            skip_auto_headers=("Accept-Encoding",),
+            response_class=_Response,  # the API server's gzip costs CPU on both sides
             auto_decompress=False,
         )
         return self
@@ -400,23 +427,9 @@ class KubeClient:
         ws: aiohttp.ClientWebSocketResponse | None = None
         for attempt in (1, 2):
             try:
-                with self._counted(info), _mapped(info, self._forget_tls):
-                    async with asyncio.timeout(deadline):
-                        ws = await self.session.ws_connect(
-                            self._url(path),
-                            params=params,
-                            protocols=tuple(protocols),
-                            headers=await self._headers(),
-                            timeout=aiohttp.ClientWSTimeout(
-                                ws_receive=None, ws_close=self.settings.ws_close_timeout
-                            ),
-                            autoclose=True,
-                            autoping=True,
-                            compress=0,
-                            max_msg_size=self.settings.ws_max_message_bytes,
-                            **self._server_hostname(),
-                        )
-                self.requests[(info.verb, 101)] += 1
+                ws = await self._ws_connect(
+                    path, info=info, params=params, protocols=protocols, deadline=deadline
+                )
                 break
             except ApiUnauthorized:
                 if attempt == 2:
@@ -428,3 +441,37 @@ class KubeClient:
             yield socket
         finally:
             await socket.close()
+
+    async def _ws_connect(
+        self,
+        path: str,
+        *,
+        info: RequestInfo,
+        params: Sequence[tuple[str, str]],
+        protocols: Sequence[str],
+        deadline: float,
+    ) -> aiohttp.ClientWebSocketResponse:
+        """One upgrade attempt; a refusal raises the error of its status and Status body."""
+        refusal: list[bytes] = []
+        token = _HANDSHAKE_BODY.set(refusal)
+        try:
+            with self._counted(info), _mapped(info, self._forget_tls, refusal):
+                async with asyncio.timeout(deadline):
+                    ws: aiohttp.ClientWebSocketResponse = await self.session.ws_connect(
+                        self._url(path),
+                        params=params,
+                        protocols=tuple(protocols),
+                        headers=await self._headers(),
+                        timeout=aiohttp.ClientWSTimeout(
+                            ws_receive=None, ws_close=self.settings.ws_close_timeout
+                        ),
+                        autoclose=True,
+                        autoping=True,
+                        compress=0,
+                        max_msg_size=self.settings.ws_max_message_bytes,
+                        **self._server_hostname(),
+                    )
+        finally:
+            _HANDSHAKE_BODY.reset(token)
+        self.requests[(info.verb, 101)] += 1
+        return ws

@@ -199,6 +199,7 @@ async def test_container_not_running(env: Env) -> None:
         await env.run("true", container="side", settings=V4_ONLY), TransportFailure.REFUSED
     )
     assert v4.http_status == 500
+    assert 'container not found ("side")' in v4.message  # the kubelet's text, kept
 
 
 # --- transport errors --------------------------------------------------------------------
@@ -211,6 +212,7 @@ async def test_handshake_refused_pod_not_found(env: Env, settings: ExecSettings 
     )
     assert result.http_status == 404
     assert "get pods/exec 'nope' in namespace 'default'" in result.message
+    assert 'pods "nope" not found' in result.message  # the server's Status, kept
 
 
 @pytest.mark.parametrize("settings", [None, V4_ONLY], ids=["v5", "v4"])
@@ -220,6 +222,7 @@ async def test_handshake_refused_unknown_container(env: Env, settings: ExecSetti
         await env.run("true", container="nope", settings=settings), TransportFailure.REFUSED
     )
     assert result.http_status == 400
+    assert "container nope is not valid for pod web" in result.message
 
 
 async def test_handshake_refused_forbidden(env: Env) -> None:
