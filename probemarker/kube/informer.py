@@ -327,7 +327,13 @@ class Informer(Generic[T]):
             unit.resource_version = event.resource_version
             return
         self.counters.events += 1
-        entry = entry_of(event.object, self._project)
+        try:
+            entry = entry_of(event.object, self._project)
+        except (KeyError, TypeError, AttributeError, ValueError) as err:
+            # As for a listed item: the projection cannot read this object.
+            raise ApiMalformed(
+                f"a watched object cannot be projected: {err!r}", request=info
+            ) from err
         changes = self._store.apply(event.type, entry)
         unit.resource_version = entry.resource_version
         await self._emit(changes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anyio
@@ -25,6 +25,7 @@ from probemarker.sim.server.discovery import PODS as SIM_PODS
 from tests.kube.informer_world import (
     FAST,
     Collector,
+    Projection,
     RecordingClient,
     RecordingClock,
     SimWorld,
@@ -408,3 +409,34 @@ def test_arguments_are_checked(kwargs: dict[str, Any], message: str) -> None:
         kwargs["resource"] = PODS
     with pytest.raises(ValueError, match=message):
         Informer(client=None, project=pod_projection, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_an_object_the_projection_cannot_read_is_an_error_not_a_crash(
+    world: SimWorld, client: KubeClient
+) -> None:
+    """A projection that raises (a caller's bug, or an object of an unexpected shape) is
+    `ApiMalformed` on the watch as on the list: counted, logged, retried with backoff;
+    the informer keeps running and the objects before it stay in the store."""
+
+    def picky(obj: Mapping[str, Any]) -> Projection:
+        if obj["metadata"]["name"] == "odd":
+            raise TypeError("cannot read this pod")
+        return pod_projection(obj)
+
+    world.create("a", "p0")
+    clock = RecordingClock()
+    informer = Informer(
+        client=client,
+        resource=PODS,
+        project=picky,
+        namespaces=["a"],
+        settings=FAST,
+        clock=clock,
+    )
+    async with running(informer) as seen:
+        await seen.converge(world.projected(namespaces=["a"]))
+        world.create("a", "odd")
+        await eventually(lambda: informer.counters.errors.get("ApiMalformed", 0) >= 2)
+        assert informer.get(ObjectKey("a", "p0")) is not None
+        assert informer.get(ObjectKey("a", "odd")) is None
+    assert clock.sleeps  # backed off between the attempts
