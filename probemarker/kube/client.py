@@ -28,11 +28,11 @@ import asyncio
 import contextlib
 import ssl
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import yarl
@@ -60,6 +60,8 @@ __all__ = [
     "WsClose",
     "WsMessage",
 ]
+
+_T = TypeVar("_T")
 
 Params = Mapping[str, str] | Sequence[tuple[str, str]] | None
 
@@ -213,12 +215,11 @@ class KubeClient:
             keepalive_timeout=self.settings.keepalive_timeout,
         )
         self._session = aiohttp.ClientSession(
-            base_url=None,
             connector=connector,
             headers={"User-Agent": self.settings.user_agent},
-            skip_auto_headers=("Accept-Encoding",),
-            response_class=_Response,  # the API server's gzip costs CPU on both sides
+            skip_auto_headers=("Accept-Encoding",),  # the API server's gzip costs CPU on both sides
             auto_decompress=False,
+            response_class=_Response,
         )
         return self
 
@@ -271,6 +272,14 @@ class KubeClient:
         tls = self.connection.tls
         return {"server_hostname": tls.server_name} if tls and tls.server_name else {}
 
+    async def _reauthorized(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """Run `attempt`; after a 401, refresh the credentials and run it once more."""
+        try:
+            return await attempt()
+        except ApiUnauthorized:
+            await self.connection.credentials.refresh()
+        return await attempt()
+
     async def _send(
         self,
         method: str,
@@ -282,8 +291,9 @@ class KubeClient:
         headers: Mapping[str, str],
         limits: aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:
-        """Send once, refresh the credentials and send again after a 401; errors mapped."""
-        for attempt in (1, 2):
+        """Send (again after a 401, see `_reauthorized`); an error status raises its error."""
+
+        async def attempt() -> aiohttp.ClientResponse:
             with self._counted(info), _mapped(info, self._forget_tls):
                 response = await self.session.request(
                     method,
@@ -296,14 +306,11 @@ class KubeClient:
                     **self._server_hostname(),
                 )
             self.requests[(info.verb, response.status)] += 1
-            if response.status < 400:
-                return response
-            error = await self._error_of(response, info)
-            if isinstance(error, ApiUnauthorized) and attempt == 1:
-                await self.connection.credentials.refresh()
-                continue
-            raise error
-        raise AssertionError("unreachable")
+            if response.status >= 400:
+                raise await self._error_of(response, info)
+            return response
+
+        return await self._reauthorized(attempt)
 
     async def _error_of(self, response: aiohttp.ClientResponse, info: RequestInfo) -> ApiError:
         try:
@@ -424,18 +431,11 @@ class KubeClient:
         deadline: float,
     ) -> AsyncIterator[WebSocket]:
         """Open a WebSocket (handshake within `deadline` seconds), yield it, close it on exit."""
-        ws: aiohttp.ClientWebSocketResponse | None = None
-        for attempt in (1, 2):
-            try:
-                ws = await self._ws_connect(
-                    path, info=info, params=params, protocols=protocols, deadline=deadline
-                )
-                break
-            except ApiUnauthorized:
-                if attempt == 2:
-                    raise
-                await self.connection.credentials.refresh()
-        assert ws is not None
+        ws = await self._reauthorized(
+            lambda: self._ws_connect(
+                path, info=info, params=params, protocols=protocols, deadline=deadline
+            )
+        )
         socket = WebSocket(ws, info)
         try:
             yield socket
