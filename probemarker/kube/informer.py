@@ -186,13 +186,14 @@ class Informer(Generic[T]):
         listing = unit.list_from is not None
         self.counters.errors[type(err).__name__] += 1
         context = {"informer": self.name, "namespace": unit.namespace, "error": str(err)}
-        if isinstance(err, ApiError) and (isinstance(err, ApiGone) or _too_large(err)):
+        too_large = isinstance(err, ApiError) and _too_large(err)
+        if isinstance(err, ApiGone) or too_large:
             self.counters.gone += 1
             if not listing:
                 # A watch too old for the server's history: LIST not older than what we
                 # saw, from the watch cache (reflector.go); a version the server has not
                 # reached yet (another replica behind a load balancer): a consistent LIST.
-                unit.list_from = "" if _too_large(err) else unit.resource_version
+                unit.list_from = "" if too_large else unit.resource_version
                 self.counters.restarts += 1
                 log.info("informer.gone", **context, relist_from=unit.list_from)
                 return
