@@ -41,14 +41,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
-from urllib.parse import quote
 
 import orjson
 import structlog
 
 from probemarker.kube.client import KubeClient
-from probemarker.kube.errors import ApiConflict, ApiNotFound, KubeError, RequestInfo
+from probemarker.kube.errors import ApiConflict, ApiNotFound, KubeError
 from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
+from probemarker.kube.resources import EVENTS
 
 __all__ = [
     "FIELD_LIMIT",
@@ -319,7 +319,6 @@ class EventRecorder:
 
     async def _send(self, verb: str, series: _Series, count: int, seen: datetime) -> None:
         """`create` the event (with its series if repeated already), or `patch` its series."""
-        path = f"/apis/events.k8s.io/v1/namespaces/{quote(series.namespace, safe='')}/events"
         repeats = {"series": {"count": count, "lastObservedTime": micro_time(seen)}}
         name: str | None = None
         if verb == "create":
@@ -328,10 +327,8 @@ class EventRecorder:
                 body = body | repeats
         else:
             name, method, body, content_type = series.name, "PATCH", repeats, _MERGE_PATCH
-            path = f"{path}/{quote(name, safe='')}"
-        info = RequestInfo(
-            verb, "events", namespace=series.namespace, name=name, group="events.k8s.io"
-        )
+        path = EVENTS.path(series.namespace, name)
+        info = EVENTS.info(verb, series.namespace, name)
         await self._limiter.acquire()
         await self._client.request(
             method,

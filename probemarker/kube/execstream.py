@@ -30,16 +30,16 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import quote
 
 from probemarker.kube.client import KubeClient, WebSocket, WsClose
-from probemarker.kube.errors import ApiError, ApiForbidden, ApiTimeout, KubeError, RequestInfo
+from probemarker.kube.errors import ApiError, ApiForbidden, ApiTimeout, KubeError
 from probemarker.kube.execresult import (
     ExecFrames,
     ExecResult,
     ExecTransportError,
     TransportFailure,
 )
+from probemarker.kube.resources import PODS
 
 __all__ = ["V4", "V5", "ExecSettings", "run_exec"]
 
@@ -80,8 +80,8 @@ async def run_exec(
     """Run `command` in `container` of `pod` within `deadline` seconds; see the module."""
     settings = settings or ExecSettings()
     end = asyncio.get_running_loop().time() + deadline
-    info = RequestInfo("get", "pods", namespace=namespace, name=pod, subresource="exec")
-    path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(pod, safe='')}/exec"
+    info = PODS.info("get", namespace, pod, "exec")
+    path = PODS.path(namespace, pod, "exec")
     params = [("command", arg) for arg in command]
     params += [("container", container), ("stdout", "true"), ("stderr", "true")]
     async with contextlib.AsyncExitStack() as stack:

@@ -1,7 +1,7 @@
 """What an informer watches, how it behaves, and what it counts: its plain values.
 
-Stage: configuration of `informer.Informer` (re-exported there). `Resource` names a
-resource type's URL and RBAC pieces; `InformerSettings` the timing (watch timeouts,
+Stage: configuration of `informer.Informer` (re-exported there, with `Resource` and
+`PODS` of resources.py). `InformerSettings` the timing (watch timeouts,
 read deadline margin, paging, backoff); `InformerCounters` what the informer did,
 for the metrics; `ListWatchClient` the part of `KubeClient` an informer uses (a
 Protocol, so a test may wrap the client). No I/O here.
@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from probemarker.kube.backoff import BackoffSettings
 from probemarker.kube.errors import RequestInfo
+from probemarker.kube.resources import PODS, Resource
 
 __all__ = ["PODS", "InformerCounters", "InformerSettings", "ListWatchClient", "Resource"]
 
@@ -42,28 +43,6 @@ class ListWatchClient(Protocol):
         params: Sequence[tuple[str, str]] | None = None,
         read_timeout: float,
     ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Resource:
-    """A resource type's URL pieces: group ("" for core), version, plural."""
-
-    group: str
-    version: str
-    plural: str
-    namespaced: bool = True
-
-    def path(self, namespace: str | None) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if namespace is not None and self.namespaced:
-            return f"{base}/namespaces/{namespace}/{self.plural}"
-        return f"{base}/{self.plural}"
-
-    def info(self, verb: str, namespace: str | None) -> RequestInfo:
-        return RequestInfo(verb=verb, resource=self.plural, namespace=namespace, group=self.group)
-
-
-PODS = Resource("", "v1", "pods")
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,13 +32,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import quote
 
 import orjson
 
 from probemarker.kube.client import KubeClient
-from probemarker.kube.errors import RequestInfo
 from probemarker.kube.ratelimit import TokenBucket
+from probemarker.kube.resources import PODS
 
 __all__ = ["JSON_PATCH", "patch_pod_status", "pod_status_path"]
 
@@ -46,7 +45,7 @@ JSON_PATCH = "application/json-patch+json"
 
 
 def pod_status_path(namespace: str, name: str) -> str:
-    return f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/status"
+    return PODS.path(namespace, name, "status")
 
 
 def _plain(value: object) -> object:
@@ -75,7 +74,7 @@ async def patch_pod_status(
     if not ops:
         raise ValueError("patch_pod_status needs at least one operation")
     body = orjson.dumps(ops if isinstance(ops, list) else list(ops), default=_plain)
-    info = RequestInfo("patch", "pods", namespace=namespace, name=name, subresource="status")
+    info = PODS.info("patch", namespace, name, "status")
     await limiter.acquire()
     return await client.request(
         "PATCH",
