@@ -39,13 +39,9 @@ from probemarker.kube.client import KubeClient
 from probemarker.kube.ratelimit import TokenBucket
 from probemarker.kube.resources import PODS
 
-__all__ = ["JSON_PATCH", "patch_pod_status", "pod_status_path"]
+__all__ = ["JSON_PATCH", "patch_pod_status"]
 
 JSON_PATCH = "application/json-patch+json"
-
-
-def pod_status_path(namespace: str, name: str) -> str:
-    return PODS.path(namespace, name, "status")
 
 
 def _plain(value: object) -> object:
@@ -78,7 +74,7 @@ async def patch_pod_status(
     await limiter.acquire()
     return await client.request(
         "PATCH",
-        pod_status_path(namespace, name),
+        PODS.path(namespace, name, "status"),
         info=info,
         body=body,
         content_type=JSON_PATCH,
