@@ -99,23 +99,8 @@ class Connection:
         return f"Connection(server={self.server!r}, source={self.source!r})"
 
 
-def _token_file_of(config: Mapping[str, Any], context: str | None, base: Path) -> Path | None:
-    """The current user's `tokenFile`, resolved against the kubeconfig's directory."""
-    name = context or config.get("current-context")
-    ctx = next((c for c in config.get("contexts") or [] if c.get("name") == name), None)
-    user_name = ((ctx or {}).get("context") or {}).get("user")
-    user = next((u for u in config.get("users") or [] if u.get("name") == user_name), None)
-    token_file = ((user or {}).get("user") or {}).get("tokenFile")
-    if not token_file:
-        return None
-    path = Path(token_file)
-    return path if path.is_absolute() else base / path
-
-
-def _read_kubeconfig(
-    path: str | os.PathLike[str] | None,
-) -> tuple[str, Path, Mapping[str, Any]]:
-    """The path list to load, its first file, and that file's content."""
+def _kubeconfig_paths(path: str | os.PathLike[str] | None) -> str:
+    """The path list to load (`KUBECONFIG` may name several); the first must exist."""
     chosen = str(path) if path is not None else os.environ.get("KUBECONFIG", "~/.kube/config")
     chosen = os.pathsep.join(os.path.expanduser(p) for p in chosen.split(os.pathsep))
     first = Path(chosen.split(os.pathsep)[0])
@@ -124,13 +109,23 @@ def _read_kubeconfig(
             f"kubeconfig {str(first)!r} does not exist: pass --kubeconfig FILE "
             "(or set KUBECONFIG), or run in a pod to use the in-cluster config"
         )
-    try:
-        raw = yaml.safe_load(first.read_text()) or {}
-    except (OSError, yaml.YAMLError) as err:
-        raise ConfigError(f"cannot read kubeconfig {str(first)!r}: {err}") from err
-    if not isinstance(raw, dict):
-        raise ConfigError(f"kubeconfig {str(first)!r} is not a YAML mapping")
-    return chosen, first, raw
+    return chosen
+
+
+def _one_line(err: BaseException) -> str:
+    """An error's text on one line (YAML errors span several), or its type's name."""
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+def _token_file_of(loader: Any) -> Path | None:
+    """The chosen user's `tokenFile`, resolved against the directory of the file that
+    declares it (the loader keeps which of the merged files each entry came from)."""
+    user = getattr(loader, "_user", None)
+    token_file = None if user is None else user.safe_get("tokenFile")
+    if user is None or not token_file:
+        return None
+    path = Path(str(token_file))
+    return path if path.is_absolute() else Path(loader._get_base_path(user.path)) / path
 
 
 async def load_kubeconfig(
@@ -140,7 +135,7 @@ async def load_kubeconfig(
     from kubernetes_asyncio.client import Configuration
     from kubernetes_asyncio.config import ConfigException, load_kube_config
 
-    chosen, first, raw = _read_kubeconfig(path)
+    chosen = _kubeconfig_paths(path)
     configuration = Configuration()
     try:
         loader = await load_kube_config(
@@ -149,15 +144,23 @@ async def load_kubeconfig(
             client_configuration=configuration,
             persist_config=False,
         )
-    except (ConfigException, AssertionError, KeyError, TypeError, ValueError) as err:
+    except (
+        ConfigException,
+        yaml.YAMLError,
+        AssertionError,
+        AttributeError,
+        KeyError,
+        TypeError,
+        ValueError,
+    ) as err:
         where = f"context {context!r} of " if context else ""
         raise ConfigError(
-            f"cannot use {where}kubeconfig {chosen!r}: {err or type(err).__name__}; "
+            f"cannot use {where}kubeconfig {chosen!r}: {_one_line(err)}; "
             "check the file with `kubectl config view`"
             + (" and `kubectl config get-contexts`" if context else "")
         ) from err
     credentials: Credentials
-    token_file = _token_file_of(raw, context, first.parent)
+    token_file = _token_file_of(loader)
     user = getattr(loader, "_user", None)
     if token_file is not None:
         credentials = TokenFile(token_file)

@@ -214,3 +214,31 @@ async def test_untrusted_server_certificate_is_unreachable(
     async with KubeClient(await load_kubeconfig(path)) as client:
         with pytest.raises(ApiUnreachable, match=r"TLS failure.*certificate verify failed"):
             await client.request("GET", PODS, info=LIST)
+
+
+async def test_token_file_of_a_user_in_a_second_kubeconfig_file(
+    tls_sim: SimCluster, tmp_path: Path
+) -> None:
+    """KUBECONFIG lists merge; a relative `tokenFile` is relative to the file naming it."""
+    import os
+
+    config = tls_sim.kubeconfig()
+    users = {"users": [{"name": "sim", "user": {"tokenFile": "token"}}]}
+    config["users"] = []
+    (tmp_path / "main.yaml").write_text(yaml.safe_dump(config))
+    (tmp_path / "creds").mkdir()
+    (tmp_path / "creds" / "users.yaml").write_text(yaml.safe_dump(users))
+    (tmp_path / "creds" / "token").write_text("sim-token-1")
+    paths = os.pathsep.join([str(tmp_path / "main.yaml"), str(tmp_path / "creds" / "users.yaml")])
+    connection = await load_kubeconfig(paths)
+    assert isinstance(connection.credentials, TokenFile)
+    assert connection.credentials.path == tmp_path / "creds" / "token"
+    async with KubeClient(connection) as client:
+        assert (await client.request("GET", PODS, info=LIST))["kind"] == "PodList"
+
+
+async def test_unreadable_kubeconfig_says_the_fix(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text("clusters: [\n")
+    with pytest.raises(ConfigError, match=r"cannot use kubeconfig .*kubectl config view"):
+        await load_kubeconfig(path)
