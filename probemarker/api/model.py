@@ -23,7 +23,7 @@ class ProbeState(enum.StrEnum):
     FAILED = "Failed"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class MarkerRef:
     """Identity of a marker: namespace/name."""
 

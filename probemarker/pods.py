@@ -1,0 +1,147 @@
+"""A typed, read-only view of the pod fields the engine reads.
+
+Stage: values (pure). Input: a pod projection (`kube.projection.pod_projection`), a
+plain dict from the API server. Output: `PodView` and `ContainerFacts`. Every field
+is read defensively: a pod with no labels, no annotations, no status or odd values
+(Kruise panicked on pods without labels, kruise#2499/#2527) reads as empty, never
+raises. Timestamps are RFC 3339 strings from the API server, parsed to Unix seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+from probemarker.identity import PodUID
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def parse_time(value: object) -> float | None:
+    """Unix seconds of an RFC 3339 timestamp (`2026-01-02T03:04:05Z`), or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerFacts:
+    """What the kubelet reports of one container, as the prober reads it."""
+
+    name: str
+    container_id: str = ""  # empty: not created yet (the kubelet skips such probes)
+    restart_count: int = 0
+    running: bool = False
+    started: bool = False  # status.started (startup probe passed, or none)
+    started_at: float | None = None  # state.running.startedAt, Unix seconds
+    ports: Mapping[str, int] = field(default_factory=lambda: _EMPTY)  # name -> number
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    namespace: str
+    name: str
+    uid: PodUID
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    phase: str
+    deleting: bool
+    pod_ip: str | None
+    containers: Mapping[str, ContainerFacts]  # regular and restartable init containers
+    conditions: tuple[Mapping[str, Any], ...]
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def active(self) -> bool:
+        """Probes may run: not terminal and not being deleted (SPEC §2)."""
+        return not self.terminal and not self.deleting
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else _EMPTY
+
+
+def _str_map(value: object) -> Mapping[str, str]:
+    raw = _mapping(value)
+    return MappingProxyType({k: v for k, v in raw.items() if isinstance(v, str)})
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _ports(container: Mapping[str, Any]) -> Mapping[str, int]:
+    named: dict[str, int] = {}
+    for port in _list(container.get("ports")):
+        port = _mapping(port)
+        name, number = port.get("name"), port.get("containerPort")
+        if isinstance(name, str) and name and isinstance(number, int) and name not in named:
+            named[name] = number
+    return MappingProxyType(named)
+
+
+def _facts(name: str, spec: Mapping[str, Any], status: Mapping[str, Any]) -> ContainerFacts:
+    state = _mapping(status.get("state"))
+    running = _mapping(state.get("running")) if "running" in state else None
+    count = status.get("restartCount")
+    container_id = status.get("containerID")
+    return ContainerFacts(
+        name=name,
+        container_id=container_id if isinstance(container_id, str) else "",
+        restart_count=count if isinstance(count, int) else 0,
+        running=running is not None,
+        started=status.get("started") is True,
+        started_at=parse_time(running.get("startedAt")) if running is not None else None,
+        ports=_ports(spec),
+    )
+
+
+def _containers(pod: Mapping[str, Any]) -> Mapping[str, ContainerFacts]:
+    spec, status = _mapping(pod.get("spec")), _mapping(pod.get("status"))
+    statuses: dict[str, Mapping[str, Any]] = {}
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for item in _list(status.get(key)):
+            item = _mapping(item)
+            if isinstance(item.get("name"), str):
+                statuses[item["name"]] = item
+    found: dict[str, ContainerFacts] = {}
+    for container in _list(spec.get("initContainers")):
+        container = _mapping(container)
+        name = container.get("name")
+        # Only native sidecars (restartPolicy Always) run beside the pod's containers.
+        if isinstance(name, str) and container.get("restartPolicy") == "Always":
+            found[name] = _facts(name, container, statuses.get(name, _EMPTY))
+    for container in _list(spec.get("containers")):
+        container = _mapping(container)
+        name = container.get("name")
+        if isinstance(name, str):
+            found[name] = _facts(name, container, statuses.get(name, _EMPTY))
+    return MappingProxyType(found)
+
+
+def pod_view(pod: Mapping[str, Any]) -> PodView:
+    """The engine's view of a pod projection; never raises on odd input."""
+    meta, status = _mapping(pod.get("metadata")), _mapping(pod.get("status"))
+    phase, ip = status.get("phase"), status.get("podIP")
+    return PodView(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        uid=PodUID(str(meta.get("uid") or "")),
+        labels=_str_map(meta.get("labels")),
+        annotations=_str_map(meta.get("annotations")),
+        phase=phase if isinstance(phase, str) else "",
+        deleting=meta.get("deletionTimestamp") is not None,
+        pod_ip=ip if isinstance(ip, str) and ip else None,
+        containers=_containers(pod),
+        conditions=tuple(c for c in _list(status.get("conditions")) if isinstance(c, Mapping)),
+    )

@@ -1,0 +1,41 @@
+"""The seam between the engine and the protocol checkers.
+
+Stage: probe. A `ProbeHandler` knows how to check one kind of action (exec, httpGet,
+tcpSocket, grpc) against one container and nothing about pods, markers or timing: it
+gets the action, the `ProbeTarget` (the pod and container facts it may need) and the
+run's timeout, and returns an `Outcome`. It never raises for anything the container
+or the network did: those are values (Failed, or Unknown when the probe could not be
+run). Only a bug or cancellation escapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol
+
+from probemarker.api.model import Handler
+from probemarker.identity import PodUID
+from probemarker.probe.outcome import Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeTarget:
+    """The container a probe runs against."""
+
+    namespace: str
+    pod: str
+    pod_uid: PodUID
+    container: str
+    pod_ip: str | None = None
+    ports: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.pod}/{self.container}"
+
+
+class ProbeHandler(Protocol):
+    """Runs one kind of action; see the module docstring."""
+
+    async def run(self, action: Handler, target: ProbeTarget, *, timeout: float) -> Outcome: ...
