@@ -1,0 +1,1 @@
+"""Observe: logging setup (metrics and health endpoints come with the production issue)."""
