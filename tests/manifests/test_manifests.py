@@ -1,0 +1,167 @@
+"""manifests/: every file is a Kubernetes object, the daemon's ClusterRole holds exactly the
+permissions of SPEC §5, the binding gives it to the daemon's ServiceAccount only, and
+`kubectl kustomize manifests/` renders every object of the files it lists, unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.rbac_check import CLUSTER_ROLE, REPO, PolicyRule, load_cluster_role
+
+MANIFESTS = REPO / "manifests"
+KUSTOMIZATION = MANIFESTS / "kustomization.yaml"
+NAMESPACE = "probemarker-system"
+ROLE = "probemarker-daemon"
+KUBECTL = shutil.which("kubectl")
+
+
+def documents(path: Path) -> list[dict[str, Any]]:
+    docs = [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+    assert all(isinstance(doc, dict) for doc in docs), path
+    return docs
+
+
+def one(path: str) -> dict[str, Any]:
+    (doc,) = documents(MANIFESTS / path)
+    return doc
+
+
+def identity(doc: dict[str, Any]) -> tuple[str, str, str, str]:
+    meta = doc["metadata"]
+    return (doc["apiVersion"], doc["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def object_files() -> list[Path]:
+    return sorted(p for p in MANIFESTS.rglob("*.yaml") if p != KUSTOMIZATION)
+
+
+def listed_files() -> list[Path]:
+    kustomization = yaml.safe_load(KUSTOMIZATION.read_text())
+    return [MANIFESTS / entry for entry in kustomization["resources"]]
+
+
+# -- every manifest -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, id=str(p.relative_to(MANIFESTS))) for p in object_files()]
+)
+def test_every_manifest_is_an_object_with_apiversion_kind_and_name(path: Path) -> None:
+    docs = documents(path)
+    assert docs, f"{path}: no object"
+    for doc in docs:
+        for field in (doc.get("apiVersion"), doc.get("kind"), doc.get("metadata", {}).get("name")):
+            assert isinstance(field, str), path
+            assert field, path
+
+
+def test_the_kustomization_lists_every_install_manifest_and_no_example() -> None:
+    install = sorted(
+        p for p in object_files() if p.parent == MANIFESTS or p.parent.name in ("crd", "rbac")
+    )
+    assert sorted(listed_files()) == install
+    assert not [p for p in listed_files() if "examples" in p.parts]
+
+
+# -- the role -------------------------------------------------------------------------
+
+# (API group, resource, verb): SPEC §5, and the calls that need each (docs/rbac.md).
+EXPECTED = {
+    ("", "pods", "get"),  # the writer re-reads a pod after a conflict
+    ("", "pods", "list"),  # pod informer
+    ("", "pods", "watch"),  # pod informer
+    ("", "pods/status", "patch"),  # results: labels, annotations, conditions
+    ("", "pods/exec", "get"),  # exec WebSocket upgrade (an HTTP GET)
+    ("", "pods/exec", "create"),  # ... also checked by kube-apiserver 1.35+
+    ("events.k8s.io", "events", "create"),  # event recorder: a new event
+    ("events.k8s.io", "events", "patch"),  # event recorder: a repeat's series
+    ("probemarker.io", "podprobemarkers", "get"),
+    ("probemarker.io", "podprobemarkers", "list"),  # marker informer
+    ("probemarker.io", "podprobemarkers", "watch"),  # marker informer
+}
+
+
+def grants(rules: tuple[PolicyRule, ...]) -> list[tuple[str, str, str]]:
+    return [
+        (group, resource, verb)
+        for rule in rules
+        for group in rule.api_groups
+        for resource in rule.resources
+        for verb in rule.verbs
+    ]
+
+
+def test_the_role_grants_exactly_the_spec_permissions() -> None:
+    rules = load_cluster_role()
+    flat = grants(rules)
+    assert set(flat) == EXPECTED
+    # Nothing broader hides in the rules: no repeats, no wildcard, no names, no URLs.
+    assert len(flat) == len(EXPECTED)
+    assert not any("*" in "".join(triple) for triple in flat)
+    assert all(not r.resource_names and not r.non_resource_urls for r in rules)
+
+
+def test_the_role_is_a_cluster_role_without_aggregation() -> None:
+    role = one(CLUSTER_ROLE.removeprefix("manifests/"))
+    assert (role["apiVersion"], role["kind"], role["metadata"]["name"]) == (
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        ROLE,
+    )
+    assert "aggregationRule" not in role
+
+
+def test_every_rule_says_which_call_needs_it() -> None:
+    lines = (MANIFESTS / CLUSTER_ROLE.removeprefix("manifests/")).read_text().splitlines()
+    starts = [i for i, line in enumerate(lines) if re.match(r"\s*- apiGroups:", line)]
+    assert len(starts) == len(load_cluster_role())
+    for i in starts:
+        assert lines[i - 1].strip().startswith("#"), f"no comment above: {lines[i]!r}"
+
+
+def test_the_binding_gives_the_role_to_the_daemon_service_account_only() -> None:
+    binding = one("rbac/clusterrolebinding.yaml")
+    account = one("rbac/serviceaccount.yaml")
+    namespace = one("namespace.yaml")
+    assert binding["kind"] == "ClusterRoleBinding"
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": ROLE,
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "probemarker", "namespace": NAMESPACE}
+    ]
+    assert identity(account) == ("v1", "ServiceAccount", NAMESPACE, "probemarker")
+    assert identity(namespace) == ("v1", "Namespace", "", NAMESPACE)
+
+
+# -- kustomize ------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH (kubectl kustomize)")
+def test_kubectl_kustomize_renders_every_listed_object_unchanged() -> None:
+    assert KUBECTL is not None
+    done = subprocess.run(
+        [KUBECTL, "kustomize", str(MANIFESTS)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rendered = [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
+    expected = [doc for path in listed_files() for doc in documents(path)]
+    by_identity = {identity(doc): doc for doc in rendered}
+    assert sorted(by_identity) == sorted(identity(doc) for doc in expected)
+    assert len(rendered) == len(expected)
+    for doc in expected:
+        assert by_identity[identity(doc)] == doc, identity(doc)
