@@ -1,0 +1,163 @@
+"""The JSON patch that takes a pod from what it is to its desired state.
+
+Stage: write (pure). Input: the pod (`PodView`), its `DesiredPod`, the time to stamp
+on changed conditions (RFC 3339 UTC). Output: RFC 6902 operations for the pod's
+`status` subresource (the API server keeps label and annotation changes made there),
+or `[]` when the pod already matches: steady state is zero writes.
+
+How the API server applies them (evanphx/json-patch v4, as kube-apiserver uses it, to
+the pod as stored at that moment, all or nothing):
+- `add` on an object member sets or replaces it, but needs the parent: a pod without
+  `metadata.labels` (omitempty drops an empty map, so an empty map is never seen)
+  gets one `add` of the whole map, after a `test` that the map is still absent (a
+  missing member tests equal to null), so a label added meanwhile is never wiped;
+- `remove` fails on a missing member, so it is sent only for keys present;
+- `status.conditions` is a list the kubelet writes too, so ops address it by index,
+  each element's ops preceded by a `test` of its `type`: a shifted list fails the
+  patch (a 422: re-read and recompute) instead of changing the wrong condition.
+  Changed fields are set one by one, so fields we do not know are kept. Removals go
+  from the highest index down (earlier ones do not shift them); new conditions are
+  appended with `/-`, or the whole list is added, guarded by `test`, when absent.
+- A condition is changed only when status, reason or message differ; its
+  lastProbeTime and lastTransitionTime move to `now` only when status or message do
+  (SPEC §3). A second condition of one of our types (never written by us) is removed.
+
+Invariants: ops are ordered deterministically (sorted keys); applying the patch and
+building it again gives `[]`; keys and condition types absent from `desired` are
+never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from probemarker.pods import PodView
+from probemarker.write.desired import DesiredCondition, DesiredPod
+
+__all__ = ["build_patch", "escape_pointer"]
+
+_CONDITIONS: Final = "/status/conditions"
+Op = dict[str, Any]
+
+
+def escape_pointer(token: str) -> str:
+    """One JSON-pointer reference token (RFC 6901): `~` -> `~0`, `/` -> `~1`."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _map_ops(path: str, current: Mapping[str, str], desired: Mapping[str, str | None]) -> list[Op]:
+    changed = {
+        key: value
+        for key, value in sorted(desired.items())
+        if value is not None and current.get(key) != value
+    }
+    if not current:  # absent map (nothing to remove either)
+        if not changed:
+            return []
+        return [
+            {"op": "test", "path": path, "value": None},
+            {"op": "add", "path": path, "value": changed},
+        ]
+    ops: list[Op] = [
+        {"op": "add", "path": f"{path}/{escape_pointer(key)}", "value": value}
+        for key, value in changed.items()
+    ]
+    ops += [
+        {"op": "remove", "path": f"{path}/{escape_pointer(key)}"}
+        for key, value in sorted(desired.items())
+        if value is None and key in current
+    ]
+    return ops
+
+
+def _text(condition: Mapping[str, Any], name: str) -> str:
+    """A string field; absent reads as "" (the API server drops empty reason/message)."""
+    value = condition.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def _test(index: int, type_: str) -> Op:
+    return {"op": "test", "path": f"{_CONDITIONS}/{index}/type", "value": type_}
+
+
+def _new_condition(want: DesiredCondition, now: str) -> dict[str, Any]:
+    condition: dict[str, Any] = {
+        "type": want.type,
+        "status": want.status,
+        "lastProbeTime": now,
+        "lastTransitionTime": now,
+        "reason": want.reason,
+    }
+    if want.message:  # omitempty: an empty message would be dropped anyway
+        condition["message"] = want.message
+    return condition
+
+
+def _update_ops(
+    index: int, current: Mapping[str, Any], want: DesiredCondition, now: str
+) -> list[Op]:
+    fields = {"status": want.status, "reason": want.reason, "message": want.message}
+    if _text(current, "status") != want.status or _text(current, "message") != want.message:
+        fields["lastProbeTime"] = now
+        fields["lastTransitionTime"] = now
+    changed = {
+        name: value
+        for name, value in fields.items()
+        if (_text(current, name) if name in ("reason", "message") else current.get(name)) != value
+    }
+    if not changed:
+        return []
+    return [_test(index, want.type)] + [
+        {"op": "add", "path": f"{_CONDITIONS}/{index}/{name}", "value": value}
+        for name, value in changed.items()
+    ]
+
+
+def _condition_ops(
+    current: tuple[Mapping[str, Any], ...],
+    desired: Mapping[str, DesiredCondition | None],
+    now: str,
+) -> list[Op]:
+    first: dict[str, int] = {}
+    removals: list[int] = []
+    for index, condition in enumerate(current):
+        type_ = condition.get("type")
+        if isinstance(type_, str) and type_ in desired:
+            if type_ in first:
+                removals.append(index)  # a duplicate of a type we manage
+            else:
+                first[type_] = index
+    ops: list[Op] = []
+    added: list[dict[str, Any]] = []
+    for type_, want in sorted(desired.items()):
+        at = first.get(type_)
+        if want is None:
+            if at is not None:
+                removals.append(at)
+        elif at is None:
+            added.append(_new_condition(want, now))
+        else:
+            ops += _update_ops(at, current[at], want, now)
+    for index in sorted(removals, reverse=True):
+        ops += [
+            _test(index, _text(current[index], "type")),
+            {"op": "remove", "path": f"{_CONDITIONS}/{index}"},
+        ]
+    if added and not current:
+        ops += [
+            {"op": "test", "path": _CONDITIONS, "value": None},
+            {"op": "add", "path": _CONDITIONS, "value": added},
+        ]
+    else:
+        ops += [{"op": "add", "path": f"{_CONDITIONS}/-", "value": c} for c in added]
+    return ops
+
+
+def build_patch(*, pod: PodView, desired: DesiredPod, now: str) -> list[dict[str, Any]]:
+    """RFC 6902 ops for pods/status; `[]` when the pod already matches `desired`."""
+    return (
+        _map_ops("/metadata/labels", pod.labels, desired.labels)
+        + _map_ops("/metadata/annotations", pod.annotations, desired.annotations)
+        + _condition_ops(pod.conditions, desired.conditions, now)
+    )

@@ -1,0 +1,412 @@
+"""desired_state: SPEC §3's set / remove / clean-up / conflict rules, one row each."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from probemarker.api.model import ProbeState
+from probemarker.pods import pod_view
+from probemarker.write.desired import (
+    MESSAGE_LIMIT,
+    RECORD_OWNER,
+    Conflict,
+    Decided,
+    DesiredCondition,
+    DesiredPod,
+    desired_state,
+)
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record
+from probemarker.write.patch import build_patch
+from tests.unit.write.helpers import (
+    NOW,
+    F,
+    S,
+    apply,
+    condition,
+    decided,
+    owner,
+    raw_pod,
+    spec,
+    view,
+)
+
+IDLE = spec(ok={"idle": "true"}, bad={"busy": "yes"})
+ONLY_OK = spec(ok={"idle": "true"})
+T = "example.com/Idle"
+
+
+def cond(type_: str, state: ProbeState, message: str = "") -> DesiredCondition:
+    ok = state is S
+    return DesiredCondition(
+        type_, "True" if ok else "False", "ProbeSucceeded" if ok else "ProbeFailed", message
+    )
+
+
+@dataclass(frozen=True)
+class Row:
+    decided: tuple[Decided, ...] = ()
+    live: tuple[str, ...] = ()
+    record: Mapping[str, Owned] | None = None  # the pod's record
+    labels: Mapping[str, str] | None = None  # the pod's labels
+    annotations: Mapping[str, str] | None = None
+    conditions: list[dict[str, Any]] | None = None
+    # expected:
+    want_labels: Mapping[str, str | None] = field(default_factory=dict)
+    want_annotations: Mapping[str, str | None] = field(default_factory=dict)
+    want_conditions: Mapping[str, DesiredCondition | None] = field(default_factory=dict)
+    want_record: Mapping[str, Owned] = field(default_factory=dict)
+    want_conflicts: tuple[Conflict, ...] = ()
+
+
+def compute(row: Row) -> DesiredPod:
+    pod = view(
+        labels=row.labels,
+        annotations=row.annotations,
+        conditions=row.conditions,
+        record=row.record,
+    )
+    return desired_state(pod=pod, decided=row.decided, live=[owner(o) for o in row.live])
+
+
+ROWS = [
+    pytest.param(
+        Row(
+            decided=(decided("w#p", S, IDLE),),
+            want_labels={"idle": "true"},
+            want_record={"w#p": Owned(S, labels=frozenset({"idle"}))},
+        ),
+        id="succeeded-sets-its-policy",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("w#p", F, IDLE),),
+            record={"w#p": Owned(S, labels=frozenset({"idle"}))},
+            labels={"idle": "true", "app": "web"},
+            want_labels={"idle": None, "busy": "yes"},
+            want_record={"w#p": Owned(F, labels=frozenset({"busy"}))},
+        ),
+        id="failed-removes-recorded-keys-of-the-other-policy",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("w#p", F, IDLE),),
+            labels={"idle": "true"},
+            want_labels={"busy": "yes"},
+            want_record={"w#p": Owned(F, labels=frozenset({"busy"}))},
+        ),
+        id="other-policy-keys-not-recorded-are-never-removed",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("w#p", F, ONLY_OK),),
+            record={"w#p": Owned(S, labels=frozenset({"idle"}))},
+            labels={"idle": "true"},
+            want_labels={"idle": None},
+            want_record={"w#p": Owned(F)},
+        ),
+        id="only-succeeded-policy-removes-on-failed",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("w#p", S, spec(ok={"new": "1"}, ok_annotations={"n": "v"})),),
+            record={"w#p": Owned(S, labels=frozenset({"old"}), annotations=frozenset({"o"}))},
+            labels={"old": "1"},
+            annotations={"o": "v"},
+            want_labels={"new": "1", "old": None},
+            want_annotations={"n": "v", "o": None},
+            want_record={"w#p": Owned(S, labels=frozenset({"new"}), annotations=frozenset({"n"}))},
+        ),
+        id="policy-edited-removes-keys-no-longer-in-it",
+    ),
+    pytest.param(
+        Row(
+            record={"gone#p": Owned(S, frozenset({"idle"}), frozenset({"x"}), condition=T)},
+            labels={"idle": "true", "app": "web"},
+            annotations={"x": "1", "y": "2"},
+            conditions=[condition(T), condition("Ready")],
+            want_labels={"idle": None},
+            want_annotations={"x": None},
+            want_conditions={T: None},
+        ),
+        id="owner-gone-removes-everything-it-wrote",
+    ),
+    pytest.param(
+        Row(
+            live=("w#p",),
+            record={"w#p": Owned(F, labels=frozenset({"busy"}), condition=T)},
+            labels={"busy": "yes"},
+            conditions=[condition(T, "False")],
+            want_record={"w#p": Owned(F, labels=frozenset({"busy"}), condition=T)},
+        ),
+        id="live-undecided-owner-is-left-alone",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("w#p", S, IDLE),),
+            live=(),
+            want_labels={"idle": "true"},
+            want_record={"w#p": Owned(S, labels=frozenset({"idle"}))},
+        ),
+        id="decided-counts-as-live",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("w#p", S, IDLE), decided("w#p", F, IDLE)),
+            want_labels={"idle": "true"},
+            want_record={"w#p": Owned(S, labels=frozenset({"idle"}))},
+        ),
+        id="two-results-for-one-owner-first-is-used",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("b#p", S, spec(ok={"k": "2"})), decided("a#p", S, spec(ok={"k": "1"}))),
+            want_labels={"k": "1"},
+            want_record={"a#p": Owned(S, labels=frozenset({"k"})), "b#p": Owned(S)},
+            want_conflicts=(Conflict("label", "k", owner("a#p"), owner("b#p"), "1", "2"),),
+        ),
+        id="conflict-first-in-owner-order-wins",
+    ),
+    pytest.param(
+        Row(
+            decided=(
+                decided("a#p", S, spec(ok_annotations={"cost": "10"})),
+                decided("a#q", F, spec(bad_annotations={"cost": "-10"})),
+            ),
+            want_annotations={"cost": "10"},
+            want_record={"a#p": Owned(S, annotations=frozenset({"cost"})), "a#q": Owned(F)},
+            want_conflicts=(Conflict("annotation", "cost", owner("a#p"), owner("a#q"), "10", "-10"),),
+        ),
+        id="conflict-probe-name-breaks-the-tie",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("a#p", S, spec(ok={"k": "1"})), decided("b#p", S, spec(ok={"k": "1"}))),
+            want_labels={"k": "1"},
+            want_record={
+                "a#p": Owned(S, labels=frozenset({"k"})),
+                "b#p": Owned(S, labels=frozenset({"k"})),
+            },
+        ),
+        id="same-value-is-shared-not-a-conflict",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("b#p", S, spec(ok={"k": "2"})),),
+            record={"a#p": Owned(S, labels=frozenset({"k"})), "b#p": Owned(S)},
+            labels={"k": "1"},
+            want_labels={"k": "2"},
+            want_record={"b#p": Owned(S, labels=frozenset({"k"}))},
+        ),
+        id="winner-deleted-hands-the-key-to-the-loser",
+    ),
+    pytest.param(
+        Row(
+            live=("a#p",),
+            record={"a#p": Owned(S, labels=frozenset({"k"}))},
+            labels={"k": "1"},
+            decided=(decided("b#p", S, spec(ok={"k": "2"})),),
+            want_record={"a#p": Owned(S, labels=frozenset({"k"})), "b#p": Owned(S)},
+            want_conflicts=(Conflict("label", "k", owner("a#p"), owner("b#p"), "1", "2"),),
+        ),
+        id="undecided-earlier-owner-keeps-its-key",
+    ),
+    pytest.param(
+        Row(
+            live=("b#p",),
+            record={"b#p": Owned(S, labels=frozenset({"k"}))},
+            labels={"k": "2"},
+            decided=(decided("a#p", S, spec(ok={"k": "1"})),),
+            want_labels={"k": "1"},
+            want_record={"a#p": Owned(S, labels=frozenset({"k"})), "b#p": Owned(S, frozenset({"k"}))},
+            want_conflicts=(Conflict("label", "k", owner("a#p"), owner("b#p"), "1", "2"),),
+        ),
+        id="decided-earlier-owner-takes-the-key-from-an-undecided-one",
+    ),
+    pytest.param(
+        Row(
+            record={"gone#p": Owned(S, labels=frozenset({"k"}))},
+            labels={"k": "1"},
+            decided=(decided("a#p", S, spec(ok={"k": "1"})),),
+            want_labels={"k": "1"},
+            want_record={"a#p": Owned(S, labels=frozenset({"k"}))},
+        ),
+        id="gone-owners-key-kept-when-a-decided-owner-sets-it",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("w#p", S, spec(condition=T), "hello"),),
+            want_conditions={T: cond(T, S, "hello")},
+            want_record={"w#p": Owned(S, condition=T)},
+        ),
+        id="condition-true-on-succeeded",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("w#p", F, spec(condition=T), "boom"),),
+            want_conditions={T: cond(T, F, "boom")},
+            want_record={"w#p": Owned(F, condition=T)},
+        ),
+        id="condition-false-on-failed",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("w#p", S, spec(condition="example.com/New")),),
+            record={"w#p": Owned(S, condition=T)},
+            conditions=[condition(T)],
+            want_conditions={"example.com/New": cond("example.com/New", S), T: None},
+            want_record={"w#p": Owned(S, condition="example.com/New")},
+        ),
+        id="condition-type-edited-removes-the-old-one",
+    ),
+    pytest.param(
+        Row(
+            decided=(
+                decided("b#p", S, spec(condition=T), "up"),
+                decided("a#p", F, spec(condition=T), "down"),
+            ),
+            want_conditions={T: cond(T, F, "down")},
+            want_record={"a#p": Owned(F, condition=T), "b#p": Owned(S)},
+            want_conflicts=(Conflict("condition", T, owner("a#p"), owner("b#p"), "False", "True"),),
+        ),
+        id="condition-conflict-on-status",
+    ),
+    pytest.param(
+        Row(
+            decided=(
+                decided("b#p", S, spec(condition=T), "b says"),
+                decided("a#p", S, spec(condition=T), "a says"),
+            ),
+            want_conditions={T: cond(T, S, "a says")},
+            want_record={"a#p": Owned(S, condition=T), "b#p": Owned(S, condition=T)},
+        ),
+        id="condition-same-status-shared-winner-message",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("w#p", S, spec(ok_annotations={OWNED_KEY: "mine", "x": "1"})),),
+            want_annotations={"x": "1"},
+            want_record={"w#p": Owned(S, annotations=frozenset({"x"}))},
+            want_conflicts=(
+                Conflict(
+                    "annotation", OWNED_KEY, RECORD_OWNER, owner("w#p"),
+                    "(the ownership record)", "mine",
+                ),
+            ),
+        ),
+        id="a-policy-never-sets-the-record-annotation",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_desired_state(row: Row) -> None:
+    got = compute(row)
+    assert dict(got.labels) == row.want_labels
+    annotations = dict(got.annotations)
+    record_text = annotations.pop(OWNED_KEY)
+    assert annotations == row.want_annotations
+    assert dict(got.conditions) == row.want_conditions
+    want_record = {owner(k): v for k, v in row.want_record.items()}
+    assert dict(got.record) == want_record
+    assert parse_record(record_text) == (want_record, None)
+    assert got.conflicts == row.want_conflicts
+    assert got.record_problem is None
+
+
+# Two results for one owner: the first counts by design, so order matters there.
+def _distinct_owners(param: Any) -> bool:
+    row: Row = param.values[0]
+    return len({d.owner for d in row.decided}) == len(row.decided)
+
+
+DISTINCT_OWNERS = [p for p in ROWS if _distinct_owners(p)]
+
+
+@pytest.mark.parametrize("row", DISTINCT_OWNERS)
+def test_input_order_does_not_matter(row: Row) -> None:
+    reversed_row = dataclasses.replace(row, decided=tuple(reversed(row.decided)))
+    assert compute(reversed_row) == compute(row)
+
+
+def test_empty_record_removes_the_annotation() -> None:
+    got = desired_state(pod=view(record={"gone#p": Owned(S)}), decided=(), live=())
+    assert got.annotations == {OWNED_KEY: None}
+    assert got.record == {}
+
+
+def test_pod_with_nothing_at_all() -> None:
+    pod = view()
+    assert (pod.labels, pod.annotations, pod.conditions) == ({}, {}, ())
+    got = desired_state(
+        pod=pod, decided=[decided("w#p", S, spec(ok={"idle": "true"}, condition=T))], live=()
+    )
+    assert got.labels == {"idle": "true"}
+    assert got.conditions == {T: cond(T, S)}
+
+
+def test_message_is_trimmed_to_one_kib() -> None:
+    got = desired_state(
+        pod=view(), decided=[decided("w#p", F, spec(condition=T), "é" * 2000)], live=()
+    )
+    message = got.conditions[T]
+    assert message is not None
+    assert message.message == "é" * (MESSAGE_LIMIT // 2)
+
+
+def test_malformed_record_is_reported_and_good_entries_kept() -> None:
+    text = '{"gone#p":{"s":"S","l":["idle"]},"bad":1}'
+    pod = view(labels={"idle": "true"}, annotations={OWNED_KEY: text})
+    got = desired_state(pod=pod, decided=(), live=())
+    assert got.labels == {"idle": None}
+    assert got.annotations == {OWNED_KEY: None}  # rewritten: nothing left to record
+    assert got.record_problem is not None
+    assert "'bad'" in got.record_problem
+
+
+def test_unparseable_record_is_replaced() -> None:
+    pod = view(labels={"idle": "true"}, annotations={OWNED_KEY: "{oops"})
+    got = desired_state(pod=pod, decided=[decided("w#p", S, ONLY_OK)], live=())
+    assert got.labels == {"idle": "true"}
+    assert parse_record(got.annotations[OWNED_KEY]) == (
+        {owner("w#p"): Owned(S, labels=frozenset({"idle"}))},
+        None,
+    )
+    assert got.record_problem is not None
+    assert "not JSON" in got.record_problem
+
+
+def test_record_overflow_keeps_the_first_owners_and_says_so() -> None:
+    long_keys = {f"example.com/key-{i:02}-{'x' * 40}": "v" for i in range(32)}
+    results = [decided(f"m{i:03}#p", S, spec(ok_annotations=long_keys)) for i in range(60)]
+    got = desired_state(pod=view(), decided=results, live=())
+    assert 0 < len(got.record) < 60
+    assert list(got.record) == sorted(got.record)
+    assert got.record_problem is not None
+    assert "is full" in got.record_problem
+    text = got.annotations[OWNED_KEY]
+    assert text is not None
+    assert len(text) <= 64 * 1024
+
+
+def test_winner_deleted_hands_key_to_loser_end_to_end() -> None:
+    """Two computations on the same pod: both markers, then the winner deleted."""
+    a = decided("a#p", S, spec(ok_annotations={"cost": "10"}))
+    b = decided("b#p", S, spec(ok_annotations={"cost": "-10"}))
+    pod = raw_pod()
+    first = desired_state(pod=pod_view(pod), decided=[a, b], live=())
+    pod = apply(pod, build_patch(pod=pod_view(pod), desired=first, now=NOW))
+    assert pod["metadata"]["annotations"]["cost"] == "10"
+    second = desired_state(pod=pod_view(pod), decided=[b], live=())
+    pod = apply(pod, build_patch(pod=pod_view(pod), desired=second, now=NOW))
+    assert pod["metadata"]["annotations"]["cost"] == "-10"
+    assert second.conflicts == ()
+    # b now holds it: deleting b removes it.
+    third = desired_state(pod=pod_view(pod), decided=[], live=())
+    pod = apply(pod, build_patch(pod=pod_view(pod), desired=third, now=NOW))
+    assert "metadata" in pod
+    assert "annotations" not in pod["metadata"]
