@@ -82,11 +82,16 @@ class ExecNotStarted:
 
 @dataclass(frozen=True, slots=True)
 class ExecTransportError:
-    """The exec could not be run or observed; `http_status` for a refused handshake."""
+    """The exec could not be run or observed; `http_status` for a refused handshake.
+
+    `upgraded`: the server had accepted the exec (the WebSocket was open) when this
+    happened, so a `DEADLINE` means the command ran past it, not a slow handshake.
+    """
 
     kind: TransportFailure
     message: str
     http_status: int | None = None
+    upgraded: bool = False
 
     def __str__(self) -> str:
         status = f" (HTTP {self.http_status})" if self.http_status is not None else ""

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from probemarker.kube.client import KubeClient, WebSocket, WsClose
 from probemarker.kube.errors import ApiError, ApiForbidden, ApiTimeout, KubeError
@@ -95,7 +95,9 @@ async def run_exec(
         ws = await _handshake(stack, opened, end=end, deadline=deadline)
         if isinstance(ws, ExecTransportError):
             return ws
-        return await _converse(ws, end=end, deadline=deadline, settings=settings)
+        result = await _converse(ws, end=end, deadline=deadline, settings=settings)
+        # Marked once here: after the upgrade, a deadline is the command's, not the network's.
+        return replace(result, upgraded=True) if isinstance(result, ExecTransportError) else result
 
 
 async def _handshake(

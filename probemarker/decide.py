@@ -1,0 +1,150 @@
+"""Decide: when a probe may run, and what its outcomes add up to (kubelet semantics).
+
+Stage: decide (pure; no I/O, time only through `now`). Inputs: the container's facts
+from the pod status, the probe's `Timing`, and each run's `Outcome`. Outputs: a `Gate`
+before a run, and after it a new `ThresholdState` plus the `Decision` to publish, if
+any. Modelled on the kubelet's prober worker (pkg/kubelet/prober/worker.go, doProbe).
+
+Gate (before a run), in the kubelet's order:
+- the container is absent from the pod status, or has no containerID yet: WAIT
+  (the kubelet waits for more information);
+- it has a containerID but is not running: NOT_RUNNING; the run is a Failed outcome
+  without an exec (`not_running`) and goes through the thresholds like any other
+  (the kubelet sets Failure at once; thresholds are kept here so that a container
+  caught between two states by a stale pod status needs `failureThreshold` runs);
+- it runs but is not `started` (its startup probe has not passed): WAIT;
+- less than `initialDelaySeconds` since `state.running.startedAt`: WAIT. Exactly at
+  the delay it runs (as the kubelet, which skips while `int32(elapsed) < delay`).
+  A running container without a readable startedAt runs, as the kubelet's zero
+  time is long past.
+
+Thresholds (after a run):
+- Unknown changes nothing: neither counted nor a break in a run of identical outcomes.
+- Identical consecutive results are counted; a different one restarts the count at 1.
+- A result is published when its count reaches successThreshold / failureThreshold
+  and (state, message) differs from what was last decided. Nothing is published
+  before a threshold is met: a new probe shows nothing until then.
+- Once a state is decided, an outcome of that same state with a new message is
+  published at once, whatever the count: the state is not changing, only the text
+  that explains it (the condition message follows the probe output, as Kruise's e2e
+  tests expect), so there is nothing for a threshold to debounce.
+- A new container (containerID or restartCount changed, `observe`) resets the count
+  but keeps the decided result. The kubelet resets readiness to its initial value on
+  a new container; here that would flip labels and conditions on every restart and
+  back once the new container passes, which is the flapping SPEC §6 forbids. The
+  new container's own outcomes re-decide after the thresholds, as for any change.
+- A restarted daemon seeds the decided result from what the pod shows (`seed`),
+  with empty counters, so the first runs publish nothing unless the result changes.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, replace
+
+from probemarker.api.model import ProbeState, Timing
+from probemarker.pods import ContainerFacts
+from probemarker.probe.outcome import Outcome, Result
+
+__all__ = [
+    "Decision",
+    "Gate",
+    "Instance",
+    "ThresholdState",
+    "gate",
+    "not_running",
+    "observe",
+    "seed",
+    "step",
+]
+
+_STATE_OF = {Result.SUCCEEDED: ProbeState.SUCCEEDED, Result.FAILED: ProbeState.FAILED}
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """One incarnation of a container: a restart changes one of the two."""
+
+    container_id: str
+    restart_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A published result: what the pod should show for this probe."""
+
+    state: ProbeState
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdState:
+    """One probe's counters: the last counted result, its run length, what was decided."""
+
+    instance: Instance | None = None
+    last: Result | None = None
+    run: int = 0
+    decided: Decision | None = None
+
+
+class Gate(enum.Enum):
+    WAIT = "wait"  # do not run now; nothing to record
+    RUN = "run"  # run the probe
+    NOT_RUNNING = "not_running"  # do not run; record `not_running(...)` as the outcome
+
+
+def gate(facts: ContainerFacts | None, timing: Timing, *, now: float) -> Gate:
+    """Whether a probe may run now (`now`: wall-clock Unix seconds); see the module."""
+    if facts is None or not facts.container_id:
+        return Gate.WAIT
+    if not facts.running:
+        return Gate.NOT_RUNNING
+    if not facts.started:
+        return Gate.WAIT
+    # int() truncates towards zero like the kubelet's int32(...Seconds()): a start
+    # stamped a fraction of a second "in the future" does not hold a probe back.
+    if facts.started_at is not None and int(now - facts.started_at) < timing.initial_delay_seconds:
+        return Gate.WAIT
+    return Gate.RUN
+
+
+def not_running(container: str) -> Outcome:
+    """The outcome of a run whose container is not running (SPEC §2: Failed)."""
+    return Outcome.failed(f"container {container} is not running")
+
+
+def observe(state: ThresholdState, facts: ContainerFacts) -> ThresholdState:
+    """`state` for the container incarnation in `facts`: counters reset on a new one."""
+    instance = Instance(facts.container_id, facts.restart_count)
+    if instance == state.instance:
+        return state
+    return replace(state, instance=instance, last=None, run=0)
+
+
+def step(
+    state: ThresholdState, outcome: Outcome, timing: Timing
+) -> tuple[ThresholdState, Decision | None]:
+    """Count one run's outcome; return the new state and the decision to publish, if any."""
+    probe_state = _STATE_OF.get(outcome.result)
+    if probe_state is None:  # Unknown: thrown away, as the kubelet throws away errors
+        return state, None
+    run = state.run + 1 if state.last is outcome.result else 1
+    state = replace(state, last=outcome.result, run=run)
+    decision = Decision(probe_state, outcome.message)
+    decided = state.decided
+    if decision == decided:
+        return state, None
+    same_state = decided is not None and decided.state is probe_state
+    threshold = (
+        timing.success_threshold
+        if probe_state is ProbeState.SUCCEEDED
+        else timing.failure_threshold
+    )
+    if same_state or run >= threshold:
+        return replace(state, decided=decision), decision
+    return state, None
+
+
+def seed(decision: Decision) -> ThresholdState:
+    """The state of a probe whose pod already shows `decision` (a restarted daemon)."""
+    return ThresholdState(decided=decision)

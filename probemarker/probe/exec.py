@@ -1,0 +1,102 @@
+"""The exec probe handler: run the command through `pods/exec` and judge the result.
+
+Stage: probe. Input: an `ExecAction`, the `ProbeTarget` and the run's time limit.
+Output: an `Outcome`, never an exception but cancellation (and a `TypeError` for an
+action that is not exec, which is a bug in the caller). The stream itself is
+`probemarker.kube.execstream.run_exec`; this module only maps its result:
+
+| exec result | outcome | message |
+|---|---|---|
+| exit 0 | Succeeded | stdout |
+| exit N != 0 | Failed | stderr, or stdout when stderr is empty, or "command exited with code N" |
+| no status before the time limit, after the upgrade | Failed | "command timed out after Ns" |
+| not started, reported by the container runtime | Failed | the runtime's message |
+| not started for any other reason | Unknown | the server's message |
+| handshake refused, unreachable, deadline before the upgrade, lost, no status, protocol | Unknown | why |
+
+Why "not started" is split: through a 1.30+ API server (v5), everything that goes
+wrong between the API server and the kubelet comes back as an InternalError Status
+on the stream, the same shape as a missing executable: a kubelet being restarted
+(`error dialing backend: ...`) or a pod the kubelet no longer knows (`unable to
+upgrade connection: ...`). A 1.28/1.29 server refuses the same cases at the
+handshake with an HTTP status, which is Unknown. Only a message the CRI streaming
+server wrote (`error executing command in container: ...`, used by containerd and
+CRI-O alike) means the runtime tried and the container said no, so only that (and
+the executable texts quoted in the issue) is Failed; the rest stays Unknown, so an
+outage on the way to the kubelet never flips a pod to Failed (SPEC §2). A container
+that stopped is Failed all the same, from its pod status (decide.gate), without
+an exec.
+
+A completed exit status decides whatever the connection does afterwards (a 1.30+
+server may drop TCP right after its close frame; the client sees 1006): the stream
+layer already returns the status in that case.
+"""
+
+from __future__ import annotations
+
+from probemarker.api.model import ExecAction, Handler
+from probemarker.kube.client import KubeClient
+from probemarker.kube.execresult import (
+    ExecExited,
+    ExecNotStarted,
+    ExecResult,
+    ExecTransportError,
+    TransportFailure,
+)
+from probemarker.kube.execstream import ExecSettings, run_exec
+from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.outcome import Outcome
+from probemarker.probe.output import choose_message, clean_message
+
+__all__ = ["ExecHandler", "exec_outcome"]
+
+# Texts that say the container runtime itself refused to start the command.
+_RUNTIME_MARKERS = (
+    "error executing command in container",  # cri-streaming remotecommand/exec.go
+    "executable file not found",  # runc, through containerd
+    "failed to start command",  # as the issue quotes a 1.30+ server
+)
+
+
+class ExecHandler:
+    """`ProbeHandler` for exec actions over a `KubeClient`."""
+
+    def __init__(self, client: KubeClient, *, settings: ExecSettings | None = None) -> None:
+        self._client = client
+        self._settings = settings
+
+    def __repr__(self) -> str:
+        return f"ExecHandler(settings={self._settings!r})"
+
+    async def run(self, action: Handler, target: ProbeTarget, *, time_limit: float) -> Outcome:
+        if not isinstance(action, ExecAction):
+            raise TypeError(f"ExecHandler runs exec actions, not {type(action).__name__}")
+        result = await run_exec(
+            self._client,
+            namespace=target.namespace,
+            pod=target.pod,
+            container=target.container,
+            command=action.command,
+            deadline=time_limit,
+            settings=self._settings,
+        )
+        return exec_outcome(result, time_limit=time_limit)
+
+
+def exec_outcome(result: ExecResult, *, time_limit: float) -> Outcome:
+    """The outcome of one exec result (the table in the module docstring)."""
+    match result:
+        case ExecExited(exit_code=0, stdout=stdout, stderr=stderr):
+            return Outcome.succeeded(choose_message(succeeded=True, stdout=stdout, stderr=stderr))
+        case ExecExited(exit_code=code, stdout=stdout, stderr=stderr):
+            message = choose_message(succeeded=False, stdout=stdout, stderr=stderr)
+            return Outcome.failed(message or f"command exited with code {code}")
+        case ExecNotStarted(message=message):
+            if any(marker in message for marker in _RUNTIME_MARKERS):
+                return Outcome.failed(clean_message(message))
+            return Outcome.unknown(clean_message(f"exec not started: {message}"))
+        case ExecTransportError(kind=TransportFailure.DEADLINE, upgraded=True):
+            # The kubelet's exec prober fails a timeout too ("command ... timed out").
+            return Outcome.failed(f"command timed out after {time_limit:g}s")
+        case ExecTransportError():
+            return Outcome.unknown(clean_message(str(result)))

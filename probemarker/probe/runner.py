@@ -1,0 +1,105 @@
+"""Run one probe: pick the handler for its action, bound it, and never let it crash.
+
+Stage: probe (called by the scheduler's dispatcher, one call per due run). Input: a
+`ProbeSpec` and the `ProbeTarget`. Output: an `Outcome` whose message is cleaned
+(`output.clean_message`), as the last line of defence before a pod or an event.
+
+Invariants:
+- The handler is chosen by the type of the action. An action with no handler in
+  this build (httpGet, tcpSocket and grpc until their issue lands) is Unknown, so it
+  changes nothing on the pod, and the message names the action.
+- The handler gets `time_limit = timeoutSeconds` and is expected to honour it;
+  an outer bound of `timeoutSeconds + grace` is a safety net. A handler that
+  overruns it is Failed ("timed out"), as a timeout is (SPEC §2).
+- An unexpected exception from a handler is a bug, not a probe result: it is logged
+  (event `probe.handler_error`, the traceback once per action kind and exception
+  type, so a bug hit on every run does not flood the log with tracebacks) and the
+  run is Unknown, which is thrown away. The daemon never crashes on it.
+- Cancellation always propagates: only `Exception` is caught, and a cancellation
+  pending after a handler's exception is raised before returning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import anyio
+import anyio.lowlevel
+import structlog
+
+from probemarker.api.model import (
+    ExecAction,
+    GRPCAction,
+    Handler,
+    HTTPGetAction,
+    ProbeSpec,
+    TCPSocketAction,
+)
+from probemarker.probe.handler import ProbeHandler, ProbeTarget
+from probemarker.probe.outcome import Outcome
+from probemarker.probe.output import clean_message
+
+__all__ = ["DEFAULT_GRACE", "ProbeRunner", "action_kind"]
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_GRACE = 0.5  # seconds past timeoutSeconds before the safety net fires
+
+# The field names of core/v1 Probe, as a user writes them.
+_KINDS: Mapping[type, str] = MappingProxyType(
+    {ExecAction: "exec", HTTPGetAction: "httpGet", TCPSocketAction: "tcpSocket", GRPCAction: "grpc"}
+)
+
+
+def action_kind(action: Handler) -> str:
+    """The probe field that holds `action`: exec, httpGet, tcpSocket or grpc."""
+    return _KINDS.get(type(action), type(action).__name__)
+
+
+class ProbeRunner:
+    """Runs probes through the handler registered for each type of action."""
+
+    def __init__(
+        self, handlers: Mapping[type, ProbeHandler], *, grace: float = DEFAULT_GRACE
+    ) -> None:
+        if grace < 0:
+            raise ValueError(f"grace must be >= 0, not {grace}")
+        self._handlers = MappingProxyType(dict(handlers))
+        self._grace = grace
+        self._traced: set[tuple[str, type[BaseException]]] = set()
+
+    def __repr__(self) -> str:
+        kinds = sorted(_KINDS.get(t, t.__name__) for t in self._handlers)
+        return f"ProbeRunner(handlers={kinds}, grace={self._grace:g})"
+
+    async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
+        """One run of `spec` against `target`; see the module docstring."""
+        action, kind = spec.handler, action_kind(spec.handler)
+        handler = self._handlers.get(type(action))
+        if handler is None:
+            return Outcome.unknown(f"{kind} probes are not supported by this build")
+        timeout = spec.timing.timeout_seconds
+        with anyio.move_on_after(timeout + self._grace):
+            try:
+                outcome = await handler.run(action, target, time_limit=float(timeout))
+            except Exception as err:
+                # A handler that failed while being cancelled must not hide it.
+                await anyio.lowlevel.checkpoint_if_cancelled()
+                self._report(kind, target, err)
+                return Outcome.unknown(clean_message(f"{kind} probe handler error: {err!r}"))
+            return Outcome(outcome.result, clean_message(outcome.message))
+        log.warning("probe.handler_overran", kind=kind, target=str(target), timeout=timeout)
+        return Outcome.failed(f"{kind} probe timed out after {timeout}s")
+
+    def _report(self, kind: str, target: ProbeTarget, err: Exception) -> None:
+        key = (kind, type(err))
+        first = key not in self._traced
+        self._traced.add(key)
+        log.error(
+            "probe.handler_error",
+            kind=kind,
+            target=str(target),
+            error=repr(err),
+            exc_info=err if first else None,
+        )
