@@ -285,8 +285,11 @@ class HandlerRegistry:
         if handler is None:
             return await self.fallback.run(request, io)
         reply = await handler(request)
-        if reply.stdout:
-            await io.write_stdout(reply.stdout)
-        if reply.stderr:
-            await (io.write_stdout if request.tty else io.write_stderr)(reply.stderr)
+        # In frames of at most 32 KiB, as the kubelet's io.Copy sends a process's output
+        # (a 10 MB reply in one frame would exceed any client's message size limit).
+        for start in range(0, len(reply.stdout), _CHUNK):
+            await io.write_stdout(reply.stdout[start : start + _CHUNK])
+        write_stderr = io.write_stdout if request.tty else io.write_stderr
+        for start in range(0, len(reply.stderr), _CHUNK):
+            await write_stderr(reply.stderr[start : start + _CHUNK])
         return reply.exit_code & 0xFF
