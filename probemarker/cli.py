@@ -1,4 +1,4 @@
-"""The `probemarker` command: validate, crd, sim (and, later, run).
+"""The `probemarker` command: run, validate, crd, sim.
 
 Stage: edge (I/O). Parses arguments, reads files, prints results; the decisions are
 made in `probemarker.api`. Exit codes of `validate`: 0 no PodProbeMarker is invalid
@@ -10,20 +10,23 @@ not YAML), 2 input that cannot be read at all. See docs/cli.md.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+import anyio
 import yaml
 
-from probemarker import __version__
+from probemarker import __version__, settings
 from probemarker.api import rules
 from probemarker.api.crd import build_crd
 from probemarker.api.documents import Document, DocumentError, load_documents, other_object
 from probemarker.api.fields import printable
 from probemarker.api.parse import marker_ref_text
 from probemarker.api.validation import validate_marker
+from probemarker.observe.logging import configure_logging
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -59,6 +62,14 @@ def _parser() -> argparse.ArgumentParser:
         description="Print the CRD generated from the validation rules "
         "(manifests/crd/podprobemarkers.probemarker.io.yaml is this output).",
     )
+    run = commands.add_parser(
+        "run",
+        help="run the per-node daemon (in a pod, or locally against a kubeconfig)",
+        description="Probe the pods of one node as the PodProbeMarkers say and write the "
+        "results onto the pods. Every setting is a flag and a PROBEMARKER_* variable; "
+        "flags win. See docs/engine.md.",
+    )
+    settings.add_arguments(run)
     commands.add_parser(
         "sim",
         help="the simulated API server (see docs/sim.md); 'probemarker sim --help'",
@@ -83,11 +94,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
     if args.command == "validate":
         return validate_files(args.files, out=sys.stdout, err=sys.stderr)
+    if args.command == "run":
+        return run_command(args)
     if args.command == "crd":
         sys.stdout.write(render_crd())
         return EXIT_OK
     parser.print_help()
     return EXIT_OK
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """`probemarker run`: settings, logging, then the daemon until SIGTERM."""
+    try:
+        resolved = settings.resolve(args, os.environ)
+    except settings.SettingsError as exc:
+        sys.stderr.write(f"probemarker run: {exc}\n")
+        return EXIT_UNREADABLE
+    configure_logging(format=resolved.log_format, level=resolved.log_level)
+    from probemarker.app import run_daemon  # the daemon's imports, only when it runs
+    from probemarker.kube.config import ConfigError
+
+    try:
+        return anyio.run(run_daemon, resolved)
+    except ConfigError as exc:
+        sys.stderr.write(f"probemarker run: {exc}\n")
+        return EXIT_UNREADABLE
+    except KeyboardInterrupt:
+        return 130
 
 
 def render_crd() -> str:

@@ -152,6 +152,10 @@ class Informer(Generic[T]):
         """The projection with its key, uid and resourceVersion."""
         return self._store.get(key)
 
+    def entries(self, namespace: str | None = None) -> builtins.list[Entry[T]]:
+        """Every entry (or those of one namespace), in key order."""
+        return self._store.entries(namespace)
+
     def list(self, namespace: str | None = None) -> builtins.list[T]:
         """Every projection (or those of one namespace), in key order."""
         return [entry.obj for entry in self._store.entries(namespace)]

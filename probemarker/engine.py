@@ -1,0 +1,338 @@
+"""The engine: the probe table between the watches and the writer.
+
+Stage: watch -> **match -> schedule -> probe -> decide** -> write. Input: the
+informers' stores (read whenever a change is announced, so the engine always acts on
+the newest state of an object), and the dispatcher's calls to run a probe. Output:
+pod UIDs whose desired state may have changed (`mark`), the desired state itself on
+the writer's request (`plan`), and events/log lines on transitions (`Reporter`).
+
+Invariants:
+- a probe is identified by `ProbeKey` (pod UID, container, marker, probe); deleting a
+  marker or a probe stops exactly its keys, and a pod's probes are recomputed on every
+  change of the pod or of a marker in its namespace (`match.match_pod`);
+- a new probe is seeded from the pod's ownership record and conditions, so a
+  restarted daemon publishes nothing new until a threshold is met again;
+- one run per probe at a time; its next run is scheduled when it ends, on its grid
+  (`schedule.timing.next_due`): a slot that passed is skipped and counted, not drifted;
+- a result of a run started with a command that has since changed is dropped;
+  Unknown is never counted or written (SPEC §2);
+- nothing here does I/O but the probe handlers (through the runner) and the sink.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from probemarker.api import rules
+from probemarker.api.model import Marker, MarkerRef, ProbeSpec
+from probemarker.api.parse import InvalidMarker
+from probemarker.decide import Decision, Gate, ThresholdState, gate, observe, seed, step
+from probemarker.identity import OwnerRef, PodUID, ProbeKey
+from probemarker.kube.cache import Entry, ObjectKey
+from probemarker.kube.ratelimit import Clock
+from probemarker.markers import read_marker
+from probemarker.match import diff_matches, match_pod
+from probemarker.pods import PodView, pod_view
+from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.outcome import Outcome, Result
+from probemarker.probe.runner import ProbeRunner
+from probemarker.report import EventSink, Reporter
+from probemarker.schedule.dispatcher import Dispatcher
+from probemarker.schedule.timing import first_due, next_due
+from probemarker.write.desired import Conflict, Decided, DesiredPod, desired_state
+from probemarker.write.ownership import OWNED_KEY, parse_record
+
+log = structlog.get_logger("probemarker.engine")
+
+Raw = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    max_concurrent: int = 64  # probe runs at once on this node
+    tick: float = 0.05  # the timer wheel's resolution, seconds
+    late_after: float = 1.0  # a run starting later than this after its slot is counted
+
+    def __post_init__(self) -> None:
+        if self.max_concurrent < 1 or self.tick <= 0 or self.late_after <= 0:
+            raise ValueError("engine needs max_concurrent >= 1, tick > 0, late_after > 0")
+
+
+@dataclass(slots=True)
+class EngineStats:
+    runs: Counter[tuple[str, str]] = field(default_factory=Counter)  # (handler, result)
+    transitions: Counter[str] = field(default_factory=Counter)  # by new state
+    missed_slots: int = 0  # periods skipped because a run overran or started late
+    dropped_results: int = 0  # results of runs whose probe changed or went away
+
+
+@dataclass(slots=True)
+class _Probe:
+    spec: ProbeSpec
+    thresholds: ThresholdState
+    unknown_streak: int = 0
+
+
+@dataclass(slots=True)
+class _Pod:
+    key: ObjectKey
+    view: PodView
+    resource_version: str
+    probes: dict[ProbeKey, ProbeSpec] = field(default_factory=dict)
+    conflicts: frozenset[Conflict] = frozenset()
+
+
+def handler_kind(spec: ProbeSpec) -> str:
+    return {
+        "ExecAction": "exec",
+        "HTTPGetAction": "httpGet",
+        "TCPSocketAction": "tcpSocket",
+        "GRPCAction": "grpc",
+    }.get(type(spec.handler).__name__, "unknown")
+
+
+def _condition_message(view: PodView, condition: str | None) -> str:
+    for item in view.conditions:
+        if condition is not None and item.get("type") == condition:
+            message = item.get("message")
+            return message if isinstance(message, str) else ""
+    return ""
+
+
+class Engine:
+    """See the module docstring. Feed it with `sync_marker`/`sync_pod`; run its
+    `dispatcher`; give `lookup` and `plan` to the writer."""
+
+    def __init__(
+        self,
+        *,
+        runner: ProbeRunner,
+        sink: EventSink,
+        mark: Callable[[PodUID], None],
+        clock: Clock,
+        wall: Callable[[], float],
+        settings: EngineSettings | None = None,
+        api_version: str = rules.API_VERSION,
+    ) -> None:
+        self.settings = settings or EngineSettings()
+        self._runner = runner
+        self._report = Reporter(sink)
+        self._mark = mark
+        self._clock = clock
+        self._wall = wall
+        self._api_version = api_version
+        self._markers: dict[str, dict[MarkerRef, Marker]] = {}
+        self._invalid: dict[MarkerRef, Raw] = {}  # the spec reported as invalid
+        self._pods: dict[PodUID, _Pod] = {}
+        self._uids: dict[ObjectKey, PodUID] = {}
+        self._by_namespace: dict[str, set[PodUID]] = {}
+        self._probes: dict[ProbeKey, _Probe] = {}
+        self.stats = EngineStats()
+        self.dispatcher: Dispatcher[ProbeKey] = Dispatcher(
+            run=self._run,
+            clock=clock,
+            max_concurrent=self.settings.max_concurrent,
+            tick=self.settings.tick,
+            late_after=self.settings.late_after,
+        )
+
+    def __repr__(self) -> str:
+        markers = sum(len(m) for m in self._markers.values())
+        return f"Engine(markers={markers}, pods={len(self._pods)}, probes={len(self._probes)})"
+
+    @property
+    def probe_count(self) -> int:
+        return len(self._probes)
+
+    # -- markers -------------------------------------------------------------------------
+
+    def sync_marker(self, key: ObjectKey, entry: Entry[Raw] | None) -> None:
+        """The marker at `key` is now `entry` (None: deleted); rematch its namespace."""
+        ref = MarkerRef(key.namespace, key.name)
+        markers = self._markers.setdefault(key.namespace, {})
+        old = markers.pop(ref, None)
+        if entry is None:
+            self._invalid.pop(ref, None)
+        else:
+            try:
+                markers[ref] = read_marker(entry.obj, api_version=self._api_version)
+            except InvalidMarker as err:
+                spec = entry.obj.get("spec")
+                if self._invalid.get(ref) != spec:  # once per content, not per resync
+                    self._invalid[ref] = spec if isinstance(spec, dict) else {}
+                    self._report.invalid_marker(ref, entry.uid, self._api_version, str(err))
+            else:
+                if self._invalid.pop(ref, None) is not None:
+                    log.info("marker.fixed", marker=str(ref))
+        if old != markers.get(ref):
+            for uid in sorted(self._by_namespace.get(key.namespace, ())):
+                self._rematch(self._pods[uid])
+
+    # -- pods ----------------------------------------------------------------------------
+
+    def sync_pod(self, key: ObjectKey, entry: Entry[Raw] | None) -> None:
+        """The pod at `key` is now `entry` (None: deleted)."""
+        known = self._uids.get(key)
+        if known is not None and (entry is None or entry.uid != known):
+            self._drop_pod(known)
+        if entry is None:
+            return
+        view = pod_view(entry.obj)
+        if not view.uid:
+            log.warning("pod.malformed", pod=str(key), problem="no metadata.uid")
+            return
+        pod = self._pods.get(view.uid)
+        if pod is None:
+            pod = _Pod(key, view, entry.resource_version)
+            self._pods[view.uid] = pod
+            self._uids[key] = view.uid
+            self._by_namespace.setdefault(view.namespace, set()).add(view.uid)
+        else:
+            pod.view, pod.resource_version = view, entry.resource_version
+        for probe_key in pod.probes:
+            facts = view.containers.get(probe_key.container)
+            probe = self._probes.get(probe_key)
+            if probe is not None and facts is not None:
+                probe.thresholds = observe(probe.thresholds, facts)
+        self._rematch(pod)
+        self._mark(view.uid)  # our keys may have been changed by someone else
+
+    def _drop_pod(self, uid: PodUID) -> None:
+        pod = self._pods.pop(uid, None)
+        if pod is None:
+            return
+        self._uids.pop(pod.key, None)
+        self._by_namespace.get(pod.view.namespace, set()).discard(uid)
+        for key in pod.probes:
+            self._probes.pop(key, None)
+            self.dispatcher.cancel(key)
+
+    def _rematch(self, pod: _Pod) -> None:
+        namespace = self._markers.get(pod.view.namespace, {})
+        new = match_pod(pod.view, namespace.values())
+        diff = diff_matches(pod.probes, new)
+        if not diff:
+            return
+        now = self._clock.now()
+        for key in diff.stop:
+            self._probes.pop(key, None)
+            self.dispatcher.cancel(key)
+        for key in diff.change:
+            probe = self._probes[key]
+            old_period = probe.spec.timing.period_seconds
+            probe.spec = new[key]
+            period = probe.spec.timing.period_seconds
+            due = self.dispatcher.due(key)
+            if period != old_period and due is not None:
+                # A new period applies from the next run: at the sooner of the old slot
+                # and the first slot of the new grid.
+                self.dispatcher.schedule(key, min(due, first_due(str(key), period, now)))
+        record = parse_record(pod.view.annotations.get(OWNED_KEY))[0]
+        for key in diff.start:
+            spec = new[key]
+            owned = record.get(key.owner)
+            thresholds = ThresholdState()
+            if owned is not None:
+                message = _condition_message(pod.view, owned.condition)
+                thresholds = seed(Decision(owned.state, message))
+            facts = pod.view.containers.get(key.container)
+            if facts is not None:
+                thresholds = observe(thresholds, facts)
+            self._probes[key] = _Probe(spec, thresholds)
+            period = spec.timing.period_seconds
+            self.dispatcher.schedule(key, first_due(str(key), period, now))
+        pod.probes = new
+        self._mark(pod.view.uid)
+
+    # -- running one probe ---------------------------------------------------------------
+
+    async def _run(self, key: ProbeKey, due: float) -> None:
+        """The dispatcher's callback: gate, run, decide, then book the next slot."""
+        try:
+            probe, pod = self._probes.get(key), self._pods.get(key.pod_uid)
+            if probe is None or pod is None:
+                return
+            spec = probe.spec
+            facts = pod.view.containers.get(key.container)
+            passage = gate(facts, spec.timing, now=self._wall())
+            if passage is Gate.WAIT or facts is None:
+                return
+            if passage is Gate.NOT_RUNNING:
+                outcome = Outcome.failed(f"container {key.container} is not running")
+            else:
+                target = ProbeTarget(
+                    namespace=pod.view.namespace,
+                    pod=pod.view.name,
+                    pod_uid=pod.view.uid,
+                    container=key.container,
+                    pod_ip=pod.view.pod_ip,
+                    ports=facts.ports,
+                )
+                outcome = await self._runner.run(spec, target)
+            self.stats.runs[(handler_kind(spec), str(outcome.result))] += 1
+            self._apply(key, spec, outcome)
+        finally:
+            self._book_next(key, due)
+
+    def _book_next(self, key: ProbeKey, due: float) -> None:
+        probe = self._probes.get(key)
+        if probe is None or self.dispatcher.due(key) is not None:
+            return  # gone, or already rescheduled (a period change)
+        when, missed = next_due(due, probe.spec.timing.period_seconds, self._clock.now())
+        self.stats.missed_slots += missed
+        self.dispatcher.schedule(key, when)
+
+    def _apply(self, key: ProbeKey, spec: ProbeSpec, outcome: Outcome) -> None:
+        probe, pod = self._probes.get(key), self._pods.get(key.pod_uid)
+        if probe is None or pod is None or probe.spec.handler != spec.handler:
+            self.stats.dropped_results += 1  # the probe changed or went away meanwhile
+            return
+        if outcome.result is Result.UNKNOWN:
+            if probe.unknown_streak == 0:  # one line per streak, not per run
+                log.warning("probe.unknown", probe=str(key), reason=outcome.message)
+            probe.unknown_streak += 1
+            return
+        if probe.unknown_streak:
+            log.info("probe.known_again", probe=str(key), unknown_runs=probe.unknown_streak)
+            probe.unknown_streak = 0
+        before = probe.thresholds.decided
+        probe.thresholds, decision = step(probe.thresholds, outcome, probe.spec.timing)
+        if decision is None:
+            return
+        if before is None or before.state is not decision.state:
+            self.stats.transitions[str(decision.state)] += 1
+            previous = None if before is None else before.state
+            self._report.transition(
+                pod.view, key, decision.state, decision.message, previous=previous
+            )
+        self._mark(key.pod_uid)
+
+    # -- the writer's side ---------------------------------------------------------------
+
+    def lookup(self, uid: PodUID) -> tuple[PodView, str] | None:
+        pod = self._pods.get(uid)
+        return None if pod is None else (pod.view, pod.resource_version)
+
+    def plan(self, view: PodView) -> DesiredPod:
+        """The desired state of `view`'s pod from every decided probe on it."""
+        pod = self._pods.get(view.uid)
+        probes: Mapping[ProbeKey, ProbeSpec] = pod.probes if pod is not None else {}
+        decided = []
+        for key in probes:
+            probe = self._probes.get(key)
+            if probe is not None and probe.thresholds.decided is not None:
+                verdict = probe.thresholds.decided
+                decided.append(Decided(key.owner, probe.spec, verdict.state, verdict.message))
+        live: set[OwnerRef] = {key.owner for key in probes}
+        desired = desired_state(pod=view, decided=decided, live=live)
+        if pod is not None:
+            conflicts = frozenset(desired.conflicts)
+            for conflict in sorted(conflicts - pod.conflicts, key=str):
+                self._report.conflict(view, conflict)
+            pod.conflicts = conflicts
+        return desired

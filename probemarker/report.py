@@ -1,0 +1,115 @@
+"""Report: the events and log lines the engine emits, one place for their wording.
+
+Stage: decide/write -> the user (I/O through the `EventSink`, the client layer's
+`EventRecorder`). Events only on transitions (SPEC §3): `ProbeSucceeded` (Normal) and
+`ProbeFailed` (Warning) on the pod, naming marker and probe, with the probe's message;
+`ConflictingMarkers` (Warning) on the pod naming both owners of a key;
+`InvalidMarker` (Warning) on the marker. The recorder counts repeats into a series
+instead of creating new events. One log line per event, never one per probe run.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+import structlog
+
+from probemarker.api import rules
+from probemarker.api.model import Marker, MarkerRef, ProbeState
+from probemarker.identity import ProbeKey
+from probemarker.kube.events import ObjectRef
+from probemarker.pods import PodView
+from probemarker.write.desired import Conflict
+
+log = structlog.get_logger("probemarker.engine")
+
+EventType = Literal["Normal", "Warning"]
+
+
+class EventSink(Protocol):
+    def record(
+        self, *, regarding: ObjectRef, type: EventType, reason: str, note: str, action: str
+    ) -> None: ...
+
+
+def pod_ref(pod: PodView) -> ObjectRef:
+    return ObjectRef(kind="Pod", namespace=pod.namespace, name=pod.name, uid=pod.uid)
+
+
+def marker_ref(ref: MarkerRef, *, uid: str = "", api_version: str = rules.API_VERSION) -> ObjectRef:
+    return ObjectRef(
+        kind="PodProbeMarker",
+        namespace=ref.namespace,
+        name=ref.name,
+        uid=uid,
+        api_version=api_version,
+    )
+
+
+class Reporter:
+    """Turns the engine's transitions into events and log lines."""
+
+    def __init__(self, sink: EventSink) -> None:
+        self._sink = sink
+
+    def transition(
+        self,
+        pod: PodView,
+        key: ProbeKey,
+        state: ProbeState,
+        message: str,
+        *,
+        previous: ProbeState | None,
+    ) -> None:
+        """A probe's decided state changed (not a message-only change)."""
+        succeeded = state is ProbeState.SUCCEEDED
+        reason = "ProbeSucceeded" if succeeded else "ProbeFailed"
+        note = f"{key.marker.name}/{key.probe} on container {key.container}: {state}"
+        if message:
+            note = f"{note}: {message}"
+        log.info(
+            "probe.decided",
+            pod=f"{pod.namespace}/{pod.name}",
+            marker=str(key.marker),
+            probe=key.probe,
+            container=key.container,
+            state=str(state),
+            previous=str(previous) if previous is not None else None,
+            message=message,
+        )
+        self._sink.record(
+            regarding=pod_ref(pod),
+            type="Normal" if succeeded else "Warning",
+            reason=reason,
+            note=note,
+            action="Probe",
+        )
+
+    def conflict(self, pod: PodView, conflict: Conflict) -> None:
+        note = (
+            f"{conflict.kind} {conflict.key!r}: {conflict.winner} sets {conflict.winner_value!r}, "
+            f"{conflict.loser} sets {conflict.loser_value!r}; {conflict.winner} wins (owners are "
+            "ordered by marker name, then probe name). Make the markers agree."
+        )
+        log.warning("write.conflict", pod=f"{pod.namespace}/{pod.name}", detail=note)
+        self._sink.record(
+            regarding=pod_ref(pod),
+            type="Warning",
+            reason="ConflictingMarkers",
+            note=note,
+            action="Mark",
+        )
+
+    def invalid_marker(self, ref: MarkerRef, uid: str, api_version: str, error: str) -> None:
+        log.warning("marker.invalid", marker=str(ref), error=error)
+        self._sink.record(
+            regarding=marker_ref(ref, uid=uid, api_version=api_version),
+            type="Warning",
+            reason="InvalidMarker",
+            note=f"{error}. The daemon skips this marker until it is fixed.",
+            action="Validate",
+        )
+
+    def marker_accepted(self, marker: Marker, *, was_invalid: bool) -> None:
+        if was_invalid:
+            log.info("marker.fixed", marker=str(marker.ref))

@@ -1,0 +1,363 @@
+"""The writer: coalesced, guarded, retried status patches, one pod at a time.
+
+Stage: decide -> **write** (I/O). Input: the UIDs of pods whose desired state may
+have changed, on a memory stream (the engine sends one whenever a probe's decided
+result changes, a probe starts or stops, or the pod itself changes). Output: at most
+one `pods/status` JSON patch per pod per flush, built by `patch.build_patch` from the
+engine's `plan` (desired state) and the freshest view of the pod.
+
+Rules (SPEC §3):
+- coalescing: a pod is flushed `coalesce` seconds after its first mark, so results
+  arriving together (five probes flipping at once) become one request;
+- steady state is zero writes: no request when the pod already matches;
+- the newest desired state always wins: the plan is computed when the request is
+  built, never queued; a mark during a flush flushes the pod again afterwards;
+- a failed `test` (422) or a 409: re-read the pod (GET) and recompute at once, up to
+  `reread_limit` times in a row, then back off; 429 waits at least `Retry-After`;
+  5xx and an unreachable server back off (capped, jittered) and retry; a pod that is
+  gone (404) is forgotten; any other refusal (403, 400, an invalid patch) is logged
+  with the pod and retried with backoff, since it can only be fixed from outside;
+- one flush per pod at a time, at most `concurrency` pods at once, and every request
+  takes a token of the shared client-side rate limiter first.
+
+Freshness: after a write, the API server's answer is the newest pod. Until the watch
+delivers that version, the writer plans against the answer rather than the informer's
+older copy, so a kubelet status update racing with our write does not make us send
+the same change twice. Versions are compared as integers (etcd revisions; Kubernetes
+1.34 made resourceVersions comparable, KEP-5504); a server whose versions are not
+integers gets the informer's copy, at worst one redundant, idempotent write.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import ObjectReceiveStream
+
+from probemarker.identity import PodUID
+from probemarker.kube.backoff import Backoff, BackoffSettings
+from probemarker.kube.client import KubeClient
+from probemarker.kube.errors import (
+    ApiConflict,
+    ApiError,
+    ApiMalformed,
+    ApiNotFound,
+    ApiPatchTestFailed,
+    ApiServerError,
+    ApiTooManyRequests,
+    ApiUnreachable,
+    KubeError,
+)
+from probemarker.kube.projection import pod_projection
+from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
+from probemarker.kube.resources import PODS
+from probemarker.kube.statuswrite import patch_pod_status
+from probemarker.pods import PodView, pod_view
+from probemarker.write.desired import DesiredPod
+from probemarker.write.patch import build_patch
+
+log = structlog.get_logger(__name__)
+
+Lookup = Callable[[PodUID], "tuple[PodView, str] | None"]
+Plan = Callable[[PodView], DesiredPod]
+
+
+@dataclass(frozen=True, slots=True)
+class WriterSettings:
+    coalesce: float = 0.05  # seconds from a pod's first mark to its flush
+    concurrency: int = 8  # pods flushed at once
+    request_deadline: float = 10.0
+    reread_limit: int = 5  # re-reads in a row after a failed test or 409, then back off
+    backoff: BackoffSettings = field(
+        default_factory=lambda: BackoffSettings(initial=0.5, maximum=30.0)
+    )
+    retry_after_max: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.coalesce < 0 or self.concurrency < 1 or self.request_deadline <= 0:
+            raise ValueError("writer needs coalesce >= 0, concurrency >= 1, deadline > 0")
+
+
+@dataclass(slots=True)
+class WriterStats:
+    """What the writer did, for the metrics."""
+
+    flushes: int = 0  # plans computed
+    writes: int = 0  # patches the API server accepted
+    unchanged: int = 0  # flushes that needed no request
+    rereads: int = 0  # GETs after a failed test or a 409
+    retries: int = 0  # flushes scheduled again after an error
+    failures: dict[str, int] = field(default_factory=dict)  # by error class
+
+
+def _version(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
+@dataclass(slots=True)
+class _PodState:
+    marked_at: float | None = None  # due time of a pending flush
+    flushing: bool = False
+    again: bool = False  # marked while flushing
+    rereads: int = 0
+    hold_until: float = 0.0  # backing off: no flush before this, whatever the marks
+    backoff: Backoff | None = None
+    fresh: tuple[int, PodView] | None = None  # the API server's answer to our last write
+
+
+class PodWriter:
+    """See the module docstring; `run()` consumes the marks until cancelled."""
+
+    def __init__(
+        self,
+        *,
+        client: KubeClient,
+        limiter: TokenBucket,
+        lookup: Lookup,
+        plan: Plan,
+        marks: ObjectReceiveStream[PodUID],
+        now_text: Callable[[], str],
+        clock: Clock = MONOTONIC,
+        settings: WriterSettings | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._client = client
+        self._limiter = limiter
+        self._lookup = lookup
+        self._plan = plan
+        self._marks = marks
+        self._now_text = now_text
+        self._clock = clock
+        self.settings = settings or WriterSettings()
+        self._rng = rng or random.Random()
+        self._pods: dict[PodUID, _PodState] = {}
+        self._heap: list[tuple[float, PodUID]] = []
+        self._wake = anyio.Event()
+        self._settled = anyio.Event()
+        self._slots = anyio.Semaphore(self.settings.concurrency)
+        self.stats = WriterStats()
+
+    def __repr__(self) -> str:
+        return f"PodWriter(pods={len(self._pods)}, queued={self.depth}, {self.stats})"
+
+    @property
+    def depth(self) -> int:
+        """Pods waiting for a flush (the write queue depth metric)."""
+        return sum(1 for s in self._pods.values() if s.marked_at is not None or s.again)
+
+    # -- marks ---------------------------------------------------------------------------
+
+    def mark(self, uid: PodUID, *, delay: float | None = None) -> None:
+        """Flush `uid` after `delay` (default: the coalescing window) unless sooner."""
+        state = self._pods.setdefault(uid, _PodState())
+        if state.flushing:
+            state.again = True
+            return
+        due = self._clock.now() + (self.settings.coalesce if delay is None else delay)
+        due = max(due, state.hold_until)
+        if state.marked_at is not None and state.marked_at <= due:
+            return
+        state.marked_at = due
+        heapq.heappush(self._heap, (due, uid))
+        self._wake.set()
+
+    def forget(self, uid: PodUID) -> None:
+        """The pod is gone: drop what the writer keeps of it."""
+        state = self._pods.get(uid)
+        if state is not None and not state.flushing:
+            del self._pods[uid]
+
+    async def flush_pending(self) -> None:
+        """Shutdown: flush every marked pod now (no coalescing, no hold) and return when
+        none is marked or being flushed; `run()` must be running. The caller bounds it."""
+        now = self._clock.now()
+        for uid, state in self._pods.items():
+            state.hold_until = 0.0
+            if state.marked_at is not None:
+                state.marked_at = now
+                heapq.heappush(self._heap, (now, uid))
+        self._wake.set()
+        while any(s.marked_at is not None or s.flushing or s.again for s in self._pods.values()):
+            self._settled = anyio.Event()
+            await self._settled.wait()
+
+    # -- running -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._take_marks)
+            while True:
+                for uid in self._pop_due():
+                    await self._slots.acquire()
+                    group.start_soon(self._flush_slot, uid)
+                await self._sleep_until_due()
+
+    async def _take_marks(self) -> None:
+        async with self._marks:
+            async for uid in self._marks:
+                self.mark(uid)
+
+    def _pop_due(self) -> list[PodUID]:
+        now, due = self._clock.now(), []
+        while self._heap and self._heap[0][0] <= now:
+            at, uid = heapq.heappop(self._heap)
+            state = self._pods.get(uid)
+            if state is None or state.marked_at != at:
+                continue  # superseded by a sooner mark, or forgotten
+            state.marked_at = None
+            state.flushing = True
+            due.append(uid)
+        return due
+
+    async def _sleep_until_due(self) -> None:
+        """Until the earliest flush is due, or a mark arrives (it may be sooner)."""
+        self._wake = anyio.Event()
+        delay = self._heap[0][0] - self._clock.now() if self._heap else math.inf
+        if delay <= 0:
+            return
+        async with anyio.create_task_group() as group:
+
+            async def sleeper() -> None:
+                await self._clock.sleep(delay)
+                group.cancel_scope.cancel()
+
+            async def waker() -> None:
+                await self._wake.wait()
+                group.cancel_scope.cancel()
+
+            if not math.isinf(delay):
+                group.start_soon(sleeper)
+            group.start_soon(waker)
+
+    async def _flush_slot(self, uid: PodUID) -> None:
+        try:
+            await self._flush(uid)
+        finally:
+            self._slots.release()
+            state = self._pods.get(uid)
+            if state is not None:
+                state.flushing = False
+                if state.again:
+                    state.again = False
+                    self.mark(uid)
+            self._settled.set()
+
+    # -- one flush -----------------------------------------------------------------------
+
+    def _base(self, uid: PodUID, state: _PodState) -> PodView | None:
+        """The freshest view of the pod: the informer's, or our last write's answer."""
+        current = self._lookup(uid)
+        if current is None:
+            return None
+        view, resource_version = current
+        if state.fresh is not None:
+            seen = _version(resource_version)
+            if seen is not None and state.fresh[0] > seen:
+                return state.fresh[1]
+            state.fresh = None
+        return view
+
+    async def _flush(self, uid: PodUID) -> None:
+        state = self._pods.get(uid)
+        if state is None:
+            return
+        view = self._base(uid, state)
+        if view is None:
+            self._pods.pop(uid, None)
+            return
+        self.stats.flushes += 1
+        ops = build_patch(pod=view, desired=self._plan(view), now=self._now_text())
+        if not ops:
+            self.stats.unchanged += 1
+            state.rereads = 0
+            state.hold_until = 0.0
+            return
+        try:
+            answer = await patch_pod_status(
+                self._client,
+                namespace=view.namespace,
+                name=view.name,
+                ops=ops,
+                limiter=self._limiter,
+                deadline=self.settings.request_deadline,
+            )
+        except KubeError as err:
+            await self._failed(uid, state, view, err, ops)
+            return
+        self.stats.writes += 1
+        state.rereads = 0
+        state.hold_until = 0.0
+        if state.backoff is not None:
+            state.backoff.reset()
+        self._remember(state, answer)
+        log.debug("write.patched", pod=f"{view.namespace}/{view.name}", ops=len(ops))
+
+    def _remember(self, state: _PodState, raw: Mapping[str, Any]) -> None:
+        meta = raw.get("metadata")
+        version = _version(str(meta.get("resourceVersion", ""))) if isinstance(meta, dict) else None
+        if version is not None:
+            state.fresh = (version, pod_view(pod_projection(raw)))
+
+    async def _failed(
+        self,
+        uid: PodUID,
+        state: _PodState,
+        view: PodView,
+        err: KubeError,
+        ops: list[dict[str, Any]],
+    ) -> None:
+        name = type(err).__name__
+        self.stats.failures[name] = self.stats.failures.get(name, 0) + 1
+        pod = f"{view.namespace}/{view.name}"
+        if isinstance(err, ApiNotFound):
+            self._pods.pop(uid, None)  # the pod is gone: nothing to write
+            return
+        if isinstance(err, ApiPatchTestFailed | ApiConflict) and state.rereads < (
+            self.settings.reread_limit
+        ):
+            state.rereads += 1
+            self.stats.rereads += 1
+            if await self._reread(state, view):
+                state.again = True  # flushed again as soon as this flush ends
+                return
+        backoff = state.backoff or Backoff(self.settings.backoff, rng=self._rng)
+        state.backoff = backoff
+        retry_after = err.retry_after if isinstance(err, ApiError) else None
+        delay = backoff.next_delay(at_least=min(retry_after or 0.0, self.settings.retry_after_max))
+        self.stats.retries += 1
+        transient = isinstance(
+            err, ApiTooManyRequests | ApiServerError | ApiUnreachable | ApiMalformed
+        )
+        (log.info if transient else log.error)(
+            "write.retry",
+            pod=pod,
+            reason=name,
+            error=str(err),
+            retry_in=round(delay, 3),
+            failures=backoff.failures,
+            **({} if transient else {"patch": ops}),
+        )
+        state.hold_until = self._clock.now() + delay
+        state.again = True  # flushed again when the hold ends, with the newest plan
+
+    async def _reread(self, state: _PodState, view: PodView) -> bool:
+        """GET the pod, so the next plan starts from what the server holds now."""
+        try:
+            raw = await self._client.request(
+                "GET",
+                PODS.path(view.namespace, view.name),
+                info=PODS.info("get", view.namespace, view.name),
+                deadline=self.settings.request_deadline,
+            )
+        except KubeError as err:
+            log.info("write.reread_failed", pod=f"{view.namespace}/{view.name}", error=str(err))
+            return False
+        self._remember(state, raw)
+        return True

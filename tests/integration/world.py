@@ -1,0 +1,231 @@
+"""A world for the daemon's integration tests: a sim, the CRD, a stock client for the
+test's own actions, scripted containers, and the real daemon against it.
+
+The test side creates pods and markers with kubernetes_asyncio (not our client), so the
+daemon's client layer is never tested against itself. Containers answer from a
+`Script`: the test says what each (pod, container, command) returns, and flips it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import anyio
+from kubernetes_asyncio import client
+
+from probemarker.api.crd import build_crd
+from probemarker.app import Daemon
+from probemarker.kube.client import KubeClient
+from probemarker.kube.config import load_kubeconfig
+from probemarker.settings import RunSettings
+from probemarker.sim import SimCluster
+from probemarker.sim.exec.runners import ExecReply, ExecRequest
+from probemarker.sim.server.discovery import PODS
+
+NS = "default"
+GROUP, VERSION, PLURAL = "probemarker.io", "v1alpha1", "podprobemarkers"
+OWNED = "probemarker.io/owned"
+
+
+@dataclass
+class Script:
+    """What each container answers: key (pod, container, first word of the command)."""
+
+    replies: dict[tuple[str, str, str], ExecReply] = field(default_factory=dict)
+    default: ExecReply = field(default_factory=lambda: ExecReply(0, b"ok\n"))
+    calls: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
+    called: anyio.Event = field(default_factory=anyio.Event)
+
+    async def wait_calls(self, n: int, *, within: float = 10.0) -> None:
+        """Until `n` more exec calls have been answered."""
+        target = len(self.calls) + n
+        with anyio.fail_after(within):
+            while len(self.calls) < target:
+                await self.called.wait()
+
+    def set(self, pod: str, container: str, word: str, reply: ExecReply) -> None:
+        self.replies[(pod, container, word)] = reply
+
+    async def answer(self, request: ExecRequest) -> ExecReply:
+        target = request.target
+        self.calls.append((target.pod, target.container, request.command))
+        self.called.set()
+        self.called = anyio.Event()
+        word = request.command[0] if request.command else ""
+        return self.replies.get((target.pod, target.container, word), self.default)
+
+
+def marker(
+    name: str,
+    *,
+    probes: list[dict[str, Any]],
+    selector: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "PodProbeMarker",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"selector": selector or {"matchLabels": {"app": "game"}}, "probes": probes},
+    }
+
+
+def probe(
+    name: str,
+    *,
+    command: str = "check",
+    container: str = "app",
+    period: int = 1,
+    success: int = 1,
+    failure: int = 1,
+    delay: int = 0,
+    timeout: int = 1,
+    condition: str | None = None,
+    succeeded: dict[str, dict[str, str]] | None = None,
+    failed: dict[str, dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    policies = []
+    if succeeded is not None:
+        policies.append({"state": "Succeeded", **succeeded})
+    if failed is not None:
+        policies.append({"state": "Failed", **failed})
+    out: dict[str, Any] = {
+        "name": name,
+        "containerName": container,
+        "probe": {
+            "exec": {"command": [command]},
+            "periodSeconds": period,
+            "successThreshold": success,
+            "failureThreshold": failure,
+            "initialDelaySeconds": delay,
+            "timeoutSeconds": timeout,
+        },
+    }
+    if policies:
+        out["markerPolicy"] = policies
+    if condition:
+        out["podConditionType"] = condition
+    return out
+
+
+class World:
+    def __init__(self, sim: SimCluster, api: client.ApiClient, script: Script) -> None:
+        self.sim, self.api, self.script = sim, api, script
+        self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+
+    async def install_crd(self) -> None:
+        ext = client.ApiextensionsV1Api(self.api)
+        crd: Any = build_crd()
+        await ext.create_custom_resource_definition(crd)
+
+    async def create_pod(
+        self,
+        name: str,
+        *,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+        containers: tuple[str, ...] = ("app",),
+        node: str = "node-1",
+    ) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "namespace": NS}
+        if labels is not None:
+            meta["labels"] = labels
+        if annotations is not None:
+            meta["annotations"] = annotations
+        body: Any = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": meta,
+            "spec": {
+                "nodeName": node,
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{"name": c, "image": "game:1"} for c in containers],
+            },
+        }
+        for container in containers:
+            self.sim.exec_handlers.register(NS, name, container, self.script.answer)
+        await self.core.create_namespaced_pod(NS, body)
+        return await self.sim.kubelet.wait_running(NS, name)
+
+    async def apply_marker(self, body: dict[str, Any]) -> None:
+        name = body["metadata"]["name"]
+        try:
+            current = await self.custom.get_namespaced_custom_object(
+                GROUP, VERSION, NS, PLURAL, name
+            )
+        except client.ApiException as err:
+            if err.status != 404:
+                raise
+            await self.custom.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, body)
+            return
+        body = {
+            **body,
+            "metadata": {
+                **body["metadata"],
+                "resourceVersion": current["metadata"]["resourceVersion"],
+            },
+        }
+        await self.custom.replace_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, name, body)
+
+    async def delete_marker(self, name: str) -> None:
+        await self.custom.delete_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, name)
+
+    async def label(self, pod: str, labels: dict[str, str | None]) -> None:
+        await self.core.patch_namespaced_pod(pod, NS, {"metadata": {"labels": labels}})
+
+    def pod(self, name: str) -> dict[str, Any]:
+        return self.sim.store.get(PODS, NS, name)
+
+    async def wait_pod(
+        self, name: str, predicate: Callable[[dict[str, Any]], bool], *, within: float = 10.0
+    ) -> dict[str, Any]:
+        return await self.sim.kubelet.wait_for_pod(NS, name, predicate, within=within)
+
+    def pod_writes(self) -> int:
+        return self.sim.accounting.count(verb="patch", resource="pods", subresource="status")
+
+
+def labels_of(pod: dict[str, Any]) -> dict[str, str]:
+    return dict(pod["metadata"].get("labels") or {})
+
+
+def annotations_of(pod: dict[str, Any]) -> dict[str, str]:
+    return dict(pod["metadata"].get("annotations") or {})
+
+
+def condition(pod: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    for item in pod.get("status", {}).get("conditions") or []:
+        if item.get("type") == kind:
+            return dict(item)
+    return None
+
+
+def settings(sim: SimCluster, **over: Any) -> RunSettings:
+    base = RunSettings(
+        kubeconfig=str(sim.kubeconfig_path),
+        node="node-1",
+        write_coalesce_seconds=0.02,
+        shutdown_grace_seconds=2.0,
+        write_qps=100.0,
+        write_burst=100,
+    )
+    return replace(base, **over)
+
+
+@contextlib.asynccontextmanager
+async def running_daemon(sim: SimCluster, **over: Any) -> AsyncIterator[Daemon]:
+    """The real daemon, in-process, against `sim`; stopped (gracefully) on exit."""
+    async with KubeClient(await load_kubeconfig(sim.kubeconfig_path)) as kube:
+        daemon = Daemon(kube, settings(sim, **over))
+        stop = anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: daemon.run(stop=stop))
+            with anyio.fail_after(10):
+                await daemon.ready.wait()
+            try:
+                yield daemon
+            finally:
+                stop.set()

@@ -1,0 +1,215 @@
+"""The engine with an injected clock and a scripted runner: exact counts for
+thresholds and the initial delay, seeding, invalid markers. No sim, no sockets."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from probemarker.api.model import ProbeSpec
+from probemarker.engine import Engine
+from probemarker.identity import PodUID
+from probemarker.kube.cache import Entry, entry_of
+from probemarker.kube.events import ObjectRef
+from probemarker.kube.projection import pod_projection
+from probemarker.markers import marker_projection
+from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.outcome import Outcome
+from probemarker.write.patch import build_patch
+from tests.kube.fakes import FakeClock, until
+
+START = 1_800_000_000.0  # wall-clock seconds the fake clock starts at
+
+
+class Runner:
+    """Answers from a script (the last answer repeats); counts runs."""
+
+    def __init__(self, *answers: Outcome) -> None:
+        self.answers = list(answers) or [Outcome.succeeded("ok")]
+        self.runs = 0
+
+    async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
+        answer = self.answers[min(self.runs, len(self.answers) - 1)]
+        self.runs += 1
+        return answer
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def record(
+        self, *, regarding: ObjectRef, type: str, reason: str, note: str, action: str
+    ) -> None:
+        self.events.append((regarding.kind, reason, note))
+
+
+def marker_entry(**probe: Any) -> Entry[dict[str, Any]]:
+    spec = {
+        "exec": {"command": ["check"]},
+        "periodSeconds": 1,
+        "failureThreshold": probe.pop("failure", 1),
+        "successThreshold": probe.pop("success", 1),
+        "initialDelaySeconds": probe.pop("delay", 0),
+    }
+    raw = {
+        "apiVersion": "probemarker.io/v1alpha1",
+        "kind": "PodProbeMarker",
+        "metadata": {"name": "m", "namespace": "ns", "uid": "mu", "resourceVersion": "1"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "game"}},
+            "probes": [
+                {
+                    "name": "p",
+                    "containerName": "app",
+                    "probe": spec,
+                    "podConditionType": "x.io/p",
+                    **probe,
+                }
+            ],
+        },
+    }
+    return entry_of(raw, marker_projection)
+
+
+def pod_entry(*, started_at: float = START, annotations: dict[str, str] | None = None) -> Any:
+    stamp = anyio_time(started_at)
+    raw = {
+        "metadata": {
+            "name": "g",
+            "namespace": "ns",
+            "uid": "pu",
+            "resourceVersion": "5",
+            "labels": {"app": "game"},
+            "annotations": annotations or {},
+        },
+        "spec": {"nodeName": "n", "containers": [{"name": "app"}]},
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [
+                {
+                    "name": "app",
+                    "containerID": "containerd://1",
+                    "started": True,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": stamp}},
+                }
+            ],
+        },
+    }
+    return entry_of(raw, pod_projection)
+
+
+def anyio_time(seconds: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Rig:
+    def __init__(self, runner: Runner) -> None:
+        self.clock = FakeClock(START)
+        self.runner, self.sink, self.marks = runner, Sink(), list[PodUID]()
+        self.engine = Engine(
+            runner=runner,  # type: ignore[arg-type]
+            sink=self.sink,  # type: ignore[arg-type]
+            mark=self.marks.append,
+            clock=self.clock,
+            wall=self.clock.now,
+        )
+
+    async def tick(self, runs: int) -> None:
+        """Advance one period and wait for the runner to have run `runs` times."""
+        self.clock.advance(1.0)
+        await until(lambda: self.runner.runs >= runs and self.engine.dispatcher.running == 0)
+
+    def decided(self) -> Any:
+        probes = list(self.engine._probes.values())
+        return probes[0].thresholds.decided if probes else None
+
+
+@contextlib.asynccontextmanager
+async def running(runner: Runner | None = None) -> AsyncIterator[Rig]:
+    r = Rig(runner or Runner())
+    async with anyio.create_task_group() as group:
+        group.start_soon(r.engine.dispatcher.run)
+        yield r
+        await r.engine.dispatcher.stop(grace=0)
+        group.cancel_scope.cancel()
+
+
+async def test_failure_threshold_decides_on_exactly_the_third_run() -> None:
+    runner = Runner(Outcome.failed("a"), Outcome.failed("b"), Outcome.failed("c"))
+    async with running(runner) as rig:
+        rig.engine.sync_marker(marker_entry(failure=3).key, marker_entry(failure=3))
+        rig.engine.sync_pod(pod_entry().key, pod_entry())
+        for run in (1, 2):
+            await rig.tick(run)
+            assert rig.decided() is None, f"decided after {run} runs"
+        await rig.tick(3)
+        assert str(rig.decided().state) == "Failed"
+        assert rig.sink.events == [("Pod", "ProbeFailed", "m/p on container app: Failed: c")]
+
+
+async def test_alternating_outcomes_never_decide() -> None:
+    runner = Runner(*[Outcome.succeeded("s"), Outcome.failed("f")] * 5, Outcome.unknown("x"))
+    async with running(runner) as rig:
+        entry = marker_entry(failure=2, success=2)
+        rig.engine.sync_marker(entry.key, entry)
+        rig.engine.sync_pod(pod_entry().key, pod_entry())
+        for run in range(1, 11):
+            await rig.tick(run)
+        assert rig.decided() is None
+        assert rig.sink.events == []
+
+
+async def test_initial_delay_counts_from_the_containers_start() -> None:
+    async with running() as rig:
+        entry = marker_entry(delay=5)
+        rig.engine.sync_marker(entry.key, entry)
+        pod = pod_entry(started_at=START)
+        rig.engine.sync_pod(pod.key, pod)
+        for _ in range(4):  # t = START+1 .. START+4: inside the delay, no exec
+            rig.clock.advance(1.0)
+            for _ in range(50):
+                await anyio.lowlevel.checkpoint()
+        assert rig.runner.runs == 0
+        await rig.tick(1)
+        assert rig.runner.runs == 1
+
+
+async def test_a_seeded_probe_publishes_nothing_new() -> None:
+    record = '{"m#p":{"c":"x.io/p","s":"S"}}'
+    pod = pod_entry(annotations={"probemarker.io/owned": record})
+    pod.obj["status"]["conditions"] = [
+        {"type": "x.io/p", "status": "True", "reason": "ProbeSucceeded", "message": "ok"}
+    ]
+    async with running(Runner(Outcome.succeeded("ok"))) as rig:
+        entry = marker_entry()
+        rig.engine.sync_marker(entry.key, entry)
+        rig.engine.sync_pod(pod.key, pod)
+        assert str(rig.decided().state) == "Succeeded"
+        for run in (1, 2, 3):
+            await rig.tick(run)
+        assert rig.sink.events == []  # no transition: the seeded state held
+        found = rig.engine.lookup(PodUID("pu"))
+        assert found is not None
+        view = found[0]
+        patch = build_patch(pod=view, desired=rig.engine.plan(view), now="2026-11-23T00:00:00Z")
+        assert patch == []
+
+
+async def test_an_invalid_marker_is_skipped_with_one_warning() -> None:
+    async with running() as rig:
+        entry = marker_entry()
+        entry.obj["spec"]["probes"][0]["podConditionType"] = "Ready"  # reserved
+        for _ in range(3):  # re-lists deliver it again: still one warning
+            rig.engine.sync_marker(entry.key, entry)
+        rig.engine.sync_pod(pod_entry().key, pod_entry())
+        assert rig.engine.probe_count == 0
+        assert [e[:2] for e in rig.sink.events] == [("PodProbeMarker", "InvalidMarker")]
+        assert "podConditionType" in rig.sink.events[0][2]
