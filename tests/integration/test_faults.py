@@ -77,3 +77,13 @@ async def test_watches_closed_and_history_dropped_miss_nothing(world: World) -> 
                 "g0", lambda p: not {"idle", "ready"} & set(labels_of(p)), within=20
             )
             group.cancel_scope.cancel()
+
+
+async def test_a_conflict_rereads_the_pod_and_lands(world: World) -> None:
+    await world.create_pod("g", labels={"app": "game"})
+    world.sim.faults.fail_requests(code=409, subresource="status", times=2)
+    await world.apply_marker(marker("m", probes=[flag("idle")]))
+    async with running_daemon(world.sim) as daemon:
+        await world.wait_pod("g", lambda p: labels_of(p).get("idle") == "yes")
+        assert daemon.writer.stats.rereads == 2
+        assert world.sim.accounting.count(verb="get", resource="pods", subresource="") == 2
