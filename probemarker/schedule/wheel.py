@@ -88,8 +88,11 @@ class TimerWheel(Generic[K]):
         entry of that tick at once: one wake-up per tick, however many entries share it.
         """
         n = math.ceil((t - self.start) / self.tick)
-        if self._time_of(n) < t:  # the division rounded down across a boundary
+        # The division may round across a boundary either way; `_time_of` decides.
+        if self._time_of(n) < t:
             n += 1
+        elif self._time_of(n - 1) >= t:
+            n -= 1
         return self._time_of(n)
 
     def add(self, key: K, due: float) -> None:
