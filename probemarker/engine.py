@@ -40,7 +40,7 @@ from probemarker.match import diff_matches, match_pod
 from probemarker.pods import PodView, pod_view
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
-from probemarker.probe.runner import ProbeRunner
+from probemarker.probe.runner import ProbeRunner, action_kind
 from probemarker.report import EventSink, Reporter
 from probemarker.schedule.dispatcher import Dispatcher
 from probemarker.schedule.timing import first_due, next_due
@@ -87,21 +87,10 @@ class _Pod:
     conflicts: frozenset[Conflict] = frozenset()
 
 
-def handler_kind(spec: ProbeSpec) -> str:
-    return {
-        "ExecAction": "exec",
-        "HTTPGetAction": "httpGet",
-        "TCPSocketAction": "tcpSocket",
-        "GRPCAction": "grpc",
-    }.get(type(spec.handler).__name__, "unknown")
-
-
 def _condition_message(view: PodView, condition: str | None) -> str:
-    for item in view.conditions:
-        if condition is not None and item.get("type") == condition:
-            message = item.get("message")
-            return message if isinstance(message, str) else ""
-    return ""
+    found = None if condition is None else view.condition(condition)
+    message = None if found is None else found.get("message")
+    return message if isinstance(message, str) else ""
 
 
 class Engine:
@@ -274,7 +263,7 @@ class Engine:
                     ports=facts.ports,
                 )
                 outcome = await self._runner.run(spec, target)
-            self.stats.runs[(handler_kind(spec), str(outcome.result))] += 1
+            self.stats.runs[(action_kind(spec.handler), str(outcome.result))] += 1
             self._apply(key, spec, outcome)
         finally:
             self._book_next(key, due)

@@ -57,6 +57,10 @@ class PodView:
     containers: Mapping[str, ContainerFacts]  # regular and restartable init containers
     conditions: tuple[Mapping[str, Any], ...]
 
+    def condition(self, type_: str) -> Mapping[str, Any] | None:
+        """The first condition of `type_`, as the API server holds it, or None."""
+        return next((c for c in self.conditions if c.get("type") == type_), None)
+
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES

@@ -142,13 +142,6 @@ class _Board:
         return out
 
 
-def _condition_status(pod: PodView, type_: str) -> str | None:
-    for condition in pod.conditions:
-        if condition.get("type") == type_:
-            return str(condition.get("status"))
-    return None
-
-
 def _hold(owner: OwnerRef, owned: Owned, pod: PodView, boards: tuple[_Board, ...]) -> None:
     """A live, undecided owner keeps what it wrote, at the pod's current values."""
     labels, annotations, conditions = boards
@@ -157,9 +150,9 @@ def _hold(owner: OwnerRef, owned: Owned, pod: PodView, boards: tuple[_Board, ...
     for key in sorted(owned.annotations & pod.annotations.keys()):
         annotations.claim(owner, key, pod.annotations[key])
     if owned.condition is not None:
-        status = _condition_status(pod, owned.condition)
-        if status is not None:
-            conditions.claim(owner, owned.condition, status)
+        found = pod.condition(owned.condition)
+        if found is not None:
+            conditions.claim(owner, owned.condition, str(found.get("status")))
 
 
 def _claim(
