@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import random
 import signal
 import time
 from collections.abc import Callable
@@ -111,7 +110,6 @@ class Daemon:
             now_text=rfc3339_now,
             clock=clock,
             settings=WriterSettings(coalesce=settings.write_coalesce_seconds),
-            rng=random.Random(),
         )
         self.ready = anyio.Event()
 

@@ -27,12 +27,8 @@ def marker_resource(group: str = rules.GROUP) -> Resource:
     return Resource(group, rules.VERSION, rules.PLURAL)
 
 
-_project = projector(("apiVersion", "kind", "metadata.generation", "spec"))
-
-
-def marker_projection(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """What the daemon keeps of a marker: identity, generation, spec."""
-    return _project(raw)
+# What the daemon keeps of a marker: identity, generation, spec.
+marker_projection = projector(("apiVersion", "kind", "metadata.generation", "spec"))
 
 
 def read_marker(doc: Mapping[str, Any], *, api_version: str = rules.API_VERSION) -> Marker:

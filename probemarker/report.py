@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 import structlog
 
 from probemarker.api import rules
-from probemarker.api.model import Marker, MarkerRef, ProbeState
+from probemarker.api.model import MarkerRef, ProbeState
 from probemarker.identity import ProbeKey
 from probemarker.kube.events import ObjectRef
 from probemarker.pods import PodView
@@ -109,7 +109,3 @@ class Reporter:
             note=f"{error}. The daemon skips this marker until it is fixed.",
             action="Validate",
         )
-
-    def marker_accepted(self, marker: Marker, *, was_invalid: bool) -> None:
-        if was_invalid:
-            log.info("marker.fixed", marker=str(marker.ref))
