@@ -6,16 +6,7 @@ from __future__ import annotations
 import anyio
 
 from probemarker.sim.exec.runners import ExecReply
-from tests.integration.world import World, labels_of, marker, probe, running_daemon
-
-
-def flag(name: str, **kw: object) -> dict[str, object]:
-    return probe(
-        name,
-        succeeded={"labels": {name: "yes"}},
-        failed={"labels": {name: "no"}},
-        **kw,  # type: ignore[arg-type]
-    )
+from tests.integration.world import World, flag, labels_of, marker, running_daemon
 
 
 async def test_500_and_429_for_a_while_then_results_land(world: World) -> None:

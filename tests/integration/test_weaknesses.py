@@ -10,27 +10,13 @@ from tests.integration.world import (
     World,
     annotations_of,
     condition,
+    flag,
     labels_of,
     marker,
     probe,
     running_daemon,
 )
 from tests.rbac_check import disallowed
-
-
-def flag(name: str, command: str = "check", **kw: object) -> dict[str, object]:
-    """A probe that sets label `<name>=yes` on success, `<name>=no` on failure."""
-    return probe(
-        name,
-        command=command,
-        succeeded={"labels": {name: "yes"}},
-        failed={"labels": {name: "no"}},
-        **kw,  # type: ignore[arg-type]
-    )
-
-
-async def calls_after(world: World, n: int, *, within: float = 10.0) -> None:
-    await world.script.wait_calls(n, within=within)
 
 
 async def test_two_probes_on_one_container_do_not_overwrite_each_other(world: World) -> None:
@@ -67,7 +53,7 @@ async def test_a_restarted_daemon_writes_nothing_and_flaps_nothing(world: World)
         await world.wait_pod("g", lambda p: labels_of(p).get("idle") == "yes")
     writes, before = world.pod_writes(), world.pod("g")
     async with running_daemon(world.sim):
-        await calls_after(world, 4)  # two thresholds' worth of runs
+        await world.script.wait_calls(4)  # two thresholds' worth of runs
         await anyio.sleep(0.2)  # past the writer's coalescing window
     assert world.pod_writes() == writes
     after = world.pod("g")
@@ -78,7 +64,7 @@ async def test_a_period_change_applies_from_the_next_run(world: World) -> None:
     await world.create_pod("g", labels={"app": "game"})
     await world.apply_marker(marker("m", probes=[flag("idle", period=1)]))
     async with running_daemon(world.sim):
-        await calls_after(world, 2)
+        await world.script.wait_calls(2)
         await world.apply_marker(marker("m", probes=[flag("idle", period=3600)]))
         await anyio.sleep(0.1)
         seen = len(world.script.calls)
@@ -86,7 +72,7 @@ async def test_a_period_change_applies_from_the_next_run(world: World) -> None:
         # At most the run already booked on the old grid; then once an hour.
         assert len(world.script.calls) - seen <= 1
         await world.apply_marker(marker("m", probes=[flag("idle", period=1)]))
-        await calls_after(world, 2, within=5)
+        await world.script.wait_calls(2, within=5)
 
 
 async def test_a_command_change_applies_from_the_next_run(world: World) -> None:
@@ -110,7 +96,7 @@ async def test_deleting_marker_way_leaves_gateway_alone(world: World) -> None:
         assert labels_of(pod)["gw"] == "yes"
         assert condition(pod, "x.io/gateway") is not None
         assert condition(pod, "x.io/way") is None
-        await calls_after(world, 2)
+        await world.script.wait_calls(2)
         assert labels_of(world.pod("g"))["gw"] == "yes"
 
 

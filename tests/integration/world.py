@@ -110,6 +110,16 @@ def probe(
     return out
 
 
+def flag(name: str, **kw: Any) -> dict[str, Any]:
+    """A probe that sets label `<name>=yes` on success, `<name>=no` on failure."""
+    return probe(
+        name,
+        succeeded={"labels": {name: "yes"}},
+        failed={"labels": {name: "no"}},
+        **kw,
+    )
+
+
 class World:
     def __init__(self, sim: SimCluster, api: client.ApiClient, script: Script) -> None:
         self.sim, self.api, self.script = sim, api, script

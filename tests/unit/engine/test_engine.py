@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -77,7 +78,7 @@ def marker_entry(**probe: Any) -> Entry[dict[str, Any]]:
 
 
 def pod_entry(*, started_at: float = START, annotations: dict[str, str] | None = None) -> Any:
-    stamp = anyio_time(started_at)
+    stamp = rfc3339(started_at)
     raw = {
         "metadata": {
             "name": "g",
@@ -104,9 +105,7 @@ def pod_entry(*, started_at: float = START, annotations: dict[str, str] | None =
     return entry_of(raw, pod_projection)
 
 
-def anyio_time(seconds: float) -> str:
-    from datetime import UTC, datetime
-
+def rfc3339(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
