@@ -200,6 +200,7 @@ class Engine:
         for key in pod.probes:
             self._probes.pop(key, None)
             self.dispatcher.cancel(key)
+        self._mark(uid)  # the writer's flush finds no pod and drops what it kept of it
 
     def _rematch(self, pod: _Pod) -> None:
         namespace = self._markers.get(pod.view.namespace, {})

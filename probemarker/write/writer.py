@@ -154,25 +154,23 @@ class PodWriter:
 
     # -- marks ---------------------------------------------------------------------------
 
-    def mark(self, uid: PodUID, *, delay: float | None = None) -> None:
-        """Flush `uid` after `delay` (default: the coalescing window) unless sooner."""
+    @property
+    def tracked(self) -> int:
+        """Pods the writer keeps state for (a pod that is gone is dropped at its flush)."""
+        return len(self._pods)
+
+    def mark(self, uid: PodUID) -> None:
+        """Flush `uid` after the coalescing window (or its backoff hold), unless sooner."""
         state = self._pods.setdefault(uid, _PodState())
         if state.flushing:
             state.again = True
             return
-        due = self._clock.now() + (self.settings.coalesce if delay is None else delay)
-        due = max(due, state.hold_until)
+        due = max(self._clock.now() + self.settings.coalesce, state.hold_until)
         if state.marked_at is not None and state.marked_at <= due:
             return
         state.marked_at = due
         heapq.heappush(self._heap, (due, uid))
         self._wake.set()
-
-    def forget(self, uid: PodUID) -> None:
-        """The pod is gone: drop what the writer keeps of it."""
-        state = self._pods.get(uid)
-        if state is not None and not state.flushing:
-            del self._pods[uid]
 
     async def flush_pending(self) -> None:
         """Shutdown: flush every marked pod now (no coalescing, no hold) and return when

@@ -136,3 +136,4 @@ async def test_a_pod_deleted_mid_probe_writes_nothing(world: World) -> None:
         assert world.pod_writes() == writes
         assert daemon.engine.probe_count == 0
         assert daemon.writer.stats.failures == {}
+        assert daemon.writer.tracked == 0
