@@ -1,0 +1,77 @@
+"""Where a network probe connects: the pod IP and the port, named or numbered.
+
+Stage: probe (pure). Input: an action's `port` (a number, or the name of one of the
+target container's `ports`) and the `ProbeTarget`. Output: the address to connect to,
+or the reason there is none. As the kubelet does (`probe.ResolveContainerPort`): a
+number is used as it is; a name is looked up in the container's ports (a restartable
+init container's too, `pods.ContainerFacts.ports`), by exact name.
+
+Invariants:
+- the host is always the pod's own IP: a pod without one has no address, so the run
+  is Unknown and nothing on the node (or anywhere else) is probed (SPEC §5);
+- a name not in the container's ports has no address either; the engine reports it
+  once as an event on the pod (`unresolved_port`) and the probe decides nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from probemarker.api.model import Handler, HTTPGetAction, TCPSocketAction
+from probemarker.probe.handler import ProbeTarget
+
+__all__ = ["Address", "NoAddress", "address_of", "join_host_port", "unresolved_port"]
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    host: str  # the pod IP, IPv4 or IPv6 (without brackets)
+    port: int
+
+    @property
+    def authority(self) -> str:
+        """`host:port`, with an IPv6 host in brackets (for URLs and Host headers)."""
+        return join_host_port(self.host, self.port)
+
+    def __str__(self) -> str:
+        return self.authority
+
+
+@dataclass(frozen=True, slots=True)
+class NoAddress:
+    reason: str  # says what is missing and where, for the Unknown outcome's message
+
+
+def join_host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _number(port: int | str, ports: Mapping[str, int]) -> int | None:
+    number = port if isinstance(port, int) else ports.get(port)
+    return number if number is not None and 0 < number < 65536 else None
+
+
+def address_of(port: int | str, target: ProbeTarget) -> Address | NoAddress:
+    """The pod IP and the resolved port of `target`, or why there is none."""
+    if not target.pod_ip:
+        return NoAddress(f"pod {target.namespace}/{target.pod} has no IP yet (status.podIP)")
+    number = _number(port, target.ports)
+    if number is None:
+        if isinstance(port, str):
+            return NoAddress(
+                f"container {target.container} has no port named {port!r} in its ports"
+            )
+        return NoAddress(f"port {port} is not a TCP port number (1-65535)")
+    return Address(target.pod_ip, number)
+
+
+def unresolved_port(action: Handler, ports: Mapping[str, int]) -> str | None:
+    """The named port of `action` that the container does not declare, or None.
+
+    Checked by the engine before a run, so the event on the pod names the marker,
+    the probe and the port (gRPC ports are numbers only, as in core/v1).
+    """
+    if isinstance(action, HTTPGetAction | TCPSocketAction) and isinstance(action.port, str):
+        return None if _number(action.port, ports) is not None else action.port
+    return None
