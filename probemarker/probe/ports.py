@@ -10,18 +10,29 @@ Invariants:
 - the host is always the pod's own IP: a pod without one has no address, so the run
   is Unknown and nothing on the node (or anywhere else) is probed (SPEC §5);
 - a name not in the container's ports has no address either; the engine reports it
-  once as an event on the pod (`unresolved_port`) and the probe decides nothing.
+  once as an event on the pod (`unresolved_port`) and the probe decides nothing;
+- an error that says this host is short of something (`local_shortage`: file
+  descriptors, buffers, memory) is not the pod's answer, so the network handlers
+  make it Unknown, never Failed.
 """
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from probemarker.api.model import Handler, HTTPGetAction, TCPSocketAction
 from probemarker.probe.handler import ProbeTarget
 
-__all__ = ["Address", "NoAddress", "address_of", "join_host_port", "unresolved_port"]
+__all__ = [
+    "Address",
+    "NoAddress",
+    "address_of",
+    "join_host_port",
+    "local_shortage",
+    "unresolved_port",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +86,27 @@ def unresolved_port(action: Handler, ports: Mapping[str, int]) -> str | None:
     if isinstance(action, HTTPGetAction | TCPSocketAction) and isinstance(action.port, str):
         return None if _number(action.port, ports) is not None else action.port
     return None
+
+
+# Errors that say this host is short of something, not that the pod answered.
+_LOCAL = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.EADDRNOTAVAIL})
+
+
+def local_shortage(err: BaseException) -> bool:
+    """True when `err` (or an error it wraps) is a shortage on this host."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [err]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _LOCAL:
+            return True
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        os_error = getattr(current, "os_error", None)  # aiohttp's connector errors
+        if isinstance(os_error, OSError):
+            todo.append(os_error)
+    return False

@@ -1,0 +1,234 @@
+"""The httpGet probe handler: one GET to the pod IP, judged as the kubelet judges it.
+
+Stage: probe. Input: an `HTTPGetAction`, the `ProbeTarget` and the run's time limit.
+Output: an `Outcome`, never an exception but cancellation.
+
+| what happened | outcome | message |
+|---|---|---|
+| status 200-299 | Succeeded | the body (first 1 KiB) |
+| status 300-399, not followed (another host, or no Location) | Succeeded | "redirect to L not followed ...", then the body |
+| status 400 and up | Failed | "HTTP probe failed with status code N", then the body |
+| refused, reset, bad TLS, not HTTP, 10 redirects | Failed | what went wrong, naming the address |
+| no answer within the time limit (connect, headers and body together) | Failed | "timed out after Ns ..." |
+| no pod IP, a port name the container lacks | Unknown | why (the engine reports the port) |
+| a local shortage (file descriptors, buffers, memory) | Unknown | the error |
+
+The request, as the kubelet makes it (pkg/probe/http): `GET scheme://podIP:port/path`
+with the marker's headers; `User-Agent: probemarker/<version>` and `Accept: */*` unless
+the marker sets them; no compression, no proxy, no cookies; HTTPS without checking the
+certificate. A `Host` header sets the HTTP Host only: the connection still goes to the
+pod IP (so a marker cannot make the daemon reach another host, Kruise#2471).
+
+Redirects: followed (up to 10) while they stay on the pod IP and port; a redirect
+elsewhere is not followed, and its 3xx answer counts as Succeeded with a warning in
+the message, as the kubelet's "Probe terminated redirects". A custom Host is kept on a
+relative redirect only, as Go's client does.
+
+Connections are pooled per address and reused across runs (keep-alive); a reused
+connection the server closed meanwhile is retried once by aiohttp (GET is idempotent).
+A response whose body is not read to the end (a large body, a timeout) has its
+connection closed, never returned to the pool.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Final, Self
+
+import aiohttp
+import anyio
+from multidict import CIMultiDict
+from yarl import URL
+
+from probemarker import __version__
+from probemarker.api.model import Handler, HTTPGetAction, HTTPHeader
+from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.outcome import Outcome
+from probemarker.probe.output import MESSAGE_LIMIT, clean_message
+from probemarker.probe.ports import Address, NoAddress, address_of, local_shortage
+
+__all__ = ["BODY_LIMIT", "MAX_REDIRECTS", "HTTPGetHandler", "request_url"]
+
+BODY_LIMIT: Final = MESSAGE_LIMIT  # bytes of the body kept for the message
+MAX_REDIRECTS: Final = 10  # Go's client stops after 10, and so does the kubelet
+KEEPALIVE: Final = 20.0  # seconds an idle connection is kept: above the default 10 s period
+
+
+def request_url(scheme: str, address: Address, path: str) -> URL:
+    """`scheme://address/path`: the path's query is kept, any scheme or host in it is
+    ignored (the kubelet's formatURL), and a path without a leading / gets one."""
+    try:
+        ref = URL(path or "/", encoded=True)
+    except (ValueError, TypeError):
+        ref = URL.build(path="/", encoded=True)
+    raw_path = ref.raw_path if ref.raw_path.startswith("/") else f"/{ref.raw_path}"
+    query = f"?{ref.raw_query_string}" if ref.raw_query_string else ""
+    return URL(f"{scheme.lower()}://{address.authority}{raw_path}{query}", encoded=True)
+
+
+def _headers(headers: Iterable[HTTPHeader], user_agent: str) -> CIMultiDict[str]:
+    result: CIMultiDict[str] = CIMultiDict()
+    for header in headers:
+        result.add(header.name, header.value)
+    result.setdefault("User-Agent", user_agent)
+    result.setdefault("Accept", "*/*")
+    return result
+
+
+_AWAITING_HEADERS: Final = "connecting and awaiting headers"
+
+
+@dataclass(slots=True)
+class _Progress:
+    """Where a run is, for the message of a timeout."""
+
+    phase: str = _AWAITING_HEADERS
+
+
+def _not_followed(status: int, location: str | None) -> str:
+    if location is None:
+        return f"warning: HTTP {status} with no Location header, not followed"
+    return f"warning: HTTP {status} redirect to {location} not followed (another host or port)"
+
+
+def _same_place(a: URL, b: URL) -> bool:
+    return a.host == b.host and a.port == b.port
+
+
+def _with_body(text: str, body: str) -> str:
+    return f"{text}: {body}" if body else text
+
+
+class HTTPGetHandler:
+    """Runs httpGet actions; see the module docstring. Use as an async context manager
+    (it owns a connection pool) or call `aclose()`."""
+
+    def __init__(self, *, user_agent: str = f"probemarker/{__version__}") -> None:
+        self._user_agent = user_agent
+        self._session: aiohttp.ClientSession | None = None
+
+    def __repr__(self) -> str:
+        return f"HTTPGetHandler(user_agent={self._user_agent!r})"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    def _pool(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE),
+                cookie_jar=aiohttp.DummyCookieJar(),  # nothing carried from one pod to another
+                auto_decompress=False,
+                skip_auto_headers=("Accept-Encoding",),
+                trust_env=False,  # no proxy: the request goes to the pod IP itself
+            )
+        return self._session
+
+    async def run(self, action: Handler, target: ProbeTarget, *, time_limit: float) -> Outcome:
+        if not isinstance(action, HTTPGetAction):
+            raise TypeError(f"HTTPGetHandler cannot run {type(action).__name__}")
+        address = address_of(action.port, target)
+        if isinstance(address, NoAddress):
+            return Outcome.unknown(address.reason)
+        try:
+            url = request_url(action.scheme, address, action.path)
+            headers = _headers(action.headers, self._user_agent)
+        except ValueError as err:
+            return Outcome.unknown(f"cannot build the request for {address}: {err}")
+        progress = _Progress()
+        with anyio.move_on_after(time_limit):
+            return await self._get(url, headers, progress)
+        return Outcome.failed(f"GET {url} timed out after {time_limit:g}s {progress.phase}")
+
+    async def _get(self, url: URL, headers: CIMultiDict[str], progress: _Progress) -> Outcome:
+        """Follow same-place redirects; judge the last answer."""
+        start, custom_host = url, "Host" in headers
+        for _ in range(MAX_REDIRECTS + 1):
+            try:
+                status, location, body = await self._exchange(url, headers, progress)
+            except Exception as err:  # aiohttp's and the socket's errors are answers
+                if local_shortage(err):
+                    return Outcome.unknown(f"GET {url}: {err!r}")
+                return Outcome.failed(f"GET {url}: {_describe(err)}")
+            if not 300 <= status < 400:
+                if status >= 400 or status < 200:
+                    return Outcome.failed(
+                        _with_body(f"HTTP probe failed with status code {status}", body)
+                    )
+                return Outcome.succeeded(body)
+            following = None if location is None else _follow(url, location)
+            if following is None or not _same_place(following[0], start):
+                return Outcome.succeeded(_with_body(_not_followed(status, location), body))
+            url, absolute = following
+            if custom_host and absolute:
+                headers = headers.copy()
+                del headers["Host"]
+                custom_host = False
+        return Outcome.failed(f"GET {start}: stopped after {MAX_REDIRECTS} redirects")
+
+    async def _exchange(
+        self, url: URL, headers: CIMultiDict[str], progress: _Progress
+    ) -> tuple[int, str | None, str]:
+        """One request: its status, Location and the first BODY_LIMIT bytes of its body."""
+        progress.phase = _AWAITING_HEADERS
+        response = await self._pool().get(
+            url,
+            headers=headers,
+            allow_redirects=False,
+            ssl=False,  # HTTPS without a certificate check, as the kubelet
+            timeout=aiohttp.ClientTimeout(total=None),  # the caller bounds the whole run
+        )
+        complete = False
+        try:
+            progress.phase = f"reading the body (HTTP {response.status})"
+            body = bytearray()
+            while len(body) < BODY_LIMIT:
+                chunk = await response.content.read(BODY_LIMIT - len(body))
+                if not chunk:
+                    break
+                body += chunk
+            complete = response.content.at_eof()
+        finally:
+            if complete:
+                response.release()  # back to the pool
+            else:
+                response.close()  # unread body or cancelled: the connection cannot be reused
+        text = clean_message(body.decode("utf-8", errors="replace"))
+        return response.status, response.headers.get("Location"), text
+
+
+def _follow(url: URL, location: str) -> tuple[URL, bool] | None:
+    """Where `location` leads from `url`, and whether it named a host; None if invalid."""
+    try:
+        ref = URL(location)
+        return url.join(ref), ref.is_absolute()
+    except (ValueError, TypeError):
+        return None
+
+
+def _describe(err: Exception) -> str:
+    if isinstance(err, aiohttp.ClientConnectorError):
+        code = err.os_error.errno
+        # asyncio puts "Connect call failed (addr)" in strerror; the errno says more.
+        reason = os.strerror(code) if code else str(err.os_error)
+        return f"cannot connect to {err.host}:{err.port}: {reason}"
+    if isinstance(err, ssl.SSLError | aiohttp.ClientSSLError):
+        return f"TLS handshake failed: {err}"
+    if isinstance(err, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection without an answer"
+    text = str(err) or type(err).__name__
+    return f"{type(err).__name__}: {text}" if str(err) else text

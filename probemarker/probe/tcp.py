@@ -1,0 +1,74 @@
+"""The tcpSocket probe handler: a TCP connect to the pod IP, as the kubelet makes it.
+
+Stage: probe. Input: a `TCPSocketAction`, the `ProbeTarget` and the run's time limit.
+Output: an `Outcome`, never an exception but cancellation.
+
+| what happened | outcome | message |
+|---|---|---|
+| the connection was accepted | Succeeded | "" |
+| refused, unreachable, reset | Failed | the error, naming the address |
+| no answer within the time limit (a filtered port) | Failed | "timed out after Ns" |
+| no pod IP, a port name the container lacks | Unknown | why (the engine reports the port) |
+| a local shortage (file descriptors, buffers, memory) | Unknown | the error |
+
+The connection is closed as soon as it is made, and nothing is sent: the connect is
+the probe, so there is no connection to reuse.
+"""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+
+from probemarker.api.model import Handler, TCPSocketAction
+from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.outcome import Outcome
+from probemarker.probe.ports import NoAddress, address_of, local_shortage
+
+__all__ = ["TCPSocketHandler"]
+
+
+def _reason(err: OSError) -> str:
+    """The socket's own words: anyio raises its own error from the per-address ones."""
+    cause = err.__cause__
+    if isinstance(cause, BaseExceptionGroup) and len(cause.exceptions) == 1:
+        cause = cause.exceptions[0]
+    if isinstance(cause, OSError):
+        err = cause
+    # asyncio puts "Connect call failed (addr)" in strerror; the errno says more.
+    return os.strerror(err.errno) if err.errno else str(err) or type(err).__name__
+
+
+class TCPSocketHandler:
+    """Runs tcpSocket actions; see the module docstring. Holds nothing between runs,
+    but is an async context manager like the other network handlers."""
+
+    def __repr__(self) -> str:
+        return "TCPSocketHandler()"
+
+    async def __aenter__(self) -> TCPSocketHandler:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Nothing to close: every connection is closed within its run."""
+
+    async def run(self, action: Handler, target: ProbeTarget, *, time_limit: float) -> Outcome:
+        if not isinstance(action, TCPSocketAction):
+            raise TypeError(f"TCPSocketHandler cannot run {type(action).__name__}")
+        address = address_of(action.port, target)
+        if isinstance(address, NoAddress):
+            return Outcome.unknown(address.reason)
+        with anyio.move_on_after(time_limit):
+            try:
+                stream = await anyio.connect_tcp(address.host, address.port)
+            except OSError as err:
+                if local_shortage(err):
+                    return Outcome.unknown(f"connect to {address}: {err!r}")
+                return Outcome.failed(f"cannot connect to {address}: {_reason(err)}")
+            await stream.aclose()
+            return Outcome.succeeded()
+        return Outcome.failed(f"connect to {address} timed out after {time_limit:g}s")

@@ -1,0 +1,289 @@
+"""The httpGet handler against a real HTTP server on a pod-like 127.x address.
+
+Every case goes through `ProbeRunner`, as the engine calls it, and the handler's own
+connection pool; time limits are short and the slow routes hang until the server
+is torn down, so a test that does not time out in the handler fails on the global
+timeout instead of passing.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from types import MappingProxyType
+
+import orjson
+import pytest
+
+from probemarker import __version__
+from probemarker.api.model import HTTPGetAction, HTTPHeader, ProbeSpec, Timing
+from probemarker.identity import PodUID
+from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.http import BODY_LIMIT, HTTPGetHandler, request_url
+from probemarker.probe.outcome import Outcome, Result
+from probemarker.probe.ports import Address
+from probemarker.probe.runner import ProbeRunner
+from tests.probe.servers import OTHER_HOST, closed_port, http_server
+
+POD_IP = "127.0.1.150"
+
+
+def target(port: int | None = None, *, ip: str | None = POD_IP) -> ProbeTarget:
+    ports = MappingProxyType({"web": port}) if port is not None else MappingProxyType({})
+    return ProbeTarget("default", "web", PodUID("uid-1"), "app", pod_ip=ip, ports=ports)
+
+
+async def probe(
+    handler: HTTPGetHandler,
+    action: HTTPGetAction,
+    port: int | None,
+    *,
+    seconds: int = 2,
+    ip: str | None = POD_IP,
+) -> Outcome:
+    runner = ProbeRunner({HTTPGetAction: handler})
+    spec = ProbeSpec("check", "app", action, Timing(timeout_seconds=seconds))
+    return await runner.run(spec, target(port, ip=ip))
+
+
+@pytest.mark.parametrize(
+    ("path", "result", "message"),
+    [
+        pytest.param("/ok", Result.SUCCEEDED, "all good", id="200"),
+        pytest.param("/status/204", Result.SUCCEEDED, "", id="204-no-body"),
+        pytest.param("/redirect?to=/ok", Result.SUCCEEDED, "all good", id="302-same-host-followed"),
+        pytest.param(
+            f"/redirect?to=http://{OTHER_HOST}/ok",
+            Result.SUCCEEDED,
+            f"warning: HTTP 302 redirect to http://{OTHER_HOST}/ok not followed "
+            "(another host or port): moved",
+            id="302-other-host-not-followed",
+        ),
+        pytest.param(
+            "/no-location",
+            Result.SUCCEEDED,
+            "warning: HTTP 301 with no Location header, not followed: moved, but where",
+            id="301-no-location",
+        ),
+        pytest.param(
+            "/status/404",
+            Result.FAILED,
+            "HTTP probe failed with status code 404: answer 404",
+            id="404",
+        ),
+        pytest.param(
+            "/status/500",
+            Result.FAILED,
+            "HTTP probe failed with status code 500: answer 500",
+            id="500",
+        ),
+        pytest.param(
+            "/redirect?to=/redirect%3Fto%3D/status/503",
+            Result.FAILED,
+            "HTTP probe failed with status code 503: answer 503",
+            id="redirect-chain-to-503",
+        ),
+    ],
+)
+async def test_status_and_redirects(path: str, result: Result, message: str) -> None:
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        outcome = await probe(handler, HTTPGetAction(port=server.port, path=path), server.port)
+    assert outcome == Outcome(result, message)
+
+
+async def test_a_redirect_to_the_same_host_on_another_port_is_not_followed() -> None:
+    async with (
+        http_server(POD_IP) as server,
+        http_server(POD_IP) as other,
+        HTTPGetHandler() as handler,
+    ):
+        path = f"/redirect?to=http://{POD_IP}:{other.port}/status/500"
+        outcome = await probe(handler, HTTPGetAction(port=server.port, path=path), server.port)
+    assert outcome.result is Result.SUCCEEDED
+    assert outcome.message.startswith("warning: HTTP 302 redirect to")
+    assert other.requests == []
+
+
+async def test_an_absolute_redirect_to_the_pod_itself_is_followed() -> None:
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        path = f"/redirect?to=http://{POD_IP}:{server.port}/status/500"
+        outcome = await probe(handler, HTTPGetAction(port=server.port, path=path), server.port)
+    assert outcome == Outcome.failed("HTTP probe failed with status code 500: answer 500")
+
+
+async def test_a_redirect_loop_stops_after_ten() -> None:
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        outcome = await probe(handler, HTTPGetAction(port=server.port, path="/loop"), server.port)
+    url = f"http://{POD_IP}:{server.port}/loop"
+    assert outcome == Outcome.failed(f"GET {url}: stopped after 10 redirects")
+    assert len(server.requests) == 11
+
+
+@pytest.mark.parametrize(
+    ("path", "phase"),
+    [
+        pytest.param("/slow-headers", "connecting and awaiting headers", id="slow-headers"),
+        pytest.param("/slow-body", "reading the body (HTTP 200)", id="slow-body"),
+    ],
+)
+async def test_slow_answers_time_out(path: str, phase: str) -> None:
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        outcome = await probe(
+            handler, HTTPGetAction(port=server.port, path=path), server.port, seconds=1
+        )
+        url = f"http://{POD_IP}:{server.port}{path}"
+        assert outcome == Outcome.failed(f"GET {url} timed out after 1s {phase}")
+        # The connection of a timed-out run is closed, not pooled: the next run is new.
+        seen = set(server.peers)
+        assert (
+            await probe(handler, HTTPGetAction(port=server.port, path="/ok"), server.port)
+        ).result is Result.SUCCEEDED
+        assert len(server.peers - seen) == 1
+
+
+async def test_https_with_a_self_signed_certificate(tmp_path: Path) -> None:
+    async with http_server(POD_IP, tls_dir=tmp_path) as server, HTTPGetHandler() as handler:
+        outcome = await probe(
+            handler, HTTPGetAction(port=server.port, path="/ok", scheme="HTTPS"), server.port
+        )
+        plain = await probe(handler, HTTPGetAction(port=server.port, path="/ok"), server.port)
+    assert outcome == Outcome.succeeded("all good")
+    assert plain.result is Result.FAILED  # HTTP to a TLS port is the container's answer
+
+
+async def test_headers_are_sent_and_host_sets_only_the_header() -> None:
+    action = HTTPGetAction(
+        port="web",
+        path="/echo",
+        headers=(
+            HTTPHeader("X-Custom", "one"),
+            HTTPHeader("X-Custom", "two"),
+            HTTPHeader("Host", "example.com"),
+        ),
+    )
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        outcome = await probe(handler, action, server.port)
+    assert outcome.result is Result.SUCCEEDED
+    received = orjson.loads(outcome.message)
+    assert ["Host", "example.com"] in received  # the header only: we reached the pod IP
+    assert ["X-Custom", "one"] in received
+    assert ["X-Custom", "two"] in received
+    assert ["User-Agent", f"probemarker/{__version__}"] in received
+    assert ["Accept", "*/*"] in received
+    assert not any(name.lower() == "accept-encoding" for name, _ in received)
+
+
+async def test_the_marker_may_set_user_agent_and_accept() -> None:
+    action = HTTPGetAction(
+        port="web",
+        path="/echo",
+        headers=(HTTPHeader("user-agent", "mine/1"), HTTPHeader("Accept", "text/plain")),
+    )
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        outcome = await probe(handler, action, server.port)
+    received = {name.lower(): value for name, value in orjson.loads(outcome.message)}
+    assert received["user-agent"] == "mine/1"
+    assert received["accept"] == "text/plain"
+
+
+async def test_connections_are_reused_across_runs() -> None:
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        for _ in range(5):
+            outcome = await probe(handler, HTTPGetAction(port=server.port, path="/ok"), server.port)
+            assert outcome.result is Result.SUCCEEDED
+    assert len(server.requests) == 5
+    assert len(server.peers) == 1
+
+
+async def test_a_large_body_is_cut_to_the_limit() -> None:
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        first = await probe(handler, HTTPGetAction(port=server.port, path="/big"), server.port)
+        then = await probe(handler, HTTPGetAction(port=server.port, path="/ok"), server.port)
+    assert first == Outcome.succeeded("x" * BODY_LIMIT)
+    assert then == Outcome.succeeded("all good")
+
+
+async def test_hostile_body_is_sanitised() -> None:
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        outcome = await probe(
+            handler, HTTPGetAction(port=server.port, path="/hostile"), server.port
+        )
+    assert outcome.result is Result.SUCCEEDED
+    assert "\x1b" not in outcome.message
+    assert "\x00" not in outcome.message
+    assert "red" in outcome.message
+
+
+async def test_connection_refused_is_failed() -> None:
+    with closed_port(POD_IP) as port:
+        async with HTTPGetHandler() as handler:
+            outcome = await probe(handler, HTTPGetAction(port=port, path="/ok"), port)
+    assert outcome.result is Result.FAILED
+    assert outcome.message == (
+        f"GET http://{POD_IP}:{port}/ok: cannot connect to {POD_IP}:{port}: Connection refused"
+    )
+
+
+@pytest.mark.parametrize(
+    ("ip", "port", "reason"),
+    [
+        pytest.param(None, 8080, "pod default/web has no IP yet (status.podIP)", id="no-pod-ip"),
+        pytest.param(
+            POD_IP,
+            "metrics",
+            "container app has no port named 'metrics' in its ports",
+            id="no-such-port",
+        ),
+    ],
+)
+async def test_no_address_is_unknown(ip: str | None, port: int | str, reason: str) -> None:
+    async with HTTPGetHandler() as handler:
+        outcome = await probe(handler, HTTPGetAction(port=port), 8080, ip=ip)
+    assert outcome == Outcome.unknown(reason)
+
+
+@pytest.mark.parametrize(
+    ("scheme", "host", "port", "path", "url"),
+    [
+        pytest.param("HTTP", "10.0.0.1", 80, "/", "http://10.0.0.1/", id="root"),
+        pytest.param(
+            "HTTPS", "10.0.0.1", 8443, "/a?b=c", "https://10.0.0.1:8443/a?b=c", id="query"
+        ),
+        pytest.param("HTTP", "10.0.0.1", 80, "healthz", "http://10.0.0.1/healthz", id="no-slash"),
+        pytest.param("HTTP", "10.0.0.1", 80, "", "http://10.0.0.1/", id="empty"),
+        pytest.param(
+            "HTTP",
+            "10.0.0.1",
+            80,
+            "http://evil.example/x",
+            "http://10.0.0.1/x",
+            id="host-in-path-ignored",
+        ),
+        pytest.param(
+            "HTTP",
+            "10.0.0.1",
+            80,
+            "//evil.example/x",
+            "http://10.0.0.1/x",
+            id="authority-in-path-ignored",
+        ),
+        pytest.param("HTTP", "10.0.0.1", 80, "/a%20b", "http://10.0.0.1/a%20b", id="encoded-kept"),
+        pytest.param("HTTP", "fd00::1", 80, "/ok", "http://[fd00::1]/ok", id="ipv6"),
+    ],
+)
+def test_request_url(scheme: str, host: str, port: int, path: str, url: str) -> None:
+    ipaddress.ip_address(host)
+    assert str(request_url(scheme, Address(host, port), path)) == url
+
+
+async def test_responses_are_not_shared_between_servers() -> None:
+    """Two pods: each run reaches its own pod, and no cookie or connection crosses."""
+    async with (
+        http_server(POD_IP) as one,
+        http_server("127.0.1.151") as two,
+        HTTPGetHandler() as handler,
+    ):
+        await probe(handler, HTTPGetAction(port=one.port, path="/ok"), one.port)
+        await probe(handler, HTTPGetAction(port=two.port, path="/ok"), two.port, ip="127.0.1.151")
+    assert len(one.requests) == 1
+    assert len(two.requests) == 1
