@@ -1,6 +1,7 @@
 """Wiring of `probemarker run`: the stages in one task group, nothing else.
 
-    pods informer ──┐                    ┌─> runner (exec handler) ─┐
+    pods informer ──┐                    ┌─> runner (exec, httpGet, ┐
+                    │                    │   tcpSocket, grpc)       │
                     ├─> Engine (match) ──> dispatcher (timer wheel) │
     marker informer ┘        ^           └──────── decide <─────────┘
                              │ plan / lookup            │ mark(pod uid)
@@ -33,7 +34,7 @@ from typing import Any
 import anyio
 import structlog
 
-from probemarker.api.model import ExecAction
+from probemarker.api.model import ExecAction, HTTPGetAction, TCPSocketAction
 from probemarker.engine import Engine, EngineSettings
 from probemarker.identity import PodUID
 from probemarker.kube.cache import ObjectKey
@@ -46,7 +47,10 @@ from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
 from probemarker.kube.resources import PODS
 from probemarker.markers import marker_projection, marker_resource
 from probemarker.probe.exec import ExecHandler
+from probemarker.probe.handler import ProbeHandler
+from probemarker.probe.http import HTTPGetHandler
 from probemarker.probe.runner import ProbeRunner
+from probemarker.probe.tcp import TCPSocketHandler
 from probemarker.settings import RunSettings
 from probemarker.write.writer import PodWriter, WriterSettings
 
@@ -92,8 +96,15 @@ class Daemon:
         self.events = EventRecorder(client, node_name=settings.node, limiter=self.limiter)
         send, receive = anyio.create_memory_object_stream[PodUID](math.inf)
         self._marks = send
+        self.http = HTTPGetHandler()
+        self.tcp = TCPSocketHandler()
+        handlers: dict[type, ProbeHandler] = {
+            ExecAction: ExecHandler(client),
+            HTTPGetAction: self.http,
+            TCPSocketAction: self.tcp,
+        }
         self.engine = Engine(
-            runner=ProbeRunner({ExecAction: ExecHandler(client)}),
+            runner=ProbeRunner(handlers),
             sink=self.events,
             mark=self._mark,
             clock=clock,
@@ -120,7 +131,7 @@ class Daemon:
 
     async def run(self, *, stop: anyio.Event) -> None:
         """Until `stop` is set; then the graceful shutdown."""
-        async with self._marks, anyio.create_task_group() as inputs:
+        async with self._marks, self.http, self.tcp, anyio.create_task_group() as inputs:
             inputs.start_soon(self.pods.run)
             inputs.start_soon(self.markers.run)
             inputs.start_soon(self.events.run)

@@ -37,9 +37,10 @@ from probemarker.kube.cache import Entry, ObjectKey
 from probemarker.kube.ratelimit import Clock
 from probemarker.markers import read_marker
 from probemarker.match import diff_matches, match_pod
-from probemarker.pods import PodView, pod_view
+from probemarker.pods import ContainerFacts, PodView, pod_view
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
+from probemarker.probe.ports import unresolved_port
 from probemarker.probe.runner import ProbeRunner, action_kind
 from probemarker.report import EventSink, Reporter
 from probemarker.schedule.dispatcher import Dispatcher
@@ -76,6 +77,7 @@ class _Probe:
     spec: ProbeSpec
     thresholds: ThresholdState
     unknown_streak: int = 0
+    blocked: str | None = None  # why it cannot run, as last reported on the pod
 
 
 @dataclass(slots=True)
@@ -252,8 +254,11 @@ class Engine:
             passage = gate(facts, spec.timing, now=self._wall())
             if passage is Gate.WAIT or facts is None:
                 return
+            blocked = self._blocked(key, probe, pod.view, facts)
             if passage is Gate.NOT_RUNNING:
                 outcome = Outcome.failed(f"container {key.container} is not running")
+            elif blocked is not None:
+                outcome = Outcome.unknown(blocked)
             else:
                 target = ProbeTarget(
                     namespace=pod.view.namespace,
@@ -268,6 +273,24 @@ class Engine:
             self._apply(key, spec, outcome)
         finally:
             self._book_next(key, due)
+
+    def _blocked(
+        self, key: ProbeKey, probe: _Probe, view: PodView, facts: ContainerFacts
+    ) -> str | None:
+        """Why `probe` cannot run on this pod (a named port the container lacks, a
+        handler this install lacks), reported on the pod once per cause; or None."""
+        port = unresolved_port(probe.spec.handler, facts.ports)
+        missing = self._runner.unavailable(probe.spec.handler)
+        reason, problem = None, None
+        if port is not None:
+            reason = "PortNotFound"
+            problem = f"port {port!r} is not among the ports of container {key.container}"
+        elif missing is not None:
+            reason, problem = "ProbeUnsupported", missing
+        if problem != probe.blocked and reason is not None and problem is not None:
+            self._report.cannot_run(view, key, reason=reason, problem=problem)
+        probe.blocked = problem
+        return problem
 
     def _book_next(self, key: ProbeKey, due: float) -> None:
         probe = self._probes.get(key)

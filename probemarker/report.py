@@ -4,7 +4,8 @@ Stage: decide/write -> the user (I/O through the `EventSink`, the client layer's
 `EventRecorder`). Events only on transitions (SPEC §3): `ProbeSucceeded` (Normal) and
 `ProbeFailed` (Warning) on the pod, naming marker and probe, with the probe's message;
 `ConflictingMarkers` (Warning) on the pod naming both owners of a key;
-`InvalidMarker` (Warning) on the marker. The recorder counts repeats into a series
+`InvalidMarker` (Warning) on the marker; `PortNotFound` and `ProbeUnsupported`
+(Warning) on the pod when a probe cannot run there (once per cause, not per run). The recorder counts repeats into a series
 instead of creating new events. One log line per event, never one per probe run.
 """
 
@@ -98,6 +99,25 @@ class Reporter:
             reason="ConflictingMarkers",
             note=note,
             action="Mark",
+        )
+
+    def cannot_run(self, pod: PodView, key: ProbeKey, *, reason: str, problem: str) -> None:
+        """A probe cannot be run on `pod` (see `Engine._blocked`): it decides nothing."""
+        note = (
+            f"{key.marker.name}/{key.probe} on container {key.container}: {problem}. "
+            "The probe decides nothing until this is fixed."
+        )
+        log.warning(
+            "probe.cannot_run",
+            pod=f"{pod.namespace}/{pod.name}",
+            marker=str(key.marker),
+            probe=key.probe,
+            container=key.container,
+            reason=reason,
+            problem=problem,
+        )
+        self._sink.record(
+            regarding=pod_ref(pod), type="Warning", reason=reason, note=note, action="Probe"
         )
 
     def invalid_marker(self, ref: MarkerRef, uid: str, api_version: str, error: str) -> None:

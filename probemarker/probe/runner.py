@@ -5,9 +5,10 @@ Stage: probe (called by the scheduler's dispatcher, one call per due run). Input
 (`output.clean_message`), as the last line of defence before a pod or an event.
 
 Invariants:
-- The handler is chosen by the type of the action. An action with no handler in
-  this build (httpGet, tcpSocket and grpc until their issue lands) is Unknown, so it
-  changes nothing on the pod, and the message names the action.
+- The handler is chosen by the type of the action. An action with no handler here
+  (grpc without the optional `grpc` extra installed) is Unknown, so it changes
+  nothing on the pod, and the message says why (`unavailable`: the engine checks it
+  before a run and reports it on the pod once).
 - The handler gets `time_limit = timeoutSeconds` and is expected to honour it;
   an outer bound of `timeoutSeconds + grace` is a safety net. A handler that
   overruns it is Failed ("timed out"), as a timeout is (SPEC §2).
@@ -61,11 +62,18 @@ class ProbeRunner:
     """Runs probes through the handler registered for each type of action."""
 
     def __init__(
-        self, handlers: Mapping[type, ProbeHandler], *, grace: float = DEFAULT_GRACE
+        self,
+        handlers: Mapping[type, ProbeHandler],
+        *,
+        missing: Mapping[type, str] | None = None,
+        grace: float = DEFAULT_GRACE,
     ) -> None:
+        """`missing`: why an action type has no handler (e.g. an optional extra not
+        installed), for the Unknown message and the event."""
         if grace < 0:
             raise ValueError(f"grace must be >= 0, not {grace}")
         self._handlers = MappingProxyType(dict(handlers))
+        self._missing = MappingProxyType(dict(missing or {}))
         self._grace = grace
         self._traced: set[tuple[str, type[BaseException]]] = set()
 
@@ -73,12 +81,19 @@ class ProbeRunner:
         kinds = sorted(_KINDS.get(t, t.__name__) for t in self._handlers)
         return f"ProbeRunner(handlers={kinds}, grace={self._grace:g})"
 
+    def unavailable(self, action: Handler) -> str | None:
+        """Why `action` cannot be run here, or None when a handler is registered."""
+        if type(action) in self._handlers:
+            return None
+        kind = action_kind(action)
+        return self._missing.get(type(action), f"{kind} probes are not supported by this build")
+
     async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
         """One run of `spec` against `target`; see the module docstring."""
         action, kind = spec.handler, action_kind(spec.handler)
         handler = self._handlers.get(type(action))
         if handler is None:
-            return Outcome.unknown(f"{kind} probes are not supported by this build")
+            return Outcome.unknown(self.unavailable(action) or kind)
         timeout = spec.timing.timeout_seconds
         with anyio.move_on_after(timeout + self._grace):
             try:

@@ -23,7 +23,8 @@ from probemarker.kube.config import load_kubeconfig
 from probemarker.settings import RunSettings
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
-from probemarker.sim.server.discovery import PODS
+from probemarker.sim.server.discovery import EVENTS, PODS
+from probemarker.sim.store.watchcache import WatchEvent
 
 NS = "default"
 GROUP, VERSION, PLURAL = "probemarker.io", "v1alpha1", "podprobemarkers"
@@ -85,7 +86,9 @@ def probe(
     condition: str | None = None,
     succeeded: dict[str, dict[str, str]] | None = None,
     failed: dict[str, dict[str, str]] | None = None,
+    action: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """A probe entry; `action` (e.g. `{"httpGet": {...}}`) replaces the exec `command`."""
     policies = []
     if succeeded is not None:
         policies.append({"state": "Succeeded", **succeeded})
@@ -95,7 +98,7 @@ def probe(
         "name": name,
         "containerName": container,
         "probe": {
-            "exec": {"command": [command]},
+            **(action or {"exec": {"command": [command]}}),
             "periodSeconds": period,
             "successThreshold": success,
             "failureThreshold": failure,
@@ -138,8 +141,12 @@ class World:
         labels: dict[str, str] | None = None,
         annotations: dict[str, str] | None = None,
         containers: tuple[str, ...] = ("app",),
+        sidecars: tuple[str, ...] = (),
+        ports: dict[str, dict[str, int]] | None = None,
         node: str = "node-1",
     ) -> dict[str, Any]:
+        """A running pod; `sidecars` are restartable init containers, `ports` the
+        declared ports by container (name -> number)."""
         meta: dict[str, Any] = {"name": name, "namespace": NS}
         if labels is not None:
             meta["labels"] = labels
@@ -152,10 +159,14 @@ class World:
             "spec": {
                 "nodeName": node,
                 "terminationGracePeriodSeconds": 1,
-                "containers": [{"name": c, "image": "game:1"} for c in containers],
+                "containers": [_container(c, ports) for c in containers],
             },
         }
-        for container in containers:
+        if sidecars:
+            body["spec"]["initContainers"] = [
+                {**_container(c, ports), "restartPolicy": "Always"} for c in sidecars
+            ]
+        for container in (*containers, *sidecars):
             self.sim.exec_handlers.register(NS, name, container, self.script.answer)
         await self.core.create_namespaced_pod(NS, body)
         return await self.sim.kubelet.wait_running(NS, name)
@@ -194,8 +205,32 @@ class World:
     ) -> dict[str, Any]:
         return await self.sim.kubelet.wait_for_pod(NS, name, predicate, within=within)
 
+    async def wait_event(self, reason: str, *, within: float = 10.0) -> dict[str, Any]:
+        """The first event in the namespace with `reason`, once there is one."""
+        with anyio.fail_after(within):
+            watch = self.sim.store.watch(EVENTS, namespace=NS)
+            try:
+                async for event in watch:
+                    if isinstance(event, WatchEvent) and event.object.get("reason") == reason:
+                        return dict(event.object)
+            finally:
+                watch.close()
+        raise AssertionError(f"the watch of events ended before a {reason} event")
+
+    def events(self, reason: str) -> list[dict[str, Any]]:
+        items = self.sim.store.list(EVENTS, namespace=NS).items
+        return [e for e in items if e.get("reason") == reason]
+
     def pod_writes(self) -> int:
         return self.sim.accounting.count(verb="patch", resource="pods", subresource="status")
+
+
+def _container(name: str, ports: dict[str, dict[str, int]] | None) -> dict[str, Any]:
+    declared = (ports or {}).get(name, {})
+    container: dict[str, Any] = {"name": name, "image": "game:1"}
+    if declared:
+        container["ports"] = [{"name": n, "containerPort": p} for n, p in declared.items()]
+    return container
 
 
 def labels_of(pod: dict[str, Any]) -> dict[str, str]:

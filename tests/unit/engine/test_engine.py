@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from probemarker.api.model import ProbeSpec
+from probemarker.api.model import Handler, ProbeSpec, TCPSocketAction
 from probemarker.engine import Engine
 from probemarker.identity import PodUID
 from probemarker.kube.cache import Entry, entry_of
@@ -20,6 +20,8 @@ from probemarker.kube.projection import pod_projection
 from probemarker.markers import marker_projection
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome
+from probemarker.probe.runner import ProbeRunner
+from probemarker.probe.tcp import TCPSocketHandler
 from probemarker.write.patch import build_patch
 from tests.kube.fakes import FakeClock, until
 
@@ -29,13 +31,19 @@ START = 1_800_000_000.0  # wall-clock seconds the fake clock starts at
 class Runner:
     """Answers from a script (the last answer repeats); counts runs."""
 
-    def __init__(self, *answers: Outcome) -> None:
+    def __init__(self, *answers: Outcome, missing: str | None = None) -> None:
         self.answers = list(answers) or [Outcome.succeeded("ok")]
         self.runs = 0
+        self.missing = missing  # what `unavailable` says of every action
+        self.targets: list[ProbeTarget] = []
+
+    def unavailable(self, action: Handler) -> str | None:
+        return self.missing
 
     async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
         answer = self.answers[min(self.runs, len(self.answers) - 1)]
         self.runs += 1
+        self.targets.append(target)
         return answer
 
 
@@ -49,9 +57,9 @@ class Sink:
         self.events.append((regarding.kind, reason, note))
 
 
-def marker_entry(**probe: Any) -> Entry[dict[str, Any]]:
+def marker_entry(*, action: dict[str, Any] | None = None, **probe: Any) -> Entry[dict[str, Any]]:
     spec = {
-        "exec": {"command": ["check"]},
+        **(action or {"exec": {"command": ["check"]}}),
         "periodSeconds": 1,
         "failureThreshold": probe.pop("failure", 1),
         "successThreshold": probe.pop("success", 1),
@@ -77,8 +85,14 @@ def marker_entry(**probe: Any) -> Entry[dict[str, Any]]:
     return entry_of(raw, marker_projection)
 
 
-def pod_entry(*, started_at: float = START, annotations: dict[str, str] | None = None) -> Any:
+def pod_entry(
+    *,
+    started_at: float = START,
+    annotations: dict[str, str] | None = None,
+    ports: dict[str, int] | None = None,
+) -> Any:
     stamp = rfc3339(started_at)
+    declared = [{"name": n, "containerPort": p} for n, p in (ports or {}).items()]
     raw = {
         "metadata": {
             "name": "g",
@@ -88,7 +102,7 @@ def pod_entry(*, started_at: float = START, annotations: dict[str, str] | None =
             "labels": {"app": "game"},
             "annotations": annotations or {},
         },
-        "spec": {"nodeName": "n", "containers": [{"name": "app"}]},
+        "spec": {"nodeName": "n", "containers": [{"name": "app", "ports": declared}]},
         "status": {
             "phase": "Running",
             "containerStatuses": [
@@ -110,7 +124,7 @@ def rfc3339(seconds: float) -> str:
 
 
 class Rig:
-    def __init__(self, runner: Runner) -> None:
+    def __init__(self, runner: Runner | ProbeRunner) -> None:
         self.clock = FakeClock(START)
         self.runner, self.sink, self.marks = runner, Sink(), list[PodUID]()
         self.engine = Engine(
@@ -123,8 +137,23 @@ class Rig:
 
     async def tick(self, runs: int) -> None:
         """Advance one period and wait for the runner to have run `runs` times."""
+        assert isinstance(self.runner, Runner)
+        runner = self.runner
         self.clock.advance(1.0)
-        await until(lambda: self.runner.runs >= runs and self.engine.dispatcher.running == 0)
+        await until(lambda: runner.runs >= runs and self.engine.dispatcher.running == 0)
+
+    async def periods(self, n: int) -> None:
+        """Advance `n` periods, each until the engine has counted one more run (of
+        any outcome, including the runs the engine did not hand to the runner)."""
+        for _ in range(n):
+            done = sum(self.engine.stats.runs.values()) + 1
+            self.clock.advance(1.0)
+            await until(
+                lambda: (
+                    sum(self.engine.stats.runs.values()) >= done  # noqa: B023
+                    and self.engine.dispatcher.running == 0
+                )
+            )
 
     def decided(self) -> Any:
         probes = list(self.engine._probes.values())
@@ -132,7 +161,7 @@ class Rig:
 
 
 @contextlib.asynccontextmanager
-async def running(runner: Runner | None = None) -> AsyncIterator[Rig]:
+async def running(runner: Runner | ProbeRunner | None = None) -> AsyncIterator[Rig]:
     r = Rig(runner or Runner())
     async with anyio.create_task_group() as group:
         group.start_soon(r.engine.dispatcher.run)
@@ -212,3 +241,52 @@ async def test_an_invalid_marker_is_skipped_with_one_warning() -> None:
         assert rig.engine.probe_count == 0
         assert [e[:2] for e in rig.sink.events] == [("PodProbeMarker", "InvalidMarker")]
         assert "podConditionType" in rig.sink.events[0][2]
+
+
+NOT_RUN = "The probe decides nothing until this is fixed."
+
+
+async def test_a_port_name_the_container_lacks_is_reported_once_and_decides_nothing() -> None:
+    runner = Runner()
+    async with running(runner) as rig:
+        broken = marker_entry(action={"tcpSocket": {"port": "metrics"}})
+        rig.engine.sync_marker(broken.key, broken)
+        rig.engine.sync_pod(pod_entry().key, pod_entry(ports={"db": 5432}))
+        await rig.periods(3)
+        assert runner.runs == 0
+        assert rig.decided() is None
+        assert rig.engine.stats.runs == {("tcpSocket", "Unknown"): 3}
+        note = f"m/p on container app: port 'metrics' is not among the ports of container app. {NOT_RUN}"
+        assert rig.sink.events == [("Pod", "PortNotFound", note)]
+        fixed = marker_entry(action={"tcpSocket": {"port": "db"}})
+        rig.engine.sync_marker(fixed.key, fixed)
+        await rig.tick(1)
+        assert str(rig.decided().state) == "Succeeded"
+        assert dict(runner.targets[0].ports) == {"db": 5432}
+        assert [e[1] for e in rig.sink.events] == ["PortNotFound", "ProbeSucceeded"]
+
+
+async def test_a_handler_this_install_lacks_is_reported_once() -> None:
+    missing = "grpc probes need the optional grpc extra"
+    runner = Runner(missing=missing)
+    async with running(runner) as rig:
+        entry = marker_entry(action={"grpc": {"port": 9000}})
+        rig.engine.sync_marker(entry.key, entry)
+        rig.engine.sync_pod(pod_entry().key, pod_entry())
+        await rig.periods(3)
+        assert runner.runs == 0
+        assert rig.decided() is None
+        note = f"m/p on container app: {missing}. {NOT_RUN}"
+        assert rig.sink.events == [("Pod", "ProbeUnsupported", note)]
+
+
+async def test_a_pod_without_an_ip_is_not_probed() -> None:
+    """The real tcpSocket handler: no pod IP, no connect anywhere, nothing decided."""
+    async with TCPSocketHandler() as tcp, running(ProbeRunner({TCPSocketAction: tcp})) as rig:
+        entry = marker_entry(action={"tcpSocket": {"port": 5432}})
+        rig.engine.sync_marker(entry.key, entry)
+        rig.engine.sync_pod(pod_entry().key, pod_entry())  # running, but no status.podIP
+        await rig.periods(3)
+        assert rig.engine.stats.runs == {("tcpSocket", "Unknown"): 3}
+        assert rig.decided() is None
+        assert rig.sink.events == []
