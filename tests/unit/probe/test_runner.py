@@ -96,6 +96,14 @@ async def test_no_handler_is_unknown_naming_the_kind(action: Handler, kind: str)
     assert action_kind(action) == kind
 
 
+async def test_a_missing_handler_says_why() -> None:
+    why = "grpc probes need the optional grpc extra"
+    probes = ProbeRunner({ExecAction: Scripted(Outcome.succeeded())}, missing={GRPCAction: why})
+    assert probes.unavailable(GRPCAction(port=9000)) == why
+    assert probes.unavailable(ExecAction(("true",))) is None
+    assert await probes.run(spec(GRPCAction(port=9000)), TARGET) == Outcome.unknown(why)
+
+
 @pytest.mark.parametrize(
     ("given", "expected"),
     [
