@@ -11,6 +11,7 @@ Output: an `Outcome`, never an exception but cancellation.
 | refused, reset, bad TLS, not HTTP, 10 redirects | Failed | what went wrong, naming the address |
 | no answer within the time limit (connect, headers and body together) | Failed | "timed out after Ns ..." |
 | no pod IP, a port name the container lacks | Unknown | why (the engine reports the port) |
+| a request aiohttp will not send (a control character in a header value) | Unknown | why |
 | a local shortage (file descriptors, buffers, memory) | Unknown | the error |
 
 The request, as the kubelet makes it (pkg/probe/http): `GET scheme://podIP:port/path`
@@ -160,6 +161,8 @@ class HTTPGetHandler:
         for _ in range(MAX_REDIRECTS + 1):
             try:
                 status, location, body = await self._exchange(url, headers, progress)
+            except ValueError as err:  # aiohttp refused to send it (a control character)
+                return Outcome.unknown(f"cannot send GET {url}: {err}")
             except Exception as err:  # aiohttp's and the socket's errors are answers
                 if local_shortage(err):
                     return Outcome.unknown(f"GET {url}: {err!r}")

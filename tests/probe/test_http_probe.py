@@ -173,6 +173,16 @@ async def test_headers_are_sent_and_host_sets_only_the_header() -> None:
     assert not any(name.lower() == "accept-encoding" for name, _ in received)
 
 
+async def test_a_header_with_a_line_break_is_not_sent() -> None:
+    """Header values are free text in the API; a CR/LF would inject a header."""
+    action = HTTPGetAction(port="web", path="/echo", headers=(HTTPHeader("X-A", "a\r\nX-B: 1"),))
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        outcome = await probe(handler, action, server.port)
+    assert outcome.result is Result.UNKNOWN
+    assert outcome.message.startswith(f"cannot send GET http://{POD_IP}:{server.port}/echo: ")
+    assert server.requests == []
+
+
 async def test_the_marker_may_set_user_agent_and_accept() -> None:
     action = HTTPGetAction(
         port="web",
