@@ -34,7 +34,7 @@ from typing import Any
 import anyio
 import structlog
 
-from probemarker.api.model import ExecAction, HTTPGetAction, TCPSocketAction
+from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSocketAction
 from probemarker.engine import Engine, EngineSettings
 from probemarker.identity import PodUID
 from probemarker.kube.cache import ObjectKey
@@ -47,6 +47,7 @@ from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
 from probemarker.kube.resources import PODS
 from probemarker.markers import marker_projection, marker_resource
 from probemarker.probe.exec import ExecHandler
+from probemarker.probe.grpc import GRPCHandler
 from probemarker.probe.handler import ProbeHandler
 from probemarker.probe.http import HTTPGetHandler
 from probemarker.probe.runner import ProbeRunner
@@ -98,10 +99,12 @@ class Daemon:
         self._marks = send
         self.http = HTTPGetHandler()
         self.tcp = TCPSocketHandler()
+        self.grpc = GRPCHandler()  # grpcio is loaded by the first grpc probe, if any
         handlers: dict[type, ProbeHandler] = {
             ExecAction: ExecHandler(client),
             HTTPGetAction: self.http,
             TCPSocketAction: self.tcp,
+            GRPCAction: self.grpc,
         }
         self.engine = Engine(
             runner=ProbeRunner(handlers),
@@ -131,7 +134,13 @@ class Daemon:
 
     async def run(self, *, stop: anyio.Event) -> None:
         """Until `stop` is set; then the graceful shutdown."""
-        async with self._marks, self.http, self.tcp, anyio.create_task_group() as inputs:
+        async with (
+            self._marks,
+            self.http,
+            self.tcp,
+            self.grpc,
+            anyio.create_task_group() as inputs,
+        ):
             inputs.start_soon(self.pods.run)
             inputs.start_soon(self.markers.run)
             inputs.start_soon(self.events.run)

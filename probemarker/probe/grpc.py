@@ -173,6 +173,13 @@ class GRPCHandler:
             entry.pooled = False
             await self._close(entry)
 
+    def unavailable(self) -> str | None:
+        """None when grpc probes can run here, else why (loads grpcio on the first
+        call, so a daemon asks only when a grpc probe is about to run)."""
+        if self._library is None:
+            self._library = _load()
+        return self._library if isinstance(self._library, str) else None
+
     async def run(self, action: Handler, target: ProbeTarget, *, time_limit: float) -> Outcome:
         if not isinstance(action, GRPCAction):
             raise TypeError(f"GRPCHandler runs grpc actions, not {type(action).__name__}")
@@ -183,18 +190,17 @@ class GRPCHandler:
             ipaddress.ip_address(address.host)
         except ValueError:
             return Outcome.unknown(f"pod IP {address.host!r} of {target} is not an IP address")
-        if self._library is None:
-            self._library = _load()
-        if isinstance(self._library, str):
-            return Outcome.unknown(self._library)
+        missing, library = self.unavailable(), self._library
+        if missing is not None or not isinstance(library, _Library):
+            return Outcome.unknown(missing or EXTRA_HINT)
         if self._closed:
             return Outcome.unknown("the grpc probe handler is closed")
         await self._sweep()
-        entry = self._acquire(self._library, address)
+        entry = self._acquire(library, address)
         working = False
         try:
             outcome, working = await self._check(
-                self._library, entry, address, action.service or "", time_limit
+                library, entry, address, action.service or "", time_limit
             )
         finally:
             await self._release(address, entry, working=working)

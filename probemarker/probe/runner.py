@@ -5,10 +5,10 @@ Stage: probe (called by the scheduler's dispatcher, one call per due run). Input
 (`output.clean_message`), as the last line of defence before a pod or an event.
 
 Invariants:
-- The handler is chosen by the type of the action. An action with no handler here
-  (grpc without the optional `grpc` extra installed) is Unknown, so it changes
-  nothing on the pod, and the message says why (`unavailable`: the engine checks it
-  before a run and reports it on the pod once).
+- The handler is chosen by the type of the action. An action with no handler, or
+  whose handler lacks its library (grpc without the optional `grpc` extra), is
+  Unknown, so it changes nothing on the pod, and the message says why
+  (`unavailable`: the engine checks it before a run and reports it on the pod once).
 - The handler gets `time_limit = timeoutSeconds` and is expected to honour it;
   an outer bound of `timeoutSeconds + grace` is a safety net. A handler that
   overruns it is Failed ("timed out"), as a timeout is (SPEC §2).
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Protocol, runtime_checkable
 
 import anyio
 import anyio.lowlevel
@@ -41,9 +42,17 @@ from probemarker.probe.handler import ProbeHandler, ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import clean_message
 
-__all__ = ["DEFAULT_GRACE", "ProbeRunner", "action_kind"]
+__all__ = ["DEFAULT_GRACE", "MayBeUnavailable", "ProbeRunner", "action_kind"]
 
 log = structlog.get_logger(__name__)
+
+
+@runtime_checkable
+class MayBeUnavailable(Protocol):
+    """A handler that depends on an optional library (grpc): says when it is missing."""
+
+    def unavailable(self) -> str | None: ...
+
 
 DEFAULT_GRACE = 0.5  # seconds past timeoutSeconds before the safety net fires
 
@@ -62,18 +71,11 @@ class ProbeRunner:
     """Runs probes through the handler registered for each type of action."""
 
     def __init__(
-        self,
-        handlers: Mapping[type, ProbeHandler],
-        *,
-        missing: Mapping[type, str] | None = None,
-        grace: float = DEFAULT_GRACE,
+        self, handlers: Mapping[type, ProbeHandler], *, grace: float = DEFAULT_GRACE
     ) -> None:
-        """`missing`: why an action type has no handler (e.g. an optional extra not
-        installed), for the Unknown message and the event."""
         if grace < 0:
             raise ValueError(f"grace must be >= 0, not {grace}")
         self._handlers = MappingProxyType(dict(handlers))
-        self._missing = MappingProxyType(dict(missing or {}))
         self._grace = grace
         self._traced: set[tuple[str, type[BaseException]]] = set()
 
@@ -82,11 +84,12 @@ class ProbeRunner:
         return f"ProbeRunner(handlers={kinds}, grace={self._grace:g})"
 
     def unavailable(self, action: Handler) -> str | None:
-        """Why `action` cannot be run here, or None when a handler is registered."""
-        if type(action) in self._handlers:
-            return None
-        kind = action_kind(action)
-        return self._missing.get(type(action), f"{kind} probes are not supported by this build")
+        """Why `action` cannot be run here (no handler, or a handler whose library is
+        missing, `MayBeUnavailable`), or None."""
+        handler = self._handlers.get(type(action))
+        if handler is None:
+            return f"{action_kind(action)} probes are not supported by this build"
+        return handler.unavailable() if isinstance(handler, MayBeUnavailable) else None
 
     async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
         """One run of `spec` against `target`; see the module docstring."""

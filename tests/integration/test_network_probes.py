@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import socket
 
+from probemarker import __version__
+
 from tests.integration.world import World, condition, flag, labels_of, marker, probe, running_daemon
 from tests.probe.servers import closed_port, http_server, tcp_listener
+from tests.probe.test_grpc_probe import NOT_SERVING, SERVING, grpc_server
 
 
 def free_port() -> int:
@@ -54,7 +57,7 @@ async def test_http_probes_mark_the_pod(world: World) -> None:
     idle = condition(found, "game.example.com/idle")
     assert idle is not None
     assert (idle["status"], idle["message"]) == ("True", "all good")
-    assert {r.headers["User-Agent"] for r in server.requests} == {"probemarker/0.1.0"}
+    assert {r.headers["User-Agent"] for r in server.requests} == {f"probemarker/{__version__}"}
 
 
 async def test_a_named_port_of_a_native_sidecar(world: World) -> None:
@@ -108,3 +111,25 @@ async def test_an_unknown_port_name_decides_nothing_and_says_so_once(world: Worl
     labels = labels_of(world.pod("web"))
     assert labels.get("clock") == "yes"
     assert "web" not in labels
+
+
+async def test_grpc_probes_mark_the_pod(world: World) -> None:
+    pod = await world.create_pod("rpc", labels={"app": "game"})
+    async with grpc_server(pod["status"]["podIP"]) as server:
+        await server.health.set("", SERVING)
+        await server.health.set("db", NOT_SERVING)
+        probes = [
+            flag("overall", action={"grpc": {"port": server.port}}),
+            flag("db", action={"grpc": {"port": server.port, "service": "db"}}),
+        ]
+        await world.apply_marker(marker("m", probes=probes))
+        async with running_daemon(world.sim):
+            await world.wait_pod(
+                "rpc",
+                lambda p: labels_of(p).get("overall") == "yes" and labels_of(p).get("db") == "no",
+            )
+            await server.health.set("db", SERVING)  # the database came up
+            await world.wait_pod("rpc", lambda p: labels_of(p).get("db") == "yes")
+    # grpc adds its own product tokens after ours.
+    assert server.health.user_agents
+    assert all(a.startswith(f"probemarker/{__version__}") for a in server.health.user_agents)
