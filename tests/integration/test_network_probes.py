@@ -11,7 +11,6 @@ from __future__ import annotations
 import socket
 
 from probemarker import __version__
-
 from tests.integration.world import World, condition, flag, labels_of, marker, probe, running_daemon
 from tests.probe.servers import closed_port, http_server, tcp_listener
 from tests.probe.test_grpc_probe import NOT_SERVING, SERVING, grpc_server
