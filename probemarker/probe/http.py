@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Final, Self
+from urllib.parse import quote
 
 import aiohttp
 import anyio
@@ -59,11 +60,17 @@ MAX_REDIRECTS: Final = 10  # Go's client stops after 10, and so does the kubelet
 KEEPALIVE: Final = 20.0  # seconds an idle connection is kept: above the default 10 s period
 
 
+_KEEP: Final = "/?#[]@!$&'()*+,;=:%-._~"
+
+
 def request_url(scheme: str, address: Address, path: str) -> URL:
     """`scheme://address/path`: the path's query is kept, any scheme or host in it is
     ignored (the kubelet's formatURL), and a path without a leading / gets one."""
+    # Escape only what may not appear in a request target (space, non-ASCII, control
+    # characters, quotes, angle and curly brackets, backslash...), keeping the marker's own escapes and reserved
+    # characters as they are, as Go's url.Parse and String do for the kubelet.
     try:
-        ref = URL(path or "/", encoded=True)
+        ref = URL(quote(path or "/", safe=_KEEP), encoded=True)
     except (ValueError, TypeError):
         ref = URL.build(path="/", encoded=True)
     raw_path = ref.raw_path if ref.raw_path.startswith("/") else f"/{ref.raw_path}"

@@ -76,6 +76,8 @@ class ProbeRunner:
         if grace < 0:
             raise ValueError(f"grace must be >= 0, not {grace}")
         self._handlers = MappingProxyType(dict(handlers))
+        # Checked before every run: sorted out once here, not per run.
+        self._optional = {t: h for t, h in handlers.items() if isinstance(h, MayBeUnavailable)}
         self._grace = grace
         self._traced: set[tuple[str, type[BaseException]]] = set()
 
@@ -86,10 +88,10 @@ class ProbeRunner:
     def unavailable(self, action: Handler) -> str | None:
         """Why `action` cannot be run here (no handler, or a handler whose library is
         missing, `MayBeUnavailable`), or None."""
-        handler = self._handlers.get(type(action))
-        if handler is None:
+        if type(action) not in self._handlers:
             return f"{action_kind(action)} probes are not supported by this build"
-        return handler.unavailable() if isinstance(handler, MayBeUnavailable) else None
+        optional = self._optional.get(type(action))
+        return None if optional is None else optional.unavailable()
 
     async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
         """One run of `spec` against `target`; see the module docstring."""

@@ -279,6 +279,16 @@ async def test_no_address_is_unknown(ip: str | None, port: int | str, reason: st
         ),
         pytest.param("HTTP", "10.0.0.1", 80, "/a%20b", "http://10.0.0.1/a%20b", id="encoded-kept"),
         pytest.param("HTTP", "fd00::1", 80, "/ok", "http://[fd00::1]/ok", id="ipv6"),
+        pytest.param(
+            "HTTP",
+            "10.0.0.1",
+            80,
+            "/a b?q=%2F&r=c d",
+            "http://10.0.0.1/a%20b?q=%2F&r=c%20d",
+            id="spaces-escaped",
+        ),
+        pytest.param("HTTP", "10.0.0.1", 80, "/ü", "http://10.0.0.1/%C3%BC", id="non-ascii"),
+        pytest.param("HTTP", "10.0.0.1", 80, "/a#frag", "http://10.0.0.1/a", id="fragment-dropped"),
     ],
 )
 def test_request_url(scheme: str, host: str, port: int, path: str, url: str) -> None:
