@@ -67,8 +67,8 @@ def request_url(scheme: str, address: Address, path: str) -> URL:
     """`scheme://address/path`: the path's query is kept, any scheme or host in it is
     ignored (the kubelet's formatURL), and a path without a leading / gets one."""
     # Escape only what may not appear in a request target (space, non-ASCII, control
-    # characters, quotes, angle and curly brackets, backslash...), keeping the marker's own escapes and reserved
-    # characters as they are, as Go's url.Parse and String do for the kubelet.
+    # characters, quotes, brackets, backslash...), keeping the marker's own escapes
+    # and reserved characters as they are, as Go's url.Parse and String do.
     try:
         ref = URL(quote(path or "/", safe=_KEEP), encoded=True)
     except (ValueError, TypeError):
