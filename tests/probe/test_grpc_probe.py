@@ -476,6 +476,7 @@ async def test_missing_library_is_unknown_with_the_extra_to_install(
     assert message.startswith(EXTRA_HINT)
     assert module in message
     async with GRPCHandler() as handler:
+        assert handler.unavailable() == message  # what the engine's event says
         assert await probe(handler, 50051) == Outcome.unknown(message)
 
 
