@@ -30,8 +30,8 @@ connected in-cluster (as the DaemonSet) and through the kubeconfig (`probemarker
     python bench/engine_idle.py --only rss           # 1,000 pods, 3,000 probes
     python bench/engine_idle.py --only all
 
-`bench/engine_latency.py` drives the same children (`Child`, `serve_sim`,
-`serve_daemon`). Prints the figures and the command that reproduces them.
+`bench/engine_latency.py` and `bench/daemon_kinds.py` drive the same children (`Child`,
+`serve_sim`, `serve_daemon`). Prints the figures and the command that reproduces them.
 """
 
 from __future__ import annotations
@@ -130,14 +130,29 @@ async def _sim_main(conn: Conn, https: bool) -> None:
                 conn.send(await _SIM_COMMANDS[command](world, **args))
 
 
-async def _sim_pods(world: Any, *, count: int, containers: tuple[str, ...] = ("app",)) -> int:
-    """`count` pods gs-0.. on node-1 (app=game), created 50 at a time, all running."""
+async def _sim_pods(
+    world: Any,
+    *,
+    count: int,
+    containers: tuple[str, ...] = ("app",),
+    ports: dict[str, dict[str, int]] | None = None,
+) -> int:
+    """`count` pods gs-0.. on node-1 (app=game), created 50 at a time, all running;
+    `ports`: the declared ports by container (name -> number)."""
     for start in range(0, count, 50):
         names = [f"gs-{i}" for i in range(start, min(count, start + 50))]
         await asyncio.gather(
-            *(world.create_pod(n, labels={"app": "game"}, containers=containers) for n in names)
+            *(
+                world.create_pod(n, labels={"app": "game"}, containers=containers, ports=ports)
+                for n in names
+            )
         )
     return count
+
+
+async def _sim_pod_ips(world: Any, *, count: int) -> list[str]:
+    """The pod IPs the kubelet gave gs-0.. (127.0.1.N, in the order the pods ran)."""
+    return [str(world.pod(f"gs-{i}")["status"]["podIP"]) for i in range(count)]
 
 
 async def _sim_marker(world: Any, *, body: dict[str, Any]) -> str:
@@ -208,6 +223,7 @@ async def _sim_flip(
 
 _SIM_COMMANDS: dict[str, Callable[..., Any]] = {
     "pods": _sim_pods,
+    "pod_ips": _sim_pod_ips,
     "marker": _sim_marker,
     "counts": _sim_counts,
     "wait_labels": _sim_wait_labels,
@@ -281,6 +297,8 @@ async def _daemon_main(
                 "runs": stats.runs_finished,
                 "late": stats.late,
                 "lateness_max": stats.lateness_max,
+                "missed": daemon.engine.stats.missed_slots,
+                "by_result": dict(daemon.engine.stats.runs),  # (handler kind, result)
                 "writes": writer.writes,
                 "events": daemon.events.stats.created + daemon.events.stats.patched,
                 "kubernetes_asyncio": "kubernetes_asyncio.client" in sys.modules,
