@@ -280,7 +280,8 @@ def _handlers_schema() -> dict[str, Schema]:
                             "value": {
                                 "type": "string",
                                 "maxLength": rules.MAX_HTTP_HEADER_VALUE_LENGTH,
-                                "description": "Header value.",
+                                "pattern": rules.HTTP_HEADER_VALUE_RE,
+                                "description": "Header value (no control characters but tab).",
                             },
                         },
                     },

@@ -123,6 +123,10 @@ LABEL_VALUE_RE: Final = f"^({_QUALIFIED_NAME_NAME})?$"
 PORT_NAME_RE: Final = "^([0-9]+-)*[0-9]*[a-z][a-z0-9]*(-[a-z0-9]+)*$"
 # An HTTP header field name is an RFC 7230 token.
 HTTP_HEADER_NAME_RE: Final = "^[-!#$%&'*+.^_`|~0-9A-Za-z]+$"
+# An HTTP header field value (RFC 9110 field-value): no control characters but HTAB.
+# A CR or LF would let a marker add headers of its own (header injection); Go's
+# net/http and aiohttp refuse to send such a value, so the API refuses to store it.
+HTTP_HEADER_VALUE_RE: Final = "^[^\\x00-\\x08\\x0a-\\x1f\\x7f]*$"
 # An absolute path: starts with '/', no whitespace or control characters.
 # Explicit ranges, not \\s: Python's \\s is Unicode-aware, RE2's is ASCII only.
 HTTP_PATH_RE: Final = "^/[^\\x00-\\x20\\x7f]*$"

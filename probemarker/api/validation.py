@@ -389,6 +389,12 @@ def _check_headers(value: Any, path: str, errors: Errors) -> None:
                 child(index(path, i), "value"),
                 f"must be no more than {rules.MAX_HTTP_HEADER_VALUE_LENGTH} characters",
             )
+        elif value_text is not None and not matches(rules.HTTP_HEADER_VALUE_RE, value_text):
+            errors.add(
+                child(index(path, i), "value"),
+                "must not contain control characters other than tab (a line break would add "
+                f"a header of its own), got {describe(value_text)}",
+            )
 
 
 def _check_policies(value: Any, path: str, errors: Errors) -> bool:
