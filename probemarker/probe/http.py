@@ -6,9 +6,9 @@ Output: an `Outcome`, never an exception but cancellation.
 | what happened | outcome | message |
 |---|---|---|
 | status 200-299 | Succeeded | the body (first 1 KiB) |
-| status 300-399, not followed (another host, or no Location) | Succeeded | "redirect to L not followed ...", then the body |
+| status 300-399, not followed (another host or port, no Location, not 301/302/303/307/308) | Succeeded | "warning: ... not followed ...", then the body |
 | status 400 and up | Failed | "HTTP probe failed with status code N", then the body |
-| refused, reset, bad TLS, not HTTP, 10 redirects | Failed | what went wrong, naming the address |
+| refused, reset, bad TLS, not HTTP, a 10th redirect | Failed | what went wrong, naming the address |
 | no answer within the time limit (connect, headers and body together) | Failed | "timed out after Ns ..." |
 | no pod IP, a port name the container lacks | Unknown | why (the engine reports the port) |
 | a request aiohttp will not send (a control character in a header value) | Unknown | why |
@@ -20,7 +20,9 @@ the marker sets them; no compression, no proxy, no cookies; HTTPS without checki
 certificate. A `Host` header sets the HTTP Host only: the connection still goes to the
 pod IP (so a marker cannot make the daemon reach another host, Kruise#2471).
 
-Redirects: followed (up to 10) while they stay on the pod IP and port; a redirect
+Redirects (301, 302, 303, 307, 308, as Go's client): followed while they stay on the
+pod IP and port, 10 requests at most; a user name or password in a Location is
+dropped, never sent as credentials nor shown in a message; a redirect
 elsewhere is not followed, and its 3xx answer counts as Succeeded with a warning in
 the message, as the kubelet's "Probe terminated redirects". A custom Host is kept on a
 relative redirect only, as Go's client does.
@@ -57,6 +59,8 @@ __all__ = ["BODY_LIMIT", "MAX_REDIRECTS", "HTTPGetHandler", "request_url"]
 
 BODY_LIMIT: Final = MESSAGE_LIMIT  # bytes of the body kept for the message
 MAX_REDIRECTS: Final = 10  # Go's client stops after 10, and so does the kubelet
+# The redirects Go's client follows; any other 3xx is an answer (the kubelet's warning).
+_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 KEEPALIVE: Final = 20.0  # seconds an idle connection is kept: above the default 10 s period
 
 
@@ -65,14 +69,12 @@ _KEEP: Final = "/?#[]@!$&'()*+,;=:%-._~"
 
 def request_url(scheme: str, address: Address, path: str) -> URL:
     """`scheme://address/path`: the path's query is kept, any scheme or host in it is
-    ignored (the kubelet's formatURL), and a path without a leading / gets one."""
+    ignored (the kubelet's formatURL), and a path without a leading / gets one.
+    Raises ValueError for a path that cannot be read as one (never probes another)."""
     # Escape only what may not appear in a request target (space, non-ASCII, control
     # characters, quotes, brackets, backslash...), keeping the marker's own escapes
     # and reserved characters as they are, as Go's url.Parse and String do.
-    try:
-        ref = URL(quote(path or "/", safe=_KEEP), encoded=True)
-    except (ValueError, TypeError):
-        ref = URL.build(path="/", encoded=True)
+    ref = URL(quote(path or "/", safe=_KEEP), encoded=True)  # ValueError: not a path
     raw_path = ref.raw_path if ref.raw_path.startswith("/") else f"/{ref.raw_path}"
     query = f"?{ref.raw_query_string}" if ref.raw_query_string else ""
     return URL(f"{scheme.lower()}://{address.authority}{raw_path}{query}", encoded=True)
@@ -98,9 +100,21 @@ class _Progress:
 
 
 def _not_followed(status: int, location: str | None) -> str:
+    if status not in _REDIRECTS:
+        return f"warning: HTTP {status}, not a redirect to follow"
     if location is None:
         return f"warning: HTTP {status} with no Location header, not followed"
-    return f"warning: HTTP {status} redirect to {location} not followed (another host or port)"
+    shown = _without_userinfo(location)
+    return f"warning: HTTP {status} redirect to {shown} not followed (another host or port)"
+
+
+def _without_userinfo(location: str) -> str:
+    """`location` for a message: a user name or password in it is not repeated."""
+    try:
+        ref = URL(location)
+    except (ValueError, TypeError):
+        return location
+    return str(ref.with_user(None)) if ref.raw_user or ref.raw_password else location
 
 
 def _same_place(a: URL, b: URL) -> bool:
@@ -118,6 +132,7 @@ class HTTPGetHandler:
     def __init__(self, *, user_agent: str = f"probemarker/{__version__}") -> None:
         self._user_agent = user_agent
         self._session: aiohttp.ClientSession | None = None
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"HTTPGetHandler(user_agent={self._user_agent!r})"
@@ -131,6 +146,8 @@ class HTTPGetHandler:
         await self.aclose()
 
     async def aclose(self) -> None:
+        """Close the pool; a run after this is Unknown (no pool left to leak)."""
+        self._closed = True
         session, self._session = self._session, None
         if session is not None:
             await session.close()
@@ -152,6 +169,8 @@ class HTTPGetHandler:
         address = address_of(action.port, target)
         if isinstance(address, NoAddress):
             return Outcome.unknown(address.reason)
+        if self._closed:
+            return Outcome.unknown("the httpGet probe handler is closed")
         try:
             url = request_url(action.scheme, address, action.path)
             headers = _headers(action.headers, self._user_agent)
@@ -165,14 +184,14 @@ class HTTPGetHandler:
     async def _get(self, url: URL, headers: CIMultiDict[str], progress: _Progress) -> Outcome:
         """Follow same-place redirects; judge the last answer."""
         start, custom_host = url, "Host" in headers
-        for _ in range(MAX_REDIRECTS + 1):
+        for _ in range(MAX_REDIRECTS):  # as Go's client: 10 requests, then an error
             try:
                 status, location, body = await self._exchange(url, headers, progress)
             except ValueError as err:  # aiohttp refused to send it (a control character)
                 return Outcome.unknown(f"cannot send GET {url}: {err}")
             except Exception as err:  # aiohttp's and the socket's errors are answers
                 if local_shortage(err):
-                    return Outcome.unknown(f"GET {url}: {err!r}")
+                    return Outcome.unknown(f"GET {url}: {_describe(err)}")
                 return Outcome.failed(f"GET {url}: {_describe(err)}")
             if not 300 <= status < 400:
                 if status >= 400 or status < 200:
@@ -180,7 +199,9 @@ class HTTPGetHandler:
                         _with_body(f"HTTP probe failed with status code {status}", body)
                     )
                 return Outcome.succeeded(body)
-            following = None if location is None else _follow(url, location)
+            following = None
+            if status in _REDIRECTS and location is not None:
+                following = _follow(url, location)
             if following is None or not _same_place(following[0], start):
                 return Outcome.succeeded(_with_body(_not_followed(status, location), body))
             url, absolute = following
@@ -222,10 +243,11 @@ class HTTPGetHandler:
 
 
 def _follow(url: URL, location: str) -> tuple[URL, bool] | None:
-    """Where `location` leads from `url`, and whether it named a host; None if invalid."""
+    """Where `location` leads from `url`, and whether it named a host; None if invalid.
+    A user name or password in it is dropped: aiohttp would send them as Basic auth."""
     try:
         ref = URL(location)
-        return url.join(ref), ref.is_absolute()
+        return url.join(ref).with_user(None), ref.is_absolute()
     except (ValueError, TypeError):
         return None
 

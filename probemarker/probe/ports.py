@@ -7,7 +7,8 @@ number is used as it is; a name is looked up in the container's ports (a restart
 init container's too, `pods.ContainerFacts.ports`), by exact name.
 
 Invariants:
-- the host is always the pod's own IP: a pod without one has no address, so the run
+- the host is always the pod's own IP, as an IP address (`pod_address`): a pod
+  without one, or with something else in `status.podIP`, has no address, so the run
   is Unknown and nothing on the node (or anywhere else) is probed (SPEC §5);
 - a name not in the container's ports has no address either; the engine reports it
   once as an event on the pod (`unresolved_port`) and the probe decides nothing;
@@ -19,6 +20,7 @@ Invariants:
 from __future__ import annotations
 
 import errno
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -63,10 +65,37 @@ def _number(port: int | str, ports: Mapping[str, int]) -> int | None:
     return number if number is not None and 0 < number < 65536 else None
 
 
+def pod_address(pod_ip: str | None) -> str | None:
+    """`pod_ip` in its canonical form if it is one host's IP address, else None.
+
+    Never a name (`localhost`), a short or hex form a resolver would widen
+    (`127.1`, `0x7f.0.0.1`), a zone (`fe80::1%eth0`), an unspecified address (`0.0.0.0`
+    reaches this host) or a multicast one: the API server stores only proper IPs, but
+    the probes' promise to reach the pod IP and nothing else should not rest on that.
+    """
+    if not pod_ip:
+        return None
+    try:
+        ip = ipaddress.ip_address(pod_ip)
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.scope_id is not None:
+        return None
+    if ip.is_unspecified or ip.is_multicast:
+        return None
+    return str(ip)
+
+
 def address_of(port: int | str, target: ProbeTarget) -> Address | NoAddress:
     """The pod IP and the resolved port of `target`, or why there is none."""
     if not target.pod_ip:
         return NoAddress(f"pod {target.namespace}/{target.pod} has no IP yet (status.podIP)")
+    host = pod_address(target.pod_ip)
+    if host is None:
+        return NoAddress(
+            f"pod {target.namespace}/{target.pod} has status.podIP {target.pod_ip!r}, "
+            "which is not one host's IP address"
+        )
     number = _number(port, target.ports)
     if number is None:
         if isinstance(port, str):
@@ -74,7 +103,7 @@ def address_of(port: int | str, target: ProbeTarget) -> Address | NoAddress:
                 f"container {target.container} has no port named {port!r} in its ports"
             )
         return NoAddress(f"port {port} is not a TCP port number (1-65535)")
-    return Address(target.pod_ip, number)
+    return Address(host, number)
 
 
 def unresolved_port(action: Handler, ports: Mapping[str, int]) -> str | None:

@@ -49,6 +49,9 @@ def _app(server: HTTPServer) -> web.Application:
     async def loop(_: web.Request) -> web.Response:
         return web.Response(status=307, headers={"Location": "/loop"})
 
+    async def multiple_choices(_: web.Request) -> web.Response:
+        return web.Response(status=300, headers={"Location": "/ok"}, text="choose")
+
     async def no_location(_: web.Request) -> web.Response:
         return web.Response(status=301, text="moved, but where")
 
@@ -87,6 +90,7 @@ def _app(server: HTTPServer) -> web.Application:
     app.router.add_get("/redirect", redirect)
     app.router.add_get("/loop", loop)
     app.router.add_get("/no-location", no_location)
+    app.router.add_get("/multiple-choices", multiple_choices)
     app.router.add_get("/echo", echo)
     app.router.add_get("/slow-headers", slow_headers)
     app.router.add_get("/slow-body", slow_body)
