@@ -254,7 +254,7 @@ class Engine:
             passage = gate(facts, spec.timing, now=self._wall())
             if passage is Gate.WAIT or facts is None:
                 return
-            blocked = self._blocked(key, probe, pod.view, facts)
+            blocked = await self._blocked(key, probe, pod.view, facts)
             if passage is Gate.NOT_RUNNING:
                 outcome = Outcome.failed(f"container {key.container} is not running")
             elif blocked is not None:
@@ -274,13 +274,13 @@ class Engine:
         finally:
             self._book_next(key, due)
 
-    def _blocked(
+    async def _blocked(
         self, key: ProbeKey, probe: _Probe, view: PodView, facts: ContainerFacts
     ) -> str | None:
         """Why `probe` cannot run on this pod (a named port the container lacks, a
         handler this install lacks), reported on the pod once per cause; or None."""
         port = unresolved_port(probe.spec.handler, facts.ports)
-        missing = self._runner.unavailable(probe.spec.handler)
+        missing = await self._runner.unavailable(probe.spec.handler)
         reason, problem = None, None
         if port is not None:
             reason = "PortNotFound"

@@ -38,19 +38,24 @@ Invariants:
   connects afresh instead of waiting out grpc's reconnect backoff or a connection
   attempt that hangs. Each channel has its own subchannels (no global pool), so a
   fresh channel really is a fresh connection. A channel unused for `idle_close`
-  seconds is closed (checked on each run at most every `idle_close / 4`), so a pod
-  that went away leaves nothing open; `aclose()` closes them all;
+  seconds is closed (checked on each run, and on a timer every `idle_close / 4` while
+  any channel is open), so a pod that went away leaves nothing open; `aclose()`
+  closes them all;
+- a new channel is made only with file descriptors to spare (`fd_shortage`), as grpc
+  aborts the process where a socket would fail with EMFILE; short of them, Unknown;
 - a cancelled run raises the caller's cancellation (never grpc.aio's own
   CancelledError, which anyio would not recognise) and drops the channel it was on;
-- grpcio is imported on the first grpc run (or `grpc_available()`) only: it costs
-  about 10 MB of memory, which a daemon without grpc probes never pays.
+- grpcio is imported on the first grpc run (or `grpc_available()`) only, in a worker
+  thread: it costs about 10 MB of memory, which a daemon without grpc probes never
+  pays, and a fifth of a second, which no other probe waits for.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
+import contextlib
 import os
+import resource
 import time
 from dataclasses import dataclass
 from types import ModuleType, TracebackType
@@ -58,6 +63,7 @@ from typing import Any, Self
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 
 import probemarker
 from probemarker.api.model import GRPCAction, Handler
@@ -69,6 +75,7 @@ from probemarker.probe.ports import Address, NoAddress, address_of
 __all__ = [
     "EXTRA_HINT",
     "GRPCHandler",
+    "fd_shortage",
     "grpc_available",
     "grpc_target",
     "rpc_failure",
@@ -80,6 +87,8 @@ EXTRA_HINT = "grpc probes need the optional grpc extra: pip install 'probemarker
 _RECEIVE_LIMIT = 64 * 1024  # a health answer is a few bytes; refuse a flood early
 _CLOSED_IN_RUN = "the grpc probe handler was closed during the run"
 _CLOSE_LIMIT = 5.0  # seconds; closing a channel is local work, this is a safety net
+_SWEEP_FLOOR = 0.05  # seconds between timer sweeps at the least
+_FD_MARGIN = 32  # descriptors a new channel leaves spare (its poller, sockets, wakeups)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +155,7 @@ class GRPCHandler:
         self._channels: dict[Address, _Channel] = {}
         self._next_sweep = 0.0
         self._closed = False
+        self._sweeper: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -167,17 +177,25 @@ class GRPCHandler:
     async def aclose(self) -> None:
         """Close every channel; runs in flight end Unknown, later runs too."""
         self._closed = True
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
         entries = list(self._channels.values())
         self._channels.clear()
         for entry in entries:
             entry.pooled = False
             await self._close(entry)
 
-    def unavailable(self) -> str | None:
-        """None when grpc probes can run here, else why (loads grpcio on the first
-        call, so a daemon asks only when a grpc probe is about to run)."""
+    async def unavailable(self) -> str | None:
+        """None when grpc probes can run here, else why. Loads grpcio on the first
+        call (a daemon asks only when a grpc probe is about to run), in a worker
+        thread: the import takes a fifth of a second, which would stall every probe."""
         if self._library is None:
-            self._library = _load()
+            library = await anyio.to_thread.run_sync(_load)
+            if self._library is None:  # two first runs at once: the first one wins
+                self._library = library
         return self._library if isinstance(self._library, str) else None
 
     async def run(self, action: Handler, target: ProbeTarget, *, time_limit: float) -> Outcome:
@@ -186,16 +204,14 @@ class GRPCHandler:
         address = address_of(action.port, target)
         if isinstance(address, NoAddress):
             return Outcome.unknown(address.reason)
-        try:
-            ipaddress.ip_address(address.host)
-        except ValueError:
-            return Outcome.unknown(f"pod IP {address.host!r} of {target} is not an IP address")
-        missing, library = self.unavailable(), self._library
+        missing, library = await self.unavailable(), self._library
         if missing is not None or not isinstance(library, _Library):
             return Outcome.unknown(missing or EXTRA_HINT)
         if self._closed:
             return Outcome.unknown("the grpc probe handler is closed")
         await self._sweep()
+        if address not in self._channels and (short := fd_shortage()) is not None:
+            return Outcome.unknown(short)
         entry = self._acquire(library, address)
         working = False
         try:
@@ -261,6 +277,8 @@ class GRPCHandler:
             check = lib.health_pb2_grpc.HealthStub(channel).Check
             entry = _Channel(channel, check, time.monotonic())
             self._channels[address] = entry
+            if self._sweeper is None or self._sweeper.done():
+                self._sweeper = asyncio.get_running_loop().create_task(self._sweep_until_empty())
         entry.active += 1
         return entry
 
@@ -290,6 +308,18 @@ class GRPCHandler:
             entry.pooled = False
             await self._close(entry)
 
+    async def _sweep_until_empty(self) -> None:
+        """While channels are open, sweep them on a timer too: a channel whose pod went
+        away gets no more runs to sweep it. Ends with the last channel (a new channel
+        starts it again), so a daemon without grpc probes has no such timer."""
+        interval = max(self._idle_close / 4, _SWEEP_FLOOR)
+        while True:
+            await asyncio.sleep(interval)
+            self._next_sweep = 0.0
+            await self._sweep()
+            if not self._channels:
+                return
+
     async def _close(self, entry: _Channel) -> None:
         if entry.closed:
             return
@@ -297,6 +327,27 @@ class GRPCHandler:
         # Shielded: a run cancelled by the runner's safety net still closes its channel.
         with anyio.move_on_after(_CLOSE_LIMIT, shield=True):
             await entry.channel.close()
+
+
+def fd_shortage(*, margin: int = _FD_MARGIN, fd_dir: str = "/proc/self/fd") -> str | None:
+    """Why a new channel must not be made now, or None: grpc's C core aborts the whole
+    process (SIGABRT) when it cannot get a file descriptor for a new channel's poller,
+    where a socket would raise EMFILE. So a new channel needs `margin` descriptors to
+    spare under the soft RLIMIT_NOFILE (counted in /proc/self/fd on Linux; elsewhere
+    nothing is checked)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        in_use = len(os.listdir(fd_dir))
+    except OSError:
+        return None
+    if soft - in_use >= margin:
+        return None
+    return (
+        f"too few file descriptors left for a new grpc connection ({in_use} of {soft} in "
+        f"use, {margin} kept spare); raise the daemon's open-files limit"
+    )
 
 
 def serving_outcome(status: str, *, service: str) -> Outcome:

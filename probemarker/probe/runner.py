@@ -51,7 +51,7 @@ log = structlog.get_logger(__name__)
 class MayBeUnavailable(Protocol):
     """A handler that depends on an optional library (grpc): says when it is missing."""
 
-    def unavailable(self) -> str | None: ...
+    async def unavailable(self) -> str | None: ...
 
 
 DEFAULT_GRACE = 0.5  # seconds past timeoutSeconds before the safety net fires
@@ -85,20 +85,20 @@ class ProbeRunner:
         kinds = sorted(_KINDS.get(t, t.__name__) for t in self._handlers)
         return f"ProbeRunner(handlers={kinds}, grace={self._grace:g})"
 
-    def unavailable(self, action: Handler) -> str | None:
+    async def unavailable(self, action: Handler) -> str | None:
         """Why `action` cannot be run here (no handler, or a handler whose library is
         missing, `MayBeUnavailable`), or None."""
         if type(action) not in self._handlers:
             return f"{action_kind(action)} probes are not supported by this build"
         optional = self._optional.get(type(action))
-        return None if optional is None else optional.unavailable()
+        return None if optional is None else await optional.unavailable()
 
     async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
         """One run of `spec` against `target`; see the module docstring."""
         action, kind = spec.handler, action_kind(spec.handler)
         handler = self._handlers.get(type(action))
         if handler is None:
-            return Outcome.unknown(self.unavailable(action) or kind)
+            return Outcome.unknown(f"{kind} probes are not supported by this build")
         timeout = spec.timing.timeout_seconds
         with anyio.move_on_after(timeout + self._grace):
             try:

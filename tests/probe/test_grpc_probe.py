@@ -9,6 +9,7 @@ the server. Every handler is closed inside its test, before the test's loop ends
 from __future__ import annotations
 
 import asyncio
+import resource
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
 import grpc
@@ -31,6 +33,7 @@ from probemarker.identity import PodUID
 from probemarker.probe.grpc import (
     EXTRA_HINT,
     GRPCHandler,
+    fd_shortage,
     grpc_available,
     grpc_target,
     rpc_failure,
@@ -328,7 +331,12 @@ def test_grpc_target(address: Address, expected: str) -> None:
         pytest.param("", 50051, "pod default/web has no IP yet", id="empty-ip"),
         pytest.param(POD_IP, 0, "port 0 is not a TCP port number", id="port-0"),
         pytest.param(POD_IP, 70000, "port 70000 is not a TCP port number", id="port-too-big"),
-        pytest.param("web.example", 50051, "'web.example' of default/web/app is not", id="name"),
+        pytest.param(
+            "web.example",
+            50051,
+            "status.podIP 'web.example', which is not one host's IP",
+            id="name",
+        ),
     ],
 )
 async def test_no_address_is_unknown(ip: str | None, port: int, reason: str) -> None:
@@ -347,6 +355,35 @@ async def test_runs_share_one_connection() -> None:
             assert await probe(handler, via.port) == Outcome.succeeded()
         assert via.opened == 1
         assert len(set(server.health.peers)) == 1
+
+
+async def test_an_idle_channel_is_closed_without_another_run() -> None:
+    """The pod went away: no run comes to sweep its channel, the timer does."""
+    async with (
+        grpc_server() as server,
+        relay(server.port) as via,
+        GRPCHandler(idle_close=0.2) as handler,
+    ):
+        assert await probe(handler, via.port) == Outcome.succeeded()
+        assert via.open_now == 1
+        await via.wait_open(0)  # bounded by wait_open's own 5 s
+        assert handler._sweeper is not None
+        await handler._sweeper  # ends with the last channel
+
+
+def test_fd_shortage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new channel needs descriptors to spare: grpc aborts the process without them."""
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (40, 4096))
+    for i in range(9):  # nine descriptors "in use"
+        (tmp_path / str(i)).touch()
+    assert fd_shortage(margin=31, fd_dir=str(tmp_path)) is None
+    assert fd_shortage(margin=32, fd_dir=str(tmp_path)) == (
+        "too few file descriptors left for a new grpc connection (9 of 40 in use, "
+        "32 kept spare); raise the daemon's open-files limit"
+    )
+    assert fd_shortage(fd_dir=str(tmp_path / "missing")) is None  # not Linux: unchecked
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (resource.RLIM_INFINITY,) * 2)
+    assert fd_shortage(margin=10**6, fd_dir=str(tmp_path)) is None
 
 
 async def test_idle_channel_is_closed_and_the_next_run_reconnects() -> None:
@@ -476,7 +513,7 @@ async def test_missing_library_is_unknown_with_the_extra_to_install(
     assert message.startswith(EXTRA_HINT)
     assert module in message
     async with GRPCHandler() as handler:
-        assert handler.unavailable() == message  # what the engine's event says
+        assert await handler.unavailable() == message  # what the engine's event says
         assert await probe(handler, 50051) == Outcome.unknown(message)
 
 

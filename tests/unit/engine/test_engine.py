@@ -37,7 +37,7 @@ class Runner:
         self.missing = missing  # what `unavailable` says of every action
         self.targets: list[ProbeTarget] = []
 
-    def unavailable(self, action: Handler) -> str | None:
+    async def unavailable(self, action: Handler) -> str | None:
         return self.missing
 
     async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:

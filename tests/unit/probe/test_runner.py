@@ -99,18 +99,21 @@ async def test_no_handler_is_unknown_naming_the_kind(action: Handler, kind: str)
 class Unavailable(Scripted):
     """A handler whose library is missing (as grpc without its extra)."""
 
-    def unavailable(self) -> str | None:
+    async def unavailable(self) -> str | None:
         return "grpc probes need the optional grpc extra"
 
 
-def test_a_handler_without_its_library_says_why() -> None:
+async def test_a_handler_without_its_library_says_why() -> None:
     probes = ProbeRunner(
         {ExecAction: Scripted(Outcome.succeeded()), GRPCAction: Unavailable(Outcome.unknown("x"))}
     )
-    assert probes.unavailable(GRPCAction(port=9000)) == "grpc probes need the optional grpc extra"
-    assert probes.unavailable(ExecAction(("true",))) is None
     assert (
-        probes.unavailable(HTTPGetAction(port=80))
+        await probes.unavailable(GRPCAction(port=9000))
+        == "grpc probes need the optional grpc extra"
+    )
+    assert await probes.unavailable(ExecAction(("true",))) is None
+    assert (
+        await probes.unavailable(HTTPGetAction(port=80))
         == "httpGet probes are not supported by this build"
     )
 
