@@ -58,8 +58,8 @@ import os
 import resource
 import time
 from dataclasses import dataclass
-from types import ModuleType, TracebackType
-from typing import Any, Self
+from types import ModuleType
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -67,7 +67,7 @@ import anyio.to_thread
 
 import probemarker
 from probemarker.api.model import GRPCAction, Handler
-from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import clean_message
 from probemarker.probe.ports import Address, NoAddress, address_of
@@ -138,7 +138,7 @@ class _Channel:
     closed: bool = False
 
 
-class GRPCHandler:
+class GRPCHandler(OwnsConnections):
     """`ProbeHandler` for grpc actions; an async context manager owning its channels."""
 
     def __init__(
@@ -162,17 +162,6 @@ class GRPCHandler:
             f"GRPCHandler(user_agent={self._user_agent!r}, idle_close={self._idle_close:g}, "
             f"channels={len(self._channels)})"
         )
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Close every channel; runs in flight end Unknown, later runs too."""

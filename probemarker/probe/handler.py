@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol
+from typing import Protocol, Self
 
 from probemarker.api.model import Handler
 from probemarker.identity import PodUID
@@ -39,3 +39,17 @@ class ProbeHandler(Protocol):
     """Runs one kind of action; see the module docstring."""
 
     async def run(self, action: Handler, target: ProbeTarget, *, time_limit: float) -> Outcome: ...
+
+
+class OwnsConnections:
+    """Base of the handlers that keep connections (or nothing, but look alike): `async
+    with handler:` closes them on exit, through the handler's `aclose()`."""
+
+    async def aclose(self) -> None:
+        """Close what the handler holds; a later run must not open anything new."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

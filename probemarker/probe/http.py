@@ -39,8 +39,7 @@ import os
 import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Final, Self
+from typing import Final
 from urllib.parse import quote
 
 import aiohttp
@@ -50,7 +49,7 @@ from yarl import URL
 
 from probemarker import __version__
 from probemarker.api.model import Handler, HTTPGetAction, HTTPHeader
-from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import MESSAGE_LIMIT, clean_message
 from probemarker.probe.ports import Address, NoAddress, address_of, local_shortage
@@ -125,7 +124,7 @@ def _with_body(text: str, body: str) -> str:
     return f"{text}: {body}" if body else text
 
 
-class HTTPGetHandler:
+class HTTPGetHandler(OwnsConnections):
     """Runs httpGet actions; see the module docstring. Use as an async context manager
     (it owns a connection pool) or call `aclose()`."""
 
@@ -136,14 +135,6 @@ class HTTPGetHandler:
 
     def __repr__(self) -> str:
         return f"HTTPGetHandler(user_agent={self._user_agent!r})"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Close the pool; a run after this is Unknown (no pool left to leak)."""

@@ -24,7 +24,7 @@ import socket
 import anyio
 
 from probemarker.api.model import Handler, TCPSocketAction
-from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.ports import NoAddress, address_of, local_shortage
 
@@ -47,21 +47,12 @@ def _reason(err: OSError) -> str:
     return os.strerror(err.errno) if err.errno else str(err) or type(err).__name__
 
 
-class TCPSocketHandler:
+class TCPSocketHandler(OwnsConnections):
     """Runs tcpSocket actions; see the module docstring. Holds nothing between runs,
     but is an async context manager like the other network handlers."""
 
     def __repr__(self) -> str:
         return "TCPSocketHandler()"
-
-    async def __aenter__(self) -> TCPSocketHandler:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Nothing to close: every connection is closed within its run."""
 
     async def run(self, action: Handler, target: ProbeTarget, *, time_limit: float) -> Outcome:
         if not isinstance(action, TCPSocketAction):
