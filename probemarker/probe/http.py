@@ -35,7 +35,6 @@ connection closed, never returned to the pool.
 
 from __future__ import annotations
 
-import os
 import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -52,7 +51,7 @@ from probemarker.api.model import Handler, HTTPGetAction, HTTPHeader
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import MESSAGE_LIMIT, clean_message
-from probemarker.probe.ports import Address, NoAddress, address_of, local_shortage
+from probemarker.probe.ports import Address, NoAddress, address_of, local_shortage, os_reason
 
 __all__ = ["BODY_LIMIT", "MAX_REDIRECTS", "HTTPGetHandler", "request_url"]
 
@@ -181,9 +180,8 @@ class HTTPGetHandler(OwnsConnections):
             except ValueError as err:  # aiohttp refused to send it (a control character)
                 return Outcome.unknown(f"cannot send GET {url}: {err}")
             except Exception as err:  # aiohttp's and the socket's errors are answers
-                if local_shortage(err):
-                    return Outcome.unknown(f"GET {url}: {_describe(err)}")
-                return Outcome.failed(f"GET {url}: {_describe(err)}")
+                message = f"GET {url}: {_describe(err)}"
+                return Outcome.unknown(message) if local_shortage(err) else Outcome.failed(message)
             if not 300 <= status < 400:
                 if status >= 400 or status < 200:
                     return Outcome.failed(
@@ -245,13 +243,9 @@ def _follow(url: URL, location: str) -> tuple[URL, bool] | None:
 
 def _describe(err: Exception) -> str:
     if isinstance(err, aiohttp.ClientConnectorError):
-        code = err.os_error.errno
-        # asyncio puts "Connect call failed (addr)" in strerror; the errno says more.
-        reason = os.strerror(code) if code else str(err.os_error)
-        return f"cannot connect to {err.host}:{err.port}: {reason}"
+        return f"cannot connect to {err.host}:{err.port}: {os_reason(err.os_error)}"
     if isinstance(err, ssl.SSLError | aiohttp.ClientSSLError):
         return f"TLS handshake failed: {err}"
     if isinstance(err, aiohttp.ServerDisconnectedError):
         return "the server closed the connection without an answer"
-    text = str(err) or type(err).__name__
-    return f"{type(err).__name__}: {text}" if str(err) else text
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__

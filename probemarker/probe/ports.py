@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ __all__ = [
     "address_of",
     "join_host_port",
     "local_shortage",
+    "os_reason",
     "unresolved_port",
 ]
 
@@ -139,3 +141,9 @@ def local_shortage(err: BaseException) -> bool:
         if isinstance(os_error, OSError):
             todo.append(os_error)
     return False
+
+
+def os_reason(err: OSError) -> str:
+    """The system's words for `err` ("Connection refused"): asyncio puts "Connect call
+    failed (addr)" in strerror, where the errno says more."""
+    return os.strerror(err.errno) if err.errno else str(err) or type(err).__name__

@@ -67,6 +67,10 @@ def action_kind(action: Handler) -> str:
     return _KINDS.get(type(action), type(action).__name__)
 
 
+def _unsupported(kind: str) -> str:
+    return f"{kind} probes are not supported by this build"
+
+
 class ProbeRunner:
     """Runs probes through the handler registered for each type of action."""
 
@@ -89,7 +93,7 @@ class ProbeRunner:
         """Why `action` cannot be run here (no handler, or a handler whose library is
         missing, `MayBeUnavailable`), or None."""
         if type(action) not in self._handlers:
-            return f"{action_kind(action)} probes are not supported by this build"
+            return _unsupported(action_kind(action))
         optional = self._optional.get(type(action))
         return None if optional is None else await optional.unavailable()
 
@@ -98,7 +102,7 @@ class ProbeRunner:
         action, kind = spec.handler, action_kind(spec.handler)
         handler = self._handlers.get(type(action))
         if handler is None:
-            return Outcome.unknown(f"{kind} probes are not supported by this build")
+            return Outcome.unknown(_unsupported(kind))
         timeout = spec.timing.timeout_seconds
         with anyio.move_on_after(timeout + self._grace):
             try:

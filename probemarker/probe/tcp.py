@@ -18,7 +18,6 @@ the probe, so there is no connection to reuse.
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 
 import anyio
@@ -26,7 +25,7 @@ import anyio
 from probemarker.api.model import Handler, TCPSocketAction
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.outcome import Outcome
-from probemarker.probe.ports import NoAddress, address_of, local_shortage
+from probemarker.probe.ports import NoAddress, address_of, local_shortage, os_reason
 
 __all__ = ["TCPSocketHandler"]
 
@@ -40,11 +39,6 @@ async def _connect(host: str, port: int) -> None:
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setblocking(False)
         await asyncio.get_running_loop().sock_connect(sock, (host, port))
-
-
-def _reason(err: OSError) -> str:
-    # asyncio puts "Connect call failed (addr)" in strerror; the errno says more.
-    return os.strerror(err.errno) if err.errno else str(err) or type(err).__name__
 
 
 class TCPSocketHandler(OwnsConnections):
@@ -64,8 +58,7 @@ class TCPSocketHandler(OwnsConnections):
             try:
                 await _connect(address.host, address.port)
             except OSError as err:
-                if local_shortage(err):
-                    return Outcome.unknown(f"connect to {address}: {err!r}")
-                return Outcome.failed(f"cannot connect to {address}: {_reason(err)}")
+                message = f"cannot connect to {address}: {os_reason(err)}"
+                return Outcome.unknown(message) if local_shortage(err) else Outcome.failed(message)
             return Outcome.succeeded()
         return Outcome.failed(f"connect to {address} timed out after {time_limit:g}s")
