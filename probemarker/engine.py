@@ -254,10 +254,9 @@ class Engine:
             passage = gate(facts, spec.timing, now=self._wall())
             if passage is Gate.WAIT or facts is None:
                 return
-            blocked = await self._blocked(key, probe, pod.view, facts)
             if passage is Gate.NOT_RUNNING:
                 outcome = Outcome.failed(f"container {key.container} is not running")
-            elif blocked is not None:
+            elif (blocked := await self._blocked(key, probe, pod.view, facts)) is not None:
                 outcome = Outcome.unknown(blocked)
             else:
                 target = ProbeTarget(
@@ -280,15 +279,17 @@ class Engine:
         """Why `probe` cannot run on this pod (a named port the container lacks, a
         handler this install lacks), reported on the pod once per cause; or None."""
         port = unresolved_port(probe.spec.handler, facts.ports)
-        missing = await self._runner.unavailable(probe.spec.handler)
-        reason, problem = None, None
+        cause: tuple[str, str] | None = None  # the event's reason, the problem
         if port is not None:
-            reason = "PortNotFound"
-            problem = f"port {port!r} is not among the ports of container {key.container}"
-        elif missing is not None:
-            reason, problem = "ProbeUnsupported", missing
-        if problem != probe.blocked and reason is not None and problem is not None:
-            self._report.cannot_run(view, key, reason=reason, problem=problem)
+            cause = (
+                "PortNotFound",
+                f"port {port!r} is not among the ports of container {key.container}",
+            )
+        elif (missing := await self._runner.unavailable(probe.spec.handler)) is not None:
+            cause = "ProbeUnsupported", missing
+        problem = None if cause is None else cause[1]
+        if cause is not None and problem != probe.blocked:
+            self._report.cannot_run(view, key, reason=cause[0], problem=cause[1])
         probe.blocked = problem
         return problem
 
