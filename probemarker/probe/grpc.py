@@ -45,7 +45,7 @@ Invariants:
   aborts the process where a socket would fail with EMFILE; short of them, Unknown;
 - a cancelled run raises the caller's cancellation (never grpc.aio's own
   CancelledError, which anyio would not recognise) and drops the channel it was on;
-- grpcio is imported on the first grpc run (or `grpc_available()`) only, in a worker
+- grpcio is imported on the first grpc run (or `unavailable()`) only, in a worker
   thread: it costs about 10 MB of memory, which a daemon without grpc probes never
   pays, and a fifth of a second, which no other probe waits for.
 """
@@ -76,7 +76,6 @@ __all__ = [
     "EXTRA_HINT",
     "GRPCHandler",
     "fd_shortage",
-    "grpc_available",
     "grpc_target",
     "rpc_failure",
     "serving_outcome",
@@ -112,12 +111,6 @@ def _load() -> _Library | str:
     except Exception as err:  # ImportError; or RuntimeError: grpcio older than the stubs
         return f"{EXTRA_HINT} ({type(err).__name__}: {err})"
     return _Library(grpc, grpc.aio, health_pb2, health_pb2_grpc)
-
-
-def grpc_available() -> str | None:
-    """None when grpc probes can run here, else the error to show (imports grpcio)."""
-    library = _load()
-    return library if isinstance(library, str) else None
 
 
 def grpc_target(address: Address) -> str:
@@ -178,14 +171,19 @@ class GRPCHandler(OwnsConnections):
             await self._close(entry)
 
     async def unavailable(self) -> str | None:
-        """None when grpc probes can run here, else why. Loads grpcio on the first
-        call (a daemon asks only when a grpc probe is about to run), in a worker
-        thread: the import takes a fifth of a second, which would stall every probe."""
+        """None when grpc probes can run here, else why (see `_loaded`)."""
+        library = await self._loaded()
+        return library if isinstance(library, str) else None
+
+    async def _loaded(self) -> _Library | str:
+        """The grpc modules, or why they are missing. Loaded on the first call (a daemon
+        asks only when a grpc probe is about to run), in a worker thread: the import
+        takes a fifth of a second, which would stall every probe."""
         if self._library is None:
             library = await anyio.to_thread.run_sync(_load)
             if self._library is None:  # two first runs at once: the first one wins
                 self._library = library
-        return self._library if isinstance(self._library, str) else None
+        return self._library
 
     async def run(self, action: Handler, target: ProbeTarget, *, time_limit: float) -> Outcome:
         if not isinstance(action, GRPCAction):
@@ -193,9 +191,9 @@ class GRPCHandler(OwnsConnections):
         address = address_of(action.port, target)
         if isinstance(address, NoAddress):
             return Outcome.unknown(address.reason)
-        missing, library = await self.unavailable(), self._library
-        if missing is not None or not isinstance(library, _Library):
-            return Outcome.unknown(missing or EXTRA_HINT)
+        library = await self._loaded()
+        if isinstance(library, str):
+            return Outcome.unknown(library)
         if self._closed:
             return Outcome.unknown("the grpc probe handler is closed")
         await self._sweep()

@@ -34,7 +34,6 @@ from probemarker.probe.grpc import (
     EXTRA_HINT,
     GRPCHandler,
     fd_shortage,
-    grpc_available,
     grpc_target,
     rpc_failure,
 )
@@ -499,8 +498,9 @@ def test_importing_the_handler_does_not_load_grpcio() -> None:
     assert loaded.strip() == "['probemarker.probe.grpc']"
 
 
-def test_grpc_available_with_the_extra_installed() -> None:
-    assert grpc_available() is None
+async def test_available_with_the_extra_installed() -> None:
+    async with GRPCHandler() as handler:
+        assert await handler.unavailable() is None
 
 
 @pytest.mark.parametrize("module", ["grpc", "grpc_health.v1"])
@@ -508,12 +508,11 @@ async def test_missing_library_is_unknown_with_the_extra_to_install(
     monkeypatch: pytest.MonkeyPatch, module: str
 ) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # the next import of it fails
-    message = grpc_available()
-    assert message is not None
-    assert message.startswith(EXTRA_HINT)
-    assert module in message
     async with GRPCHandler() as handler:
-        assert await handler.unavailable() == message  # what the engine's event says
+        message = await handler.unavailable()  # what the engine's event says
+        assert message is not None
+        assert message.startswith(EXTRA_HINT)
+        assert module in message
         assert await probe(handler, 50051) == Outcome.unknown(message)
 
 
