@@ -4,12 +4,10 @@ pods deleted mid-probe."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import anyio
 
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
-from probemarker.sim.server.discovery import EVENTS
 from tests.integration.world import (
     NS,
     World,
@@ -20,10 +18,6 @@ from tests.integration.world import (
     probe,
     running_daemon,
 )
-
-
-def events(world: World, reason: str) -> list[dict[str, Any]]:
-    return [e for e in world.sim.store.list(EVENTS, namespace=NS).items if e.get("reason") == reason]
 
 
 async def test_two_markers_setting_one_key_differently(world: World) -> None:
@@ -41,7 +35,7 @@ async def test_two_markers_setting_one_key_differently(world: World) -> None:
         await asyncio.sleep(0.5)
         assert labels_of(world.pod("g"))["role"] == "a"
         await world.sim.accounting.wait_for(at_least=3, resource="events", within=5)
-        event = events(world, "ConflictingMarkers")[0]
+        event = world.events("ConflictingMarkers")[0]
         note = event.get("note") or event.get("message") or ""
         assert "a#p" in note
         assert "b#p" in note
