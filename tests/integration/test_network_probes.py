@@ -8,20 +8,10 @@ and a probe that went anywhere else would find nothing there.
 
 from __future__ import annotations
 
-import socket
-
 from probemarker import __version__
 from tests.integration.world import World, condition, flag, labels_of, marker, probe, running_daemon
-from tests.probe.servers import closed_port, http_server, tcp_listener
+from tests.probe.servers import closed_port, free_port, http_server, tcp_listener
 from tests.probe.test_grpc_probe import NOT_SERVING, SERVING, grpc_server
-
-
-def free_port() -> int:
-    """A port number to declare in a pod spec before the server is started on it."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def http(port: int | str, path: str) -> dict[str, object]:
@@ -29,7 +19,7 @@ def http(port: int | str, path: str) -> dict[str, object]:
 
 
 async def test_http_probes_mark_the_pod(world: World) -> None:
-    port = free_port()
+    port = free_port("127.0.0.1")  # declared in the pod spec before the server binds it
     pod = await world.create_pod("web", labels={"app": "game"}, ports={"app": {"http": port}})
     ip = pod["status"]["podIP"]
     probes = [
@@ -60,7 +50,7 @@ async def test_http_probes_mark_the_pod(world: World) -> None:
 
 
 async def test_a_named_port_of_a_native_sidecar(world: World) -> None:
-    port = free_port()
+    port = free_port("127.0.0.1")  # declared in the pod spec before the server binds it
     pod = await world.create_pod(
         "proxy", labels={"app": "game"}, sidecars=("envoy",), ports={"envoy": {"admin": port}}
     )

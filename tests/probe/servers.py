@@ -120,13 +120,19 @@ async def http_server(
         await runner.cleanup()
 
 
+def free_port(host: str) -> int:
+    """A port on `host` that nothing listens on (bound and released: a connect is
+    refused, and a server may take it)."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
 @contextmanager
 def closed_port(host: str) -> Iterator[int]:
-    """A port on `host` that nothing listens on (connects are refused)."""
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
-    yield port
+    """`free_port`, as a context manager like the other openers."""
+    yield free_port(host)
 
 
 @contextmanager

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import resource
-import socket
 import subprocess
 import sys
 import time
@@ -40,6 +39,7 @@ from probemarker.probe.grpc import (
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.ports import Address
+from tests.probe.servers import free_port
 
 POD_IP = "127.0.1.200"
 LIMIT = 0.3  # seconds: the time limit of the runs that are meant to time out
@@ -159,14 +159,6 @@ async def silent_listener(port: int) -> AsyncIterator[None]:
         group.cancel_scope.cancel()
 
 
-def free_port(host: str = POD_IP) -> int:
-    """A port nothing listens on (bound and released, so the OS refuses a connect)."""
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 async def probe(
     handler: GRPCHandler,
     port: int,
@@ -227,7 +219,7 @@ async def test_server_without_the_health_service_is_failed() -> None:
 
 
 async def test_server_down_is_failed_at_once_naming_the_address() -> None:
-    port = free_port()
+    port = free_port(POD_IP)
     async with GRPCHandler() as handler:
         started = time.monotonic()
         outcome = await probe(handler, port)
@@ -269,7 +261,7 @@ async def test_a_server_that_comes_up_is_seen_on_the_next_run(
     broken: Callable[[int], AbstractAsyncContextManager[None]], limit: float, message: str
 ) -> None:
     """A failed connection is not kept: no reconnect backoff, no attempt left hanging."""
-    port = free_port()
+    port = free_port(POD_IP)
     async with GRPCHandler() as handler:
         async with broken(port):
             outcome = await probe(handler, port, time_limit=limit)
