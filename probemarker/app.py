@@ -52,6 +52,7 @@ from probemarker.probe.handler import ProbeHandler
 from probemarker.probe.http import HTTPGetHandler
 from probemarker.probe.runner import ProbeRunner
 from probemarker.probe.tcp import TCPSocketHandler
+from probemarker.report import Reporter
 from probemarker.settings import RunSettings
 from probemarker.write.writer import PodWriter, WriterSettings
 
@@ -112,7 +113,10 @@ class Daemon:
             mark=self._mark,
             clock=clock,
             wall=time.time,
-            settings=EngineSettings(max_concurrent=settings.max_concurrent_probes),
+            settings=EngineSettings(
+                max_concurrent=settings.max_concurrent_probes,
+                cleanup_delay=settings.cleanup_delay_seconds,
+            ),
             api_version=f"{group}/v1alpha1",
         )
         self.writer = PodWriter(
@@ -123,7 +127,11 @@ class Daemon:
             marks=receive,
             now_text=rfc3339_now,
             clock=clock,
-            settings=WriterSettings(coalesce=settings.write_coalesce_seconds),
+            settings=WriterSettings(
+                coalesce=settings.write_coalesce_seconds,
+                message_refresh=settings.message_refresh_seconds,
+            ),
+            refused=Reporter(self.events).write_refused,
         )
         self.ready = anyio.Event()
 

@@ -16,14 +16,21 @@ Invariants:
   (`schedule.timing.next_due`): a slot that passed is skipped and counted, not drifted;
 - a result of a run started with a command that has since changed is dropped;
   Unknown is never counted or written (SPEC §2);
+- a terminating or finished pod is not probed and gets no plan (`plan` is None): it
+  keeps what it shows, a draining primary still looks like one (SPEC §3);
+- a marker edited into an invalid spec keeps running its last valid one; a marker
+  invalid since the daemon first saw it runs nothing, and what its probes wrote is
+  held (neither changed nor removed) until it is fixed or deleted. Only deletion
+  cleans up, and only `cleanup_delay` seconds after it, so a marker deleted and
+  re-created (the way to change its selector) takes its keys back without a gap;
 - nothing here does I/O but the probe handlers (through the runner) and the sink.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
@@ -58,10 +65,13 @@ class EngineSettings:
     max_concurrent: int = 64  # probe runs at once on this node
     tick: float = 0.05  # the timer wheel's resolution, seconds
     late_after: float = 1.0  # a run starting later than this after its slot is counted
+    cleanup_delay: float = 30.0  # seconds from a marker's deletion to its clean-up
 
     def __post_init__(self) -> None:
         if self.max_concurrent < 1 or self.tick <= 0 or self.late_after <= 0:
             raise ValueError("engine needs max_concurrent >= 1, tick > 0, late_after > 0")
+        if self.cleanup_delay < 0:
+            raise ValueError("engine needs cleanup_delay >= 0")
 
 
 @dataclass(slots=True)
@@ -87,6 +97,7 @@ class _Pod:
     resource_version: str
     probes: dict[ProbeKey, ProbeSpec] = field(default_factory=dict)
     conflicts: frozenset[Conflict] = frozenset()
+    record_problem: str | None = None  # as last logged
 
 
 def _condition_message(view: PodView, condition: str | None) -> str:
@@ -119,6 +130,7 @@ class Engine:
         self._api_version = api_version
         self._markers: dict[str, dict[MarkerRef, Marker]] = {}
         self._invalid: dict[MarkerRef, Raw] = {}  # the spec reported as invalid
+        self._deleted: dict[MarkerRef, float] = {}  # deleted markers -> clean-up time
         self._pods: dict[PodUID, _Pod] = {}
         self._uids: dict[ObjectKey, PodUID] = {}
         self._by_namespace: dict[str, set[PodUID]] = {}
@@ -146,23 +158,51 @@ class Engine:
         """The marker at `key` is now `entry` (None: deleted); rematch its namespace."""
         ref = MarkerRef(key.namespace, key.name)
         markers = self._markers.setdefault(key.namespace, {})
-        old = markers.pop(ref, None)
+        old = markers.get(ref)
+        held_before = self._held(ref)
         if entry is None:
-            self._invalid.pop(ref, None)
+            markers.pop(ref, None)
+            if old is not None or self._invalid.pop(ref, None) is not None:
+                self._deleted[ref] = self._clock.now() + self.settings.cleanup_delay
         else:
+            self._deleted.pop(ref, None)
             try:
                 markers[ref] = read_marker(entry.obj, api_version=self._api_version)
             except InvalidMarker as err:
                 spec = entry.obj.get("spec")
                 if self._invalid.get(ref) != spec:  # once per content, not per resync
                     self._invalid[ref] = spec if isinstance(spec, dict) else {}
-                    self._report.invalid_marker(ref, entry.uid, self._api_version, str(err))
+                    kept = None if old is None else old.generation
+                    self._report.invalid_marker(
+                        ref, entry.uid, self._api_version, str(err), kept=kept
+                    )
             else:
                 if self._invalid.pop(ref, None) is not None:
                     log.info("marker.fixed", marker=str(ref))
-        if old != markers.get(ref):
+        held_changed = held_before != self._held(ref)
+        if old != markers.get(ref) or held_changed:
             for uid in sorted(self._by_namespace.get(key.namespace, ())):
-                self._rematch(self._pods[uid])
+                self._rematch(self._pods[uid], force_mark=held_changed)
+
+    def _held(self, ref: MarkerRef) -> bool:
+        """Whether what `ref`'s probes wrote is held as it is: the marker was deleted
+        less than the clean-up delay ago, or it is invalid with no valid spec known."""
+        if ref in self._invalid and ref not in self._markers.get(ref.namespace, {}):
+            return True
+        deadline = self._deleted.get(ref)
+        if deadline is not None and deadline <= self._clock.now():
+            del self._deleted[ref]  # the delay is over: clean up
+            return False
+        return deadline is not None
+
+    def _held_markers(self, namespace: str) -> dict[str, float | None]:
+        """The held markers of `namespace`, each with when its hold ends (None: until
+        it changes)."""
+        held: dict[str, float | None] = {}
+        for ref in [*self._invalid, *self._deleted]:
+            if ref.namespace == namespace and self._held(ref):
+                held[ref.name] = self._deleted.get(ref)
+        return held
 
     # -- pods ----------------------------------------------------------------------------
 
@@ -204,11 +244,13 @@ class Engine:
             self.dispatcher.cancel(key)
         self._mark(uid)  # the writer's flush finds no pod and drops what it kept of it
 
-    def _rematch(self, pod: _Pod) -> None:
+    def _rematch(self, pod: _Pod, *, force_mark: bool = False) -> None:
         namespace = self._markers.get(pod.view.namespace, {})
         new = match_pod(pod.view, namespace.values())
         diff = diff_matches(pod.probes, new)
         if not diff:
+            if force_mark:
+                self._mark(pod.view.uid)  # what is held may have changed
             return
         now = self._clock.now()
         for key in diff.stop:
@@ -332,21 +374,35 @@ class Engine:
         pod = self._pods.get(uid)
         return None if pod is None else (pod.view, pod.resource_version)
 
-    def plan(self, view: PodView) -> DesiredPod:
-        """The desired state of `view`'s pod from every decided probe on it."""
+    def plan(self, view: PodView) -> DesiredPod | None:
+        """The desired state of `view`'s pod from every decided probe on it; None for a
+        pod that gets no write (terminating, finished, or not known here)."""
         pod = self._pods.get(view.uid)
-        probes: Mapping[ProbeKey, ProbeSpec] = pod.probes if pod is not None else {}
+        if pod is None or not view.active or not pod.view.active:
+            return None
         decided = []
-        for key in probes:
+        live: dict[OwnerRef, ProbeSpec | None] = {}
+        for key, spec in pod.probes.items():
+            live[key.owner] = spec
             probe = self._probes.get(key)
             if probe is not None and probe.thresholds.decided is not None:
                 verdict = probe.thresholds.decided
                 decided.append(Decided(key.owner, probe.spec, verdict.state, verdict.message))
-        live: set[OwnerRef] = {key.owner for key in probes}
-        desired = desired_state(pod=view, decided=decided, live=live)
-        if pod is not None:
-            conflicts = frozenset(desired.conflicts)
-            for conflict in sorted(conflicts - pod.conflicts, key=str):
-                self._report.conflict(view, conflict)
-            pod.conflicts = conflicts
+        held = self._held_markers(view.namespace)
+        desired = desired_state(pod=view, decided=decided, live=live, held_markers=held)
+        ends = [end for o in desired.record if (end := held.get(o.marker)) is not None]
+        if ends:
+            desired = replace(desired, revisit_after=max(0.0, min(ends) - self._clock.now()))
+        conflicts = frozenset(desired.conflicts)
+        for conflict in sorted(conflicts - pod.conflicts, key=str):
+            self._report.conflict(view, conflict)
+        pod.conflicts = conflicts
+        if desired.record_problem != pod.record_problem:
+            pod.record_problem = desired.record_problem
+            if desired.record_problem is not None:  # one line per pod per problem
+                log.warning(
+                    "pod.record_problem",
+                    pod=f"{view.namespace}/{view.name}",
+                    problem=desired.record_problem,
+                )
         return desired

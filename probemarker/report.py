@@ -5,8 +5,9 @@ Stage: decide/write -> the user (I/O through the `EventSink`, the client layer's
 `ProbeFailed` (Warning) on the pod, naming marker and probe, with the probe's message;
 `ConflictingMarkers` (Warning) on the pod naming both owners of a key;
 `InvalidMarker` (Warning) on the marker; `PortNotFound` and `ProbeUnsupported`
-(Warning) on the pod when a probe cannot run there (once per cause, not per run). The recorder counts repeats into a series
-instead of creating new events. One log line per event, never one per probe run.
+(Warning) on the pod when a probe cannot run there (once per cause, not per run);
+`WriteRefused` (Warning) on the pod when the API server refuses part of a write.
+The recorder counts repeats into a series instead of creating new events. One log line per event, never one per probe run.
 """
 
 from __future__ import annotations
@@ -120,12 +121,41 @@ class Reporter:
             regarding=pod_ref(pod), type="Warning", reason=reason, note=note, action="Probe"
         )
 
-    def invalid_marker(self, ref: MarkerRef, uid: str, api_version: str, error: str) -> None:
-        log.warning("marker.invalid", marker=str(ref), error=error)
+    def invalid_marker(
+        self, ref: MarkerRef, uid: str, api_version: str, error: str, *, kept: int | None
+    ) -> None:
+        """`ref`'s spec is invalid; `kept`: the generation of the last valid spec, which
+        keeps running, or None (nothing runs; what its probes wrote is held)."""
+        if kept is not None:
+            effect = (
+                f"The daemon keeps running its last valid spec (generation {kept}) until "
+                "this is fixed; only deleting the marker removes what it wrote."
+            )
+        else:
+            effect = (
+                "The daemon runs none of its probes until this is fixed; what they wrote "
+                "stays on the pods until the marker is fixed or deleted."
+            )
+        log.warning("marker.invalid", marker=str(ref), error=error, kept_generation=kept)
         self._sink.record(
             regarding=marker_ref(ref, uid=uid, api_version=api_version),
             type="Warning",
             reason="InvalidMarker",
-            note=f"{error}. The daemon skips this marker until it is fixed.",
+            note=f"{error}. {effect}",
             action="Validate",
+        )
+
+    def write_refused(self, pod: PodView, cause: str) -> None:
+        """The API server refused a write to `pod` (a 422 that is not a failed test);
+        the writer goes on with a smaller patch (write/restrict.py)."""
+        self._sink.record(
+            regarding=pod_ref(pod),
+            type="Warning",
+            reason="WriteRefused",
+            note=(
+                f"The API server refused the probe results for this pod: {cause}. "
+                "Writing what it accepts (conditions first); the full write is tried "
+                "again later. Make room, e.g. fewer or smaller annotations."
+            ),
+            action="Mark",
         )

@@ -33,6 +33,8 @@ class RunSettings:
     write_qps: float = 10.0
     write_burst: int = 20
     write_coalesce_seconds: float = 0.05
+    message_refresh_seconds: float = 10.0
+    cleanup_delay_seconds: float = 30.0
     shutdown_grace_seconds: float = 10.0
     log_format: str = "auto"  # auto (console on a terminal, else JSON), json, console
     log_level: str = "info"
@@ -48,6 +50,10 @@ _HELP: Mapping[str, str] = {
     "write_qps": "pod status writes per second (client-side rate limit)",
     "write_burst": "pod status writes allowed in a burst",
     "write_coalesce_seconds": "wait this long after a result before writing the pod",
+    "message_refresh_seconds": "publish a condition message that changed without a "
+    "transition at most once per this many seconds per pod (transitions go at once)",
+    "cleanup_delay_seconds": "after a marker is deleted, keep what it wrote this long, so "
+    "a marker re-created meanwhile takes over without a gap",
     "shutdown_grace_seconds": "on SIGTERM: time for running probes and pending writes",
     "log_format": "auto, json or console",
     "log_level": "debug, info, warning or error",
@@ -92,6 +98,8 @@ _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "write_qps": _positive(float),
     "write_burst": _positive(int),
     "write_coalesce_seconds": lambda text: _nonnegative(float(text)),
+    "message_refresh_seconds": lambda text: _nonnegative(float(text)),
+    "cleanup_delay_seconds": lambda text: _nonnegative(float(text)),
     "shutdown_grace_seconds": lambda text: _nonnegative(float(text)),
     "log_format": _choice("auto", "json", "console"),
     "log_level": _choice("debug", "info", "warning", "error"),

@@ -1,30 +1,41 @@
 """Desired pod state: what the decided probes want on the pod, and what to clean up.
 
 Stage: decide -> **write** (pure). Input: the pod as it is (`PodView`, whose ownership
-record says what each owner wrote), the decided results of the probes matched to it
-(`Decided`; Unknown never gets here) and the owners currently matched (`live`).
-Output: `DesiredPod`: per label, annotation and condition either a value, None
-(remove it if present) or nothing (not ours to touch); the new ownership record (its
-annotation is among the annotations); the conflicts to report. SPEC §3.
+record says what each owner wrote, and with which value), the decided results of the
+probes matched to it (`Decided`; Unknown never gets here), the owners currently
+matched with the spec each runs (`live`), and the markers whose recorded owners are
+held as they are (`held_markers`: a marker that is invalid with no valid spec known,
+or deleted less than the clean-up delay ago). Output: `DesiredPod`: per label,
+annotation and condition either a value, None (remove it) or nothing (not ours to
+touch); the new ownership record (its annotation is among the annotations); the
+conflicts to report. SPEC §3.
 
-Rules, in one pass over the owners in OwnerRef order (marker name, then probe name):
+Owners fall in three groups: *decided* (a live owner with a published result),
+*holding* (live but undecided, or of a held marker) and *departed* (recorded, but
+neither live nor held: its marker or probe is gone, or the pod no longer matches).
+
+Rules, in one pass over decided and holding owners in OwnerRef order (marker name,
+then probe name), then one over departed owners:
 - a decided owner claims the keys of its policy for its state and its condition
   (True/False, ProbeSucceeded/ProbeFailed, its message);
-- a live owner not decided yet holds what the record says it wrote, at the pod's
-  current values: nothing it wrote changes until it is decided (no flap while a
-  restarted container is probed again);
+- a holding owner keeps what the record says it wrote, at the pod's current values,
+  as long as they are still the values it wrote: nothing changes until it decides
+  (no flap while a restarted container is probed again);
+- hand-over: a departed owner's key that a holding owner with a spec *will* write
+  (the key is in one of its policies, or the condition is its type) is kept, still
+  recorded under the departed owner, until that owner decides: a renamed probe, or a
+  marker re-created under another name, takes its keys over without a gap;
 - the first claim of a key wins; a later claim with the same value shares it (both
   record it, so either one alone keeps it); a different value loses: a `Conflict`.
   For conditions the compared value is the status; the winner's message is shown;
-- removal candidates: every recorded key of an owner that is decided (it removes
-  what it no longer sets: the other policy's keys, keys edited out of its policy, a
-  condition type it no longer has) or no longer live (marker deleted, probe removed,
-  pod relabelled out: its entry is dropped). A candidate is removed only when nobody
-  claims it. Keys not in the record are never removed.
-- the new record: per decided owner its state and the keys it holds (won or shared;
-  a loser records nothing for the key, it never wrote it), so when the winner goes
-  away its keys, recorded under it, become candidates, and the loser's claim takes
-  them over in the same computation; live undecided owners keep their entry as is.
+- removal candidates: the recorded keys of decided owners (each removes what it no
+  longer sets: the other policy's keys, keys edited out of its policy, a condition
+  type it no longer has) and of departed owners (their entry is dropped), but only
+  those that still hold the recorded value (`ownership.holds`; a condition only with
+  one of our reasons). A candidate is removed only when nobody claims it. Keys not in
+  the record, or changed since, are never removed.
+- the new record: per owner the keys it holds after this pass (won, shared, held or
+  handed over) with the value it wrote; a loser records nothing for the key.
 - the record annotation itself is never a policy's: such a claim is a Conflict won
   by `RECORD_OWNER`.
 """
@@ -41,13 +52,16 @@ from probemarker.identity import OwnerRef
 from probemarker.kube.events import trim_utf8
 from probemarker.pods import PodView
 from probemarker.write.ownership import (
+    OUR_REASONS,
     OWNED_KEY,
     Owned,
     OwnershipRecord,
     fit_record,
+    holds,
     owners_text,
     parse_record,
     render_record,
+    value_token,
 )
 
 __all__ = [
@@ -58,6 +72,7 @@ __all__ = [
     "DesiredCondition",
     "DesiredPod",
     "desired_state",
+    "our_condition",
 ]
 
 MESSAGE_LIMIT: Final = 1024  # bytes of a condition message (SPEC §3)
@@ -108,6 +123,15 @@ class DesiredPod:
     # What was wrong with the pod's record or what did not fit in it (one log line
     # or Warning event); None when all is well.
     record_problem: str | None = None
+    # Seconds after which this plan may change with nothing else changing (a held
+    # marker's clean-up delay ends): the writer plans the pod again then.
+    revisit_after: float | None = None
+
+
+def our_condition(pod: PodView, type_: str) -> Mapping[str, Any] | None:
+    """The pod's condition of `type_` if it is one the daemon writes (by its reason)."""
+    found = pod.condition(type_)
+    return found if found is not None and found.get("reason") in OUR_REASONS else None
 
 
 @dataclass(slots=True)
@@ -142,128 +166,190 @@ class _Board:
         return out
 
 
-def _hold(owner: OwnerRef, owned: Owned, pod: PodView, boards: tuple[_Board, ...]) -> None:
-    """A live, undecided owner keeps what it wrote, at the pod's current values."""
-    labels, annotations, conditions = boards
-    for key in sorted(owned.labels & pod.labels.keys()):
-        labels.claim(owner, key, pod.labels[key])
-    for key in sorted(owned.annotations & pod.annotations.keys()):
-        annotations.claim(owner, key, pod.annotations[key])
-    if owned.condition is not None:
-        found = pod.condition(owned.condition)
-        if found is not None:
-            conditions.claim(owner, owned.condition, str(found.get("status")))
+@dataclass(slots=True)
+class _Pass:
+    """The state of one computation: the boards and the values decided owners set."""
 
+    pod: PodView
+    labels: _Board = field(default_factory=lambda: _Board("label"))
+    annotations: _Board = field(default_factory=lambda: _Board("annotation"))
+    conditions: _Board = field(default_factory=lambda: _Board("condition"))
+    label_values: dict[str, str] = field(default_factory=dict)
+    annotation_values: dict[str, str] = field(default_factory=dict)
+    wanted: dict[str, DesiredCondition] = field(default_factory=dict)
+    record_conflicts: list[Conflict] = field(default_factory=list)
 
-def _claim(
-    decided: Decided,
-    boards: tuple[_Board, ...],
-    wanted: dict[str, DesiredCondition],
-    values: tuple[dict[str, str], dict[str, str]],
-) -> list[Conflict]:
-    labels, annotations, conditions = boards
-    label_values, annotation_values = values
-    record_conflicts: list[Conflict] = []
-    policy = decided.spec.policy_for(decided.state)
-    if policy is not None:
-        for key, value in sorted(policy.labels.items()):
-            if labels.claim(decided.owner, key, value):
-                label_values.setdefault(key, value)
-        for key, value in sorted(policy.annotations.items()):
-            if key == OWNED_KEY:
-                record_conflicts.append(
-                    Conflict("annotation", key, RECORD_OWNER, decided.owner, _RECORD_VALUE, value)
-                )
-            elif annotations.claim(decided.owner, key, value):
-                annotation_values.setdefault(key, value)
-    type_ = decided.spec.condition_type
-    if type_ is not None and conditions.claim(decided.owner, type_, _STATUS[decided.state]):
-        wanted.setdefault(
-            type_,
-            DesiredCondition(
-                type=type_,
-                status=_STATUS[decided.state],
-                reason=_REASONS[decided.state],
-                message=trim_utf8(decided.message, MESSAGE_LIMIT),
+    def claim(self, decided: Decided) -> None:
+        policy = decided.spec.policy_for(decided.state)
+        if policy is not None:
+            for key, value in sorted(policy.labels.items()):
+                if self.labels.claim(decided.owner, key, value):
+                    self.label_values.setdefault(key, value)
+            for key, value in sorted(policy.annotations.items()):
+                if key == OWNED_KEY:
+                    self.record_conflicts.append(
+                        Conflict(
+                            "annotation", key, RECORD_OWNER, decided.owner, _RECORD_VALUE, value
+                        )
+                    )
+                elif self.annotations.claim(decided.owner, key, value):
+                    self.annotation_values.setdefault(key, value)
+        type_ = decided.spec.condition_type
+        status = _STATUS[decided.state]
+        if type_ is not None and self.conditions.claim(decided.owner, type_, status):
+            self.wanted.setdefault(
+                type_,
+                DesiredCondition(
+                    type=type_,
+                    status=status,
+                    reason=_REASONS[decided.state],
+                    message=trim_utf8(decided.message, MESSAGE_LIMIT),
+                ),
+            )
+
+    def hold(self, owner: OwnerRef, owned: Owned, only: _Wants | None = None) -> None:
+        """Keep what `owner` wrote, where it still holds the value written; `only`:
+        just the keys in it, and only those nobody has claimed (a hand-over)."""
+        pod = self.pod
+        for board, recorded, current, want in (
+            (self.labels, owned.labels, pod.labels, None if only is None else only.labels),
+            (
+                self.annotations,
+                owned.annotations,
+                pod.annotations,
+                None if only is None else only.annotations,
             ),
-        )
-    return record_conflicts
+        ):
+            for key, token in sorted(recorded.items()):
+                if want is not None and (key not in want or key in board.winners):
+                    continue
+                if holds(current.get(key), token):
+                    board.claim(owner, key, current[key])
+        type_ = owned.condition
+        if type_ is None or (only is not None and type_ not in only.conditions):
+            return
+        found = our_condition(pod, type_)
+        if found is not None and not (only is not None and type_ in self.conditions.winners):
+            self.conditions.claim(owner, type_, str(found.get("status")))
 
 
-def _candidates(
-    old: Mapping[OwnerRef, Owned], decided: Mapping[OwnerRef, Decided], live: set[OwnerRef]
-) -> tuple[set[str], set[str], set[str]]:
-    """Recorded keys of owners that are decided or gone: removed unless claimed."""
+@dataclass(slots=True)
+class _Wants:
+    """The keys that holding owners will write once they decide (hand-over targets)."""
+
+    labels: set[str] = field(default_factory=set)
+    annotations: set[str] = field(default_factory=set)
+    conditions: set[str] = field(default_factory=set)
+
+    def add(self, spec: ProbeSpec) -> None:
+        for policy in spec.policies:
+            self.labels |= policy.labels.keys()
+            self.annotations |= policy.annotations.keys()
+        if spec.condition_type is not None:
+            self.conditions.add(spec.condition_type)
+
+
+def _candidates(pod: PodView, owners: Iterable[Owned]) -> tuple[set[str], set[str], set[str]]:
+    """Recorded keys of `owners` that still hold what was written: removed unless claimed."""
     labels: set[str] = set()
     annotations: set[str] = set()
     conditions: set[str] = set()
-    for owner, owned in old.items():
-        if owner in live and owner not in decided:
-            continue
-        labels |= owned.labels
-        annotations |= owned.annotations
-        if owned.condition is not None:
+    for owned in owners:
+        labels |= {k for k, t in owned.labels.items() if holds(pod.labels.get(k), t)}
+        annotations |= {k for k, t in owned.annotations.items() if holds(pod.annotations.get(k), t)}
+        if owned.condition is not None and our_condition(pod, owned.condition) is not None:
             conditions.add(owned.condition)
     return labels, annotations, conditions
 
 
-def _new_record(
-    old: Mapping[OwnerRef, Owned],
-    decided: Mapping[OwnerRef, Decided],
-    live: set[OwnerRef],
-    boards: tuple[_Board, ...],
-) -> dict[OwnerRef, Owned]:
-    labels, annotations, conditions = boards
-    record: dict[OwnerRef, Owned] = {}
-    for owner in sorted(decided.keys() | (old.keys() & live)):
-        if owner not in decided:
-            record[owner] = old[owner]
-            continue
-        held = conditions.keys_of(owner)
-        record[owner] = Owned(
-            state=decided[owner].state,
-            labels=labels.keys_of(owner),
-            annotations=annotations.keys_of(owner),
-            condition=next(iter(held)) if held else None,
+def _entry(
+    owner: OwnerRef, owned: Owned, work: _Pass, decided: Decided | None, *, departed: bool
+) -> Owned | None:
+    """`owner`'s record entry after the pass: the keys it holds, with what it wrote. A
+    holding owner keeps its entry (its state seeds a restarted daemon) even with no
+    key left; a departed one only while it hands keys over."""
+    label_keys = work.labels.keys_of(owner)
+    annotation_keys = work.annotations.keys_of(owner)
+    conditions = work.conditions.keys_of(owner)
+    condition = next(iter(conditions)) if conditions else None
+    if decided is not None:
+        return Owned(
+            state=decided.state,
+            labels={k: work.label_values[k] for k in sorted(label_keys)},
+            annotations={
+                k: value_token(work.annotation_values[k]) for k in sorted(annotation_keys)
+            },
+            condition=condition,
         )
-    return record
+    if departed and not (label_keys or annotation_keys or condition):
+        return None
+    return Owned(
+        state=owned.state,
+        labels={k: owned.labels[k] for k in sorted(label_keys)},
+        annotations={k: owned.annotations[k] for k in sorted(annotation_keys)},
+        condition=condition,
+    )
 
 
 def desired_state(
-    *, pod: PodView, decided: Iterable[Decided], live: Collection[OwnerRef]
+    *,
+    pod: PodView,
+    decided: Iterable[Decided],
+    live: Mapping[OwnerRef, ProbeSpec | None],
+    held_markers: Collection[str] = (),
 ) -> DesiredPod:
-    """See the module docstring. A decided owner counts as live; of two results for
-    one owner the first is used."""
+    """See the module docstring. `live`: the owners matched to the pod, with the spec
+    each runs (None: unknown, it will write nothing); a decided owner counts as live;
+    of two results for one owner the first is used."""
     old, problem = parse_record(pod.annotations.get(OWNED_KEY))
     by_owner: dict[OwnerRef, Decided] = {}
     for result in decided:
         by_owner.setdefault(result.owner, result)
-    live_set = set(live) | by_owner.keys()
-    boards = (_Board("label"), _Board("annotation"), _Board("condition"))
-    wanted: dict[str, DesiredCondition] = {}
-    values: tuple[dict[str, str], dict[str, str]] = ({}, {})
-    record_conflicts: list[Conflict] = []
-    for owner in sorted(by_owner.keys() | (old.keys() & live_set)):
+    present = live.keys() | by_owner.keys() | {o for o in old if o.marker in held_markers}
+    departed = sorted(old.keys() - present)
+    wants = _Wants()
+    for owner, spec in live.items():
+        if spec is not None and owner not in by_owner:
+            wants.add(spec)
+    work = _Pass(pod)
+    holding: dict[OwnerRef, Owned] = {}
+    for owner in sorted(by_owner.keys() | (old.keys() & present)):
         if owner in by_owner:
-            record_conflicts += _claim(by_owner[owner], boards, wanted, values)
+            work.claim(by_owner[owner])
         else:
-            _hold(owner, old[owner], pod, boards)
-    drop_labels, drop_annotations, drop_conditions = _candidates(old, by_owner, live_set)
-    record, overflow = fit_record(_new_record(old, by_owner, live_set, boards))
+            holding[owner] = old[owner]
+            work.hold(owner, old[owner])
+    for owner in departed:
+        work.hold(owner, old[owner], only=wants)
+    drop_labels, drop_annotations, drop_conditions = _candidates(
+        pod, [old[o] for o in old if o in by_owner or o in departed]
+    )
+    entries = {
+        owner: _entry(
+            owner,
+            old.get(owner) or Owned(by_owner[owner].state),
+            work,
+            by_owner.get(owner),
+            departed=owner not in present,
+        )
+        for owner in sorted(by_owner.keys() | holding.keys() | set(departed))
+    }
+    record, overflow = fit_record({o: e for o, e in entries.items() if e is not None})
     if overflow:
         problem = _join(
             problem,
             f"annotation {OWNED_KEY} is full: not recorded (their keys are never removed): "
             + owners_text(overflow),
         )
-    annotations = boards[1].desired(by_owner, drop_annotations, values[1])
+    annotations = work.annotations.desired(by_owner, drop_annotations, work.annotation_values)
     annotations[OWNED_KEY] = render_record(record)
+    boards = (work.labels, work.annotations, work.conditions)
     return DesiredPod(
-        labels=MappingProxyType(boards[0].desired(by_owner, drop_labels, values[0])),
+        labels=MappingProxyType(work.labels.desired(by_owner, drop_labels, work.label_values)),
         annotations=MappingProxyType(annotations),
-        conditions=MappingProxyType(boards[2].desired(by_owner, drop_conditions, wanted)),
+        conditions=MappingProxyType(work.conditions.desired(by_owner, drop_conditions, work.wanted)),
         record=MappingProxyType(record),
-        conflicts=tuple(record_conflicts + [c for b in boards for c in b.conflicts]),
+        conflicts=tuple(work.record_conflicts + [c for b in boards for c in b.conflicts]),
         record_problem=problem,
     )
 

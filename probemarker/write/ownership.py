@@ -9,13 +9,22 @@ each probe's decided state after a restart (also for probes without a condition)
 Format (compact JSON, keys sorted, no spaces, so the same record is always the same
 text and an unchanged record never causes a write):
 
-    {"web#idle":{"a":["example.com/cost"],"c":"example.com/Idle","l":["idle"],"s":"S"}}
+    {"web#idle":{"a":{"example.com/cost":"-100"},"c":"example.com/Idle","l":{"idle":"true"},"s":"S"}}
 
 - the member name is the owner, `marker#probe` (`OwnerRef`);
 - `s`: the decided state, `S` (Succeeded) or `F` (Failed); required;
-- `l`: label keys it holds, sorted; `a`: annotation keys it holds, sorted;
-  `c`: the condition type it holds. Each is left out when empty.
-  Unknown members of an entry are ignored (room for later additions).
+- `l`: the label keys it holds, each with the value it wrote; `a`: the annotation keys
+  it holds, each with a *token* of the value it wrote (`value_token`: the value itself
+  when it is at most 64 bytes and does not start with `#`, else `#` and 22 characters
+  of its SHA-256, so a 4 KiB annotation costs 23 bytes here); `c`: the condition type
+  it holds. Each is left out when empty. Unknown members of an entry are ignored (room
+  for later additions).
+
+Why values: a key is removed only while it still holds the value the daemon wrote
+(`holds`). A record copied onto another pod (a template, `kubectl get -o yaml | kubectl
+apply`) or edited by hand can then never make the daemon remove a key it did not write
+(`app`, `tier`: the pod's ReplicaSet and Services). A condition is ours only while its
+reason is one the daemon writes (`ProbeSucceeded`/`ProbeFailed`).
 
 Invariants: `parse_record` never raises. Input is untrusted (anyone who may edit the
 pod may edit it): an entry is kept whole or not at all, and only if it names a valid
@@ -26,13 +35,16 @@ Size: `render_record` is only ever handed a record that fits `RECORD_LIMIT` (64 
 a quarter of a pod's 256 KiB annotation budget): `fit_record` keeps the owners, in
 OwnerRef order, that fit and names the rest, whose keys are then still written but
 not recorded, so they are never removed (the safe side: never remove what we cannot
-prove we wrote). A typical entry is under 150 bytes, so that is hundreds of owners.
+prove we wrote). A typical entry is under 200 bytes, so that is hundreds of owners.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final
 
 import orjson
@@ -40,27 +52,61 @@ import orjson
 from probemarker.api import rules
 from probemarker.api.fields import matches
 from probemarker.api.model import ProbeState
-from probemarker.api.names import dns1123_subdomain_problems, qualified_name_problems
+from probemarker.api.names import (
+    dns1123_subdomain_problems,
+    label_value_problems,
+    qualified_name_problems,
+)
 from probemarker.identity import OwnerRef
 
 __all__ = [
+    "OUR_REASONS",
     "OWNED_KEY",
     "RECORD_LIMIT",
     "Owned",
     "OwnershipRecord",
     "fit_record",
+    "holds",
     "owners_text",
     "parse_record",
     "render_record",
+    "value_token",
 ]
 
 OWNED_KEY: Final = f"{rules.GROUP}/owned"
 RECORD_LIMIT: Final = 64 * 1024  # bytes of rendered record
+# The reasons of the conditions the daemon writes (desired.py); a condition with
+# another reason is not ours, whatever a record says.
+OUR_REASONS: Final = frozenset({"ProbeSucceeded", "ProbeFailed"})
 # Nothing longer can be on a pod (all annotations together are capped at 256 KiB).
 _PARSE_LIMIT: Final = rules.TOTAL_ANNOTATION_BYTES
 _STATES: Final = {"S": ProbeState.SUCCEEDED, "F": ProbeState.FAILED}
 _CODES: Final = {state: code for code, state in _STATES.items()}
 _PROBLEMS_SHOWN: Final = 3
+_LITERAL_LIMIT: Final = 64  # bytes of a value recorded as itself
+_DIGEST_MARK: Final = "#"
+_DIGEST_CHARS: Final = 22  # of unpadded base64url: 132 bits of SHA-256
+_DIGEST_RE: Final = f"^#[-_A-Za-z0-9]{{{_DIGEST_CHARS}}}$"
+_EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
+
+
+def value_token(value: str) -> str:
+    """What the record keeps of a value: itself when short, else a digest of it.
+
+    A literal token never starts with `#` (such a value is digested), so the two
+    forms cannot be mistaken for one another.
+    """
+    data = value.encode("utf-8", "surrogatepass")
+    if len(data) <= _LITERAL_LIMIT and not value.startswith(_DIGEST_MARK):
+        return value
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode("ascii")
+    return _DIGEST_MARK + digest[:_DIGEST_CHARS]
+
+
+def holds(current: str | None, token: str) -> bool:
+    """Whether a key whose value is `current` (None: absent) still holds what was
+    recorded as `token`, i.e. what the daemon wrote."""
+    return current is not None and value_token(current) == token
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +114,8 @@ class Owned:
     """What one owner wrote on the pod, and the state it was decided in."""
 
     state: ProbeState
-    labels: frozenset[str] = frozenset()
-    annotations: frozenset[str] = frozenset()
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)  # key -> value written
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)  # key -> token of the value
     condition: str | None = None
 
 
@@ -90,20 +136,38 @@ def _owner(text: str) -> OwnerRef:
     return owner
 
 
-def _keys(value: Any, field: str, *, annotation: bool) -> frozenset[str]:
+def _key_problem(key: str, *, annotation: bool) -> bool:
+    """A key the daemon can never have written: removing it could only do harm."""
+    return bool(
+        qualified_name_problems(key, any_case_prefix=annotation)
+        or matches(rules.RESERVED_KEY_PREFIX_RE, key)
+        or (annotation and key == OWNED_KEY)
+    )
+
+
+def _token_problem(token: str, *, annotation: bool) -> bool:
+    if not annotation:
+        return bool(label_value_problems(token))
+    if token.startswith(_DIGEST_MARK):
+        return not matches(_DIGEST_RE, token)
+    return len(token.encode("utf-8", "surrogatepass")) > _LITERAL_LIMIT
+
+
+def _keys(value: Any, field: str, *, annotation: bool) -> Mapping[str, str]:
     if value is None:
-        return frozenset()
-    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
-        raise ValueError(f"{field!r} is not a list of strings")
-    for key in value:
-        # Keys the daemon can never have written: removing them could only do harm.
-        if (
-            qualified_name_problems(key, any_case_prefix=annotation)
-            or matches(rules.RESERVED_KEY_PREFIX_RE, key)
-            or (annotation and key == OWNED_KEY)
-        ):
+        return _EMPTY
+    if isinstance(value, list):
+        raise ValueError(f"{field!r} lists keys without their values (an older format)")
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError(f"{field!r} is not an object of strings")
+    for key, token in value.items():
+        if _key_problem(key, annotation=annotation):
             raise ValueError(f"{field!r} holds a key probemarker cannot write: {_short(key)}")
-    return frozenset(value)
+        if _token_problem(token, annotation=annotation):
+            raise ValueError(f"{field!r} holds a value probemarker cannot write: {_short(key)}")
+    return MappingProxyType(dict(value))
 
 
 def _condition(value: Any) -> str | None:
@@ -122,9 +186,9 @@ def _entry(value: Any) -> Owned:
     state = value.get("s")
     if not isinstance(state, str) or state not in _STATES:
         raise ValueError('\'s\' is not "S" or "F"')
-    for field in ("l", "a", "c"):
-        if field in value and value[field] is None:
-            raise ValueError(f"{field!r} is null")
+    for field_name in ("l", "a", "c"):
+        if field_name in value and value[field_name] is None:
+            raise ValueError(f"{field_name!r} is null")
     return Owned(
         state=_STATES[state],
         labels=_keys(value.get("l"), "l", annotation=False),
@@ -168,9 +232,9 @@ def parse_record(text: str | None) -> tuple[dict[OwnerRef, Owned], str | None]:
 def _json_entry(owned: Owned) -> dict[str, Any]:
     entry: dict[str, Any] = {"s": _CODES[owned.state]}
     if owned.labels:
-        entry["l"] = sorted(owned.labels)
+        entry["l"] = dict(owned.labels)
     if owned.annotations:
-        entry["a"] = sorted(owned.annotations)
+        entry["a"] = dict(owned.annotations)
     if owned.condition is not None:
         entry["c"] = owned.condition
     return entry

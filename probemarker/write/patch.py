@@ -19,12 +19,20 @@ the pod as stored at that moment, all or nothing):
   from the highest index down (earlier ones do not shift them); new conditions are
   appended with `/-`, or the whole list is added, guarded by `test`, when absent.
 - A condition is changed only when status, reason or message differ; its
-  lastProbeTime and lastTransitionTime move to `now` only when status or message do
-  (SPEC §3). A second condition of one of our types (never written by us) is removed.
+  lastTransitionTime moves to `now` only when its status does (Kubernetes' API
+  convention: the time of the last transition from one status to another), its
+  lastProbeTime when status or message do (SPEC §3). A second condition of one of our
+  types (never written by us) is removed.
+- Every patch starts with guards (`guards`): a `test` of `metadata.uid`, so a patch
+  planned for one pod never lands on a pod re-created under the same name meanwhile
+  (a failed test is a 422: the writer re-reads and finds another UID), a `test` that
+  `metadata.deletionTimestamp` is still absent and one that `status.phase` is still
+  the phase the plan saw, so nothing is written to a pod that started terminating or
+  finished while the request was on its way (SPEC §3: such a pod keeps what it shows).
 
 Invariants: ops are ordered deterministically (sorted keys); applying the patch and
 building it again gives `[]`; keys and condition types absent from `desired` are
-never touched.
+never touched; a non-empty patch always starts with the guards.
 """
 
 from __future__ import annotations
@@ -34,8 +42,9 @@ from typing import Any, Final
 
 from probemarker.pods import PodView
 from probemarker.write.desired import DesiredCondition, DesiredPod
+from probemarker.write.ownership import OWNED_KEY
 
-__all__ = ["build_patch", "escape_pointer"]
+__all__ = ["build_patch", "changes_of", "escape_pointer", "guards"]
 
 _CONDITIONS: Final = "/status/conditions"
 Op = dict[str, Any]
@@ -98,8 +107,10 @@ def _update_ops(
     index: int, current: Mapping[str, Any], want: DesiredCondition, now: str
 ) -> list[Op]:
     fields = {"status": want.status, "reason": want.reason, "message": want.message}
-    if _text(current, "status") != want.status or _text(current, "message") != want.message:
+    status_changed = _text(current, "status") != want.status
+    if status_changed or _text(current, "message") != want.message:
         fields["lastProbeTime"] = now
+    if status_changed:
         fields["lastTransitionTime"] = now
     changed = {
         name: value
@@ -154,10 +165,62 @@ def _condition_ops(
     return ops
 
 
+def guards(pod: PodView) -> list[Op]:
+    """The tests every patch starts with: the same pod (UID), still not terminating,
+    still in the phase the plan saw (see the module docstring)."""
+    ops: list[Op] = [
+        {"op": "test", "path": "/metadata/uid", "value": pod.uid},
+        {"op": "test", "path": "/metadata/deletionTimestamp", "value": None},
+    ]
+    if pod.phase:
+        ops.append({"op": "test", "path": "/status/phase", "value": pod.phase})
+    return ops
+
+
 def build_patch(*, pod: PodView, desired: DesiredPod, now: str) -> list[dict[str, Any]]:
     """RFC 6902 ops for pods/status; `[]` when the pod already matches `desired`."""
-    return (
+    ops = (
         _map_ops("/metadata/labels", pod.labels, desired.labels)
         + _map_ops("/metadata/annotations", pod.annotations, desired.annotations)
         + _condition_ops(pod.conditions, desired.conditions, now)
+    )
+    return guards(pod) + ops if ops else []
+
+
+def changes_of(pod: PodView, desired: DesiredPod) -> dict[str, Any]:
+    """What a write of `desired` changes on `pod`, for its log line: label and
+    annotation keys set and removed (values of labels only: annotation values may be
+    long), condition types with their new status (or `removed`). Empty parts are left
+    out; the ownership record is not listed (it changes with the rest)."""
+    labels, annotations = pod.labels, pod.annotations
+    changes: dict[str, Any] = {
+        "labels_set": {
+            k: v for k, v in sorted(desired.labels.items()) if v is not None and labels.get(k) != v
+        },
+        "labels_removed": sorted(k for k, v in desired.labels.items() if v is None and k in labels),
+        "annotations_set": sorted(
+            k
+            for k, v in desired.annotations.items()
+            if v is not None and k != OWNED_KEY and annotations.get(k) != v
+        ),
+        "annotations_removed": sorted(
+            k
+            for k, v in desired.annotations.items()
+            if v is None and k != OWNED_KEY and k in annotations
+        ),
+        "conditions": {
+            type_: "removed" if want is None else want.status
+            for type_, want in sorted(desired.conditions.items())
+            if _condition_changes(pod.condition(type_), want)
+        },
+    }
+    return {name: part for name, part in changes.items() if part}
+
+
+def _condition_changes(current: Mapping[str, Any] | None, want: DesiredCondition | None) -> bool:
+    if want is None:
+        return current is not None
+    return current is None or any(
+        _text(current, name) != value
+        for name, value in (("status", want.status), ("reason", want.reason), ("message", want.message))
     )

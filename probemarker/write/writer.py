@@ -9,16 +9,29 @@ engine's `plan` (desired state) and the freshest view of the pod.
 Rules (SPEC §3):
 - coalescing: a pod is flushed `coalesce` seconds after its first mark, so results
   arriving together (five probes flipping at once) become one request;
-- steady state is zero writes: no request when the pod already matches;
+- steady state is zero writes: no request when the pod already matches, and none for
+  a pod the plan leaves alone (None: terminating, finished or unknown);
 - the newest desired state always wins: the plan is computed when the request is
   built, never queued; a mark during a flush flushes the pod again afterwards;
+- a message-only change (`restrict.hold_messages` leaves nothing to send) waits until
+  `message_refresh` seconds after the pod's last write; a transition goes at once and
+  carries every message with it;
 - a failed `test` (422) or a 409: re-read the pod (GET) and recompute at once, up to
-  `reread_limit` times in a row, then back off; 429 waits at least `Retry-After`;
-  5xx and an unreachable server back off (capped, jittered) and retry; a pod that is
-  gone (404) is forgotten; any other refusal (403, 400, an invalid patch) is logged
-  with the pod and retried with backoff, since it can only be fixed from outside;
+  `reread_limit` times in a row, then back off. A re-read that finds another UID
+  means the pod was re-created under the same name: everything kept for the old UID
+  is forgotten, and nothing planned for it is sent again (the uid `test` in every
+  patch made the server refuse it). 429 waits at least `Retry-After`; 5xx and an
+  unreachable server back off (capped, jittered) and retry; a pod that is gone (404)
+  is forgotten;
+- any other 422 (the patched pod would be invalid, e.g. past the 256 KiB annotation
+  total): a Warning event on the pod with the server's cause, and at once a smaller
+  patch (`restrict.Scope`: without new annotations, without annotations, conditions
+  only), so one refused key never blocks the pod's conditions; the full patch is
+  tried again after `scope_backoff`. Other refusals (403, 400) are logged with the
+  pod and retried with backoff, since they can only be fixed from outside;
 - one flush per pod at a time, at most `concurrency` pods at once, and every request
-  takes a token of the shared client-side rate limiter first.
+  takes a token of the shared client-side rate limiter first; each write is one log
+  line at info (pod, keys set and removed, conditions).
 
 Freshness: after a write, the API server's answer is the newest pod. Until the watch
 delivers that version, the writer plans against the answer rather than the informer's
@@ -30,6 +43,7 @@ integers gets the informer's copy, at worst one redundant, idempotent write.
 
 from __future__ import annotations
 
+import enum
 import heapq
 import math
 import random
@@ -47,6 +61,7 @@ from probemarker.kube.client import KubeClient
 from probemarker.kube.errors import (
     ApiConflict,
     ApiError,
+    ApiInvalid,
     ApiMalformed,
     ApiNotFound,
     ApiPatchTestFailed,
@@ -61,12 +76,20 @@ from probemarker.kube.resources import PODS
 from probemarker.kube.statuswrite import patch_pod_status
 from probemarker.pods import PodView, pod_view
 from probemarker.write.desired import DesiredPod
-from probemarker.write.patch import build_patch
+from probemarker.write.patch import build_patch, changes_of
+from probemarker.write.restrict import Scope, hold_messages, restrict
 
 log = structlog.get_logger(__name__)
 
 Lookup = Callable[[PodUID], "tuple[PodView, str] | None"]
-Plan = Callable[[PodView], DesiredPod]
+# The desired state of a pod, or None: write nothing to it (terminating or finished).
+Plan = Callable[[PodView], "DesiredPod | None"]
+# A refused write, for a Warning event on the pod: (pod, what the server said).
+Refused = Callable[[PodView, str], None]
+
+
+def _ignore_refusal(pod: PodView, cause: str) -> None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +102,18 @@ class WriterSettings:
         default_factory=lambda: BackoffSettings(initial=0.5, maximum=30.0)
     )
     retry_after_max: float = 60.0
+    message_refresh: float = 10.0  # seconds between message-only changes of one pod
+    # After a refused (422) write: how long the smaller patch is kept before the full
+    # one is tried again.
+    scope_backoff: BackoffSettings = field(
+        default_factory=lambda: BackoffSettings(initial=30.0, maximum=600.0)
+    )
 
     def __post_init__(self) -> None:
         if self.coalesce < 0 or self.concurrency < 1 or self.request_deadline <= 0:
             raise ValueError("writer needs coalesce >= 0, concurrency >= 1, deadline > 0")
+        if self.message_refresh < 0:
+            raise ValueError("writer needs message_refresh >= 0")
 
 
 @dataclass(slots=True)
@@ -95,6 +126,9 @@ class WriterStats:
     rereads: int = 0  # GETs after a failed test or a 409
     retries: int = 0  # flushes scheduled again after an error
     failures: dict[str, int] = field(default_factory=dict)  # by error class
+    replaced: int = 0  # pods found re-created under the same name (another UID)
+    messages_held: int = 0  # flushes whose only change, a message, was held back
+    narrowed: int = 0  # refused (422) writes answered with a smaller patch
 
 
 def _version(text: str) -> int | None:
@@ -110,6 +144,11 @@ class _PodState:
     hold_until: float = 0.0  # backing off: no flush before this, whatever the marks
     backoff: Backoff | None = None
     fresh: tuple[int, PodView] | None = None  # the API server's answer to our last write
+    revisit: float | None = None  # a later flush asked for during this one
+    messages_due: float = 0.0  # no message-only write before this
+    scope: Scope = Scope.FULL  # how much a patch carries after a refusal
+    scope_until: float = 0.0  # when the full patch is tried again
+    scope_backoff: Backoff | None = None
 
 
 class PodWriter:
@@ -127,11 +166,14 @@ class PodWriter:
         clock: Clock = MONOTONIC,
         settings: WriterSettings | None = None,
         rng: random.Random | None = None,
+        refused: Refused = _ignore_refusal,
     ) -> None:
         self._client = client
         self._limiter = limiter
         self._lookup = lookup
         self._plan = plan
+        self._refused = refused
+        self._final = False  # shutting down: nothing is held back any more
         self._marks = marks
         self._now_text = now_text
         self._clock = clock
@@ -165,16 +207,26 @@ class PodWriter:
         if state.flushing:
             state.again = True
             return
-        due = max(self._clock.now() + self.settings.coalesce, state.hold_until)
+        self._schedule(uid, state, self._clock.now() + self.settings.coalesce)
+
+    def _schedule(self, uid: PodUID, state: _PodState, due: float) -> None:
+        due = max(due, state.hold_until)
         if state.marked_at is not None and state.marked_at <= due:
             return
         state.marked_at = due
         heapq.heappush(self._heap, (due, uid))
         self._wake.set()
 
+    def _revisit(self, state: _PodState, at: float) -> None:
+        """Flush the pod (being flushed now) again at `at`, unless sooner."""
+        if not self._final and (state.revisit is None or at < state.revisit):
+            state.revisit = at
+
     async def flush_pending(self) -> None:
-        """Shutdown: flush every marked pod now (no coalescing, no hold) and return when
-        none is marked or being flushed; `run()` must be running. The caller bounds it."""
+        """Shutdown: flush every marked pod now (no coalescing, no hold, no message
+        held back) and return when none is marked or being flushed; `run()` must be
+        running. The caller bounds it."""
+        self._final = True
         now = self._clock.now()
         for uid, state in self._pods.items():
             state.hold_until = 0.0
@@ -245,6 +297,9 @@ class PodWriter:
                 if state.again:
                     state.again = False
                     self.mark(uid)
+                if state.revisit is not None:
+                    self._schedule(uid, state, state.revisit)
+                    state.revisit = None
             self._settled.set()
 
     # -- one flush -----------------------------------------------------------------------
@@ -271,8 +326,13 @@ class PodWriter:
             self._pods.pop(uid, None)
             return
         self.stats.flushes += 1
-        ops = build_patch(pod=view, desired=self._plan(view), now=self._now_text())
-        if not ops:
+        desired = self._plan(view)
+        now = self._clock.now()
+        if desired is not None and desired.revisit_after is not None:
+            self._revisit(state, now + desired.revisit_after)
+        target = None if desired is None else self._target(state, view, desired, now)
+        ops = [] if target is None else build_patch(pod=view, desired=target, now=self._now_text())
+        if target is None or not ops:
             self.stats.unchanged += 1
             state.rereads = 0
             state.hold_until = 0.0
@@ -289,13 +349,47 @@ class PodWriter:
         except KubeError as err:
             await self._failed(uid, state, view, err, ops)
             return
+        self._written(state, view, target, answer)
+
+    def _target(
+        self, state: _PodState, view: PodView, desired: DesiredPod, now: float
+    ) -> DesiredPod | None:
+        """What to send of `desired` now: within the scope a refusal left, and without
+        a message-only change before its time (then None, and a flush at that time)."""
+        if state.scope is not Scope.FULL and now >= state.scope_until:
+            state.scope = Scope.FULL  # time to try the full patch again
+        target = restrict(desired, view, state.scope)
+        if now >= state.messages_due or self._final:
+            return target
+        if build_patch(pod=view, desired=hold_messages(target, view), now=""):
+            return target  # a real change goes now, with every message
+        if build_patch(pod=view, desired=target, now=""):
+            self.stats.messages_held += 1
+            self._revisit(state, state.messages_due)
+            return None
+        return target
+
+    def _written(
+        self, state: _PodState, view: PodView, target: DesiredPod, answer: Mapping[str, Any]
+    ) -> None:
+        now = self._clock.now()
         self.stats.writes += 1
         state.rereads = 0
         state.hold_until = 0.0
+        state.messages_due = now + self.settings.message_refresh
         if state.backoff is not None:
             state.backoff.reset()
+        if state.scope is Scope.FULL and state.scope_backoff is not None:
+            state.scope_backoff.reset()
+        elif state.scope is not Scope.FULL:
+            self._revisit(state, state.scope_until)  # the full patch is still owed
         self._remember(state, answer)
-        log.debug("write.patched", pod=f"{view.namespace}/{view.name}", ops=len(ops))
+        log.info(
+            "write.patched",
+            pod=f"{view.namespace}/{view.name}",
+            **changes_of(view, target),
+            **({} if state.scope is Scope.FULL else {"scope": state.scope.name}),
+        )
 
     def _remember(self, state: _PodState, raw: Mapping[str, Any]) -> None:
         meta = raw.get("metadata")
@@ -322,9 +416,18 @@ class PodWriter:
         ):
             state.rereads += 1
             self.stats.rereads += 1
-            if await self._reread(state, view):
+            reread = await self._reread(uid, state, view)
+            if reread is _Reread.REPLACED:
+                return
+            if reread is _Reread.READ:
                 state.again = True  # flushed again as soon as this flush ends
                 return
+        if (
+            isinstance(err, ApiInvalid)
+            and not isinstance(err, ApiPatchTestFailed)
+            and self._narrow(state, view, err)
+        ):
+            return  # a refused write: a smaller one goes at once
         backoff = state.backoff or Backoff(self.settings.backoff, rng=self._rng)
         state.backoff = backoff
         retry_after = err.retry_after if isinstance(err, ApiError) else None
@@ -345,8 +448,32 @@ class PodWriter:
         state.hold_until = self._clock.now() + delay
         state.again = True  # flushed again when the hold ends, with the newest plan
 
-    async def _reread(self, state: _PodState, view: PodView) -> bool:
-        """GET the pod, so the next plan starts from what the server holds now."""
+    def _narrow(self, state: _PodState, view: PodView, err: ApiInvalid) -> bool:
+        """A refused write: step down to a smaller patch, flushed again at once; False
+        when there is none smaller (then the caller backs off as for any error)."""
+        narrower = state.scope.narrower
+        if narrower is None:
+            return False
+        if state.scope is Scope.FULL:
+            backoff = state.scope_backoff or Backoff(self.settings.scope_backoff, rng=self._rng)
+            state.scope_backoff = backoff
+            state.scope_until = self._clock.now() + backoff.next_delay()
+            self._refused(view, _cause(err))
+        state.scope = narrower
+        self.stats.narrowed += 1
+        log.warning(
+            "write.refused",
+            pod=f"{view.namespace}/{view.name}",
+            error=str(err),
+            next_scope=narrower.name,
+        )
+        state.again = True
+        return True
+
+    async def _reread(self, uid: PodUID, state: _PodState, view: PodView) -> _Reread:
+        """GET the pod, so the next plan starts from what the server holds now. Another
+        UID under the name: the pod was re-created, and this one is forgotten."""
+        pod = f"{view.namespace}/{view.name}"
         try:
             raw = await self._client.request(
                 "GET",
@@ -354,8 +481,32 @@ class PodWriter:
                 info=PODS.info("get", view.namespace, view.name),
                 deadline=self.settings.request_deadline,
             )
+        except ApiNotFound:
+            self._pods.pop(uid, None)
+            return _Reread.REPLACED
         except KubeError as err:
-            log.info("write.reread_failed", pod=f"{view.namespace}/{view.name}", error=str(err))
-            return False
+            log.info("write.reread_failed", pod=pod, error=str(err))
+            return _Reread.FAILED
+        meta = raw.get("metadata")
+        found = meta.get("uid") if isinstance(meta, dict) else None
+        if found != uid:
+            self._pods.pop(uid, None)
+            self.stats.replaced += 1
+            log.info("write.pod_replaced", pod=pod, uid=uid, found_uid=found)
+            return _Reread.REPLACED
         self._remember(state, raw)
-        return True
+        return _Reread.READ
+
+
+class _Reread(enum.Enum):
+    READ = "read"
+    FAILED = "failed"
+    REPLACED = "replaced"  # gone, or another pod under the name: forgotten
+
+
+def _cause(err: ApiInvalid) -> str:
+    """The server's reason for refusing a write, for the pod's Warning event."""
+    causes = "; ".join(
+        f"{c.field}: {c.message}" if c.field else c.message for c in err.causes if c.message
+    )
+    return causes or err.message

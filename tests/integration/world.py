@@ -256,6 +256,8 @@ def settings(sim: SimCluster, **over: Any) -> RunSettings:
         shutdown_grace_seconds=2.0,
         write_qps=100.0,
         write_burst=100,
+        # A deleted marker is cleaned up at once here; the tests of the delay set it.
+        cleanup_delay_seconds=0.0,
     )
     return replace(base, **over)
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from probemarker.api.model import ProbeState
+from probemarker.api.model import ProbeSpec, ProbeState
+from probemarker.identity import OwnerRef
 from probemarker.pods import pod_view
 from probemarker.write.desired import (
     MESSAGE_LIMIT,
@@ -20,7 +21,7 @@ from probemarker.write.desired import (
     DesiredPod,
     desired_state,
 )
-from probemarker.write.ownership import OWNED_KEY, Owned, parse_record
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, value_token
 from probemarker.write.patch import build_patch
 from tests.unit.write.helpers import (
     NOW,
@@ -50,7 +51,9 @@ def cond(type_: str, state: ProbeState, message: str = "") -> DesiredCondition:
 @dataclass(frozen=True)
 class Row:
     decided: tuple[Decided, ...] = ()
-    live: tuple[str, ...] = ()
+    live: tuple[str, ...] = ()  # live owners not decided, without a spec
+    live_specs: Mapping[str, ProbeSpec] = field(default_factory=dict)  # ... with one
+    held_markers: tuple[str, ...] = ()
     record: Mapping[str, Owned] | None = None  # the pod's record
     labels: Mapping[str, str] | None = None  # the pod's labels
     annotations: Mapping[str, str] | None = None
@@ -70,25 +73,42 @@ def compute(row: Row) -> DesiredPod:
         conditions=row.conditions,
         record=row.record,
     )
-    return desired_state(pod=pod, decided=row.decided, live=[owner(o) for o in row.live])
+    live: dict[OwnerRef, ProbeSpec | None] = {owner(o): None for o in row.live}
+    live.update({owner(o): s for o, s in row.live_specs.items()})
+    return desired_state(
+        pod=pod, decided=row.decided, live=live, held_markers=row.held_markers
+    )
 
+
+def rec(state: ProbeState, labels: Mapping[str, str] = {}, annotations: Mapping[str, str] = {},
+        condition: str | None = None) -> Owned:
+    """A record entry; annotation values are given as written (tokens made here)."""
+    return Owned(
+        state,
+        labels=dict(labels),
+        annotations={k: value_token(v) for k, v in annotations.items()},
+        condition=condition,
+    )
+
+
+LONG = "v" * 300
 
 ROWS = [
     pytest.param(
         Row(
             decided=(decided("w#p", S, IDLE),),
             want_labels={"idle": "true"},
-            want_record={"w#p": Owned(S, labels=frozenset({"idle"}))},
+            want_record={"w#p": rec(S, {"idle": "true"})},
         ),
         id="succeeded-sets-its-policy",
     ),
     pytest.param(
         Row(
             decided=(decided("w#p", F, IDLE),),
-            record={"w#p": Owned(S, labels=frozenset({"idle"}))},
+            record={"w#p": rec(S, {"idle": "true"})},
             labels={"idle": "true", "app": "web"},
             want_labels={"idle": None, "busy": "yes"},
-            want_record={"w#p": Owned(F, labels=frozenset({"busy"}))},
+            want_record={"w#p": rec(F, {"busy": "yes"})},
         ),
         id="failed-removes-recorded-keys-of-the-other-policy",
     ),
@@ -97,14 +117,24 @@ ROWS = [
             decided=(decided("w#p", F, IDLE),),
             labels={"idle": "true"},
             want_labels={"busy": "yes"},
-            want_record={"w#p": Owned(F, labels=frozenset({"busy"}))},
+            want_record={"w#p": rec(F, {"busy": "yes"})},
         ),
         id="other-policy-keys-not-recorded-are-never-removed",
     ),
     pytest.param(
         Row(
+            decided=(decided("w#p", F, IDLE),),
+            record={"w#p": rec(S, {"idle": "true"})},
+            labels={"idle": "edited"},
+            want_labels={"busy": "yes"},
+            want_record={"w#p": rec(F, {"busy": "yes"})},
+        ),
+        id="a-recorded-key-whose-value-changed-since-is-never-removed",
+    ),
+    pytest.param(
+        Row(
             decided=(decided("w#p", F, ONLY_OK),),
-            record={"w#p": Owned(S, labels=frozenset({"idle"}))},
+            record={"w#p": rec(S, {"idle": "true"})},
             labels={"idle": "true"},
             want_labels={"idle": None},
             want_record={"w#p": Owned(F)},
@@ -114,43 +144,107 @@ ROWS = [
     pytest.param(
         Row(
             decided=(decided("w#p", S, spec(ok={"new": "1"}, ok_annotations={"n": "v"})),),
-            record={"w#p": Owned(S, labels=frozenset({"old"}), annotations=frozenset({"o"}))},
+            record={"w#p": rec(S, {"old": "1"}, {"o": "v"})},
             labels={"old": "1"},
             annotations={"o": "v"},
             want_labels={"new": "1", "old": None},
             want_annotations={"n": "v", "o": None},
-            want_record={"w#p": Owned(S, labels=frozenset({"new"}), annotations=frozenset({"n"}))},
+            want_record={"w#p": rec(S, {"new": "1"}, {"n": "v"})},
         ),
         id="policy-edited-removes-keys-no-longer-in-it",
     ),
     pytest.param(
         Row(
-            record={"gone#p": Owned(S, frozenset({"idle"}), frozenset({"x"}), condition=T)},
+            record={"gone#p": rec(S, {"idle": "true"}, {"x": "1", "long": LONG}, condition=T)},
             labels={"idle": "true", "app": "web"},
-            annotations={"x": "1", "y": "2"},
+            annotations={"x": "1", "y": "2", "long": LONG},
             conditions=[condition(T), condition("Ready")],
             want_labels={"idle": None},
-            want_annotations={"x": None},
+            want_annotations={"x": None, "long": None},
             want_conditions={T: None},
         ),
         id="owner-gone-removes-everything-it-wrote",
     ),
     pytest.param(
         Row(
+            record={"ghost#p": rec(S, {"app": "web", "tier": "db"}, {"note": LONG}, condition=T)},
+            labels={"app": "api", "tier": "web"},
+            annotations={"note": LONG + "!"},
+            conditions=[condition(T, reason="TheirReason")],
+        ),
+        id="a-copied-record-never-removes-keys-with-other-values-or-foreign-conditions",
+    ),
+    pytest.param(
+        Row(
             live=("w#p",),
-            record={"w#p": Owned(F, labels=frozenset({"busy"}), condition=T)},
+            record={"w#p": rec(F, {"busy": "yes"}, condition=T)},
             labels={"busy": "yes"},
-            conditions=[condition(T, "False")],
-            want_record={"w#p": Owned(F, labels=frozenset({"busy"}), condition=T)},
+            conditions=[condition(T, "False", reason="ProbeFailed")],
+            want_record={"w#p": rec(F, {"busy": "yes"}, condition=T)},
         ),
         id="live-undecided-owner-is-left-alone",
+    ),
+    pytest.param(
+        Row(
+            live=("w#p",),
+            record={"w#p": rec(F, {"busy": "yes", "gone": "1"}, condition=T)},
+            labels={"busy": "edited"},
+            want_record={"w#p": Owned(F)},
+        ),
+        id="live-undecided-owner-keeps-its-state-but-not-keys-it-no-longer-holds",
+    ),
+    pytest.param(
+        Row(
+            held_markers=("w",),
+            record={"w#p": rec(S, {"idle": "true"}, condition=T), "x#p": rec(S, {"x": "1"})},
+            labels={"idle": "true", "x": "1"},
+            conditions=[condition(T)],
+            want_labels={"x": None},
+            want_record={"w#p": rec(S, {"idle": "true"}, condition=T)},
+        ),
+        id="a-held-markers-owners-keep-what-they-wrote",
+    ),
+    pytest.param(
+        Row(
+            live_specs={"w#new": spec(ok={"idle": "true"}, bad={"idle": "false"}, condition=T)},
+            record={"w#old": rec(S, {"idle": "true", "extra": "1"}, condition=T)},
+            labels={"idle": "true", "extra": "1"},
+            conditions=[condition(T)],
+            want_labels={"extra": None},
+            want_record={"w#old": rec(S, {"idle": "true"}, condition=T)},
+        ),
+        id="renamed-probe-undecided-keys-it-will-write-are-held-for-it",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("w#new", S, spec(ok={"idle": "true"}, condition=T), "up"),),
+            record={"w#old": rec(S, {"idle": "true"}, condition=T)},
+            labels={"idle": "true"},
+            conditions=[condition(T, message="up")],
+            want_labels={"idle": "true"},
+            want_conditions={T: cond(T, S, "up")},
+            want_record={"w#new": rec(S, {"idle": "true"}, condition=T)},
+        ),
+        id="renamed-probe-decided-hands-over-in-one-write",
+    ),
+    pytest.param(
+        Row(
+            decided=(decided("w#new", F, spec(ok={"idle": "true"}, condition=T), "down"),),
+            record={"w#old": rec(S, {"idle": "true"}, condition=T)},
+            labels={"idle": "true"},
+            conditions=[condition(T)],
+            want_labels={"idle": None},
+            want_conditions={T: cond(T, F, "down")},
+            want_record={"w#new": rec(F, condition=T)},
+        ),
+        id="renamed-probe-decided-otherwise-removes-the-handed-over-key",
     ),
     pytest.param(
         Row(
             decided=(decided("w#p", S, IDLE),),
             live=(),
             want_labels={"idle": "true"},
-            want_record={"w#p": Owned(S, labels=frozenset({"idle"}))},
+            want_record={"w#p": rec(S, {"idle": "true"})},
         ),
         id="decided-counts-as-live",
     ),
@@ -158,7 +252,7 @@ ROWS = [
         Row(
             decided=(decided("w#p", S, IDLE), decided("w#p", F, IDLE)),
             want_labels={"idle": "true"},
-            want_record={"w#p": Owned(S, labels=frozenset({"idle"}))},
+            want_record={"w#p": rec(S, {"idle": "true"})},
         ),
         id="two-results-for-one-owner-first-is-used",
     ),
@@ -166,7 +260,7 @@ ROWS = [
         Row(
             decided=(decided("b#p", S, spec(ok={"k": "2"})), decided("a#p", S, spec(ok={"k": "1"}))),
             want_labels={"k": "1"},
-            want_record={"a#p": Owned(S, labels=frozenset({"k"})), "b#p": Owned(S)},
+            want_record={"a#p": rec(S, {"k": "1"}), "b#p": Owned(S)},
             want_conflicts=(Conflict("label", "k", owner("a#p"), owner("b#p"), "1", "2"),),
         ),
         id="conflict-first-in-owner-order-wins",
@@ -178,7 +272,7 @@ ROWS = [
                 decided("a#q", F, spec(bad_annotations={"cost": "-10"})),
             ),
             want_annotations={"cost": "10"},
-            want_record={"a#p": Owned(S, annotations=frozenset({"cost"})), "a#q": Owned(F)},
+            want_record={"a#p": rec(S, annotations={"cost": "10"}), "a#q": Owned(F)},
             want_conflicts=(Conflict("annotation", "cost", owner("a#p"), owner("a#q"), "10", "-10"),),
         ),
         id="conflict-probe-name-breaks-the-tie",
@@ -187,30 +281,27 @@ ROWS = [
         Row(
             decided=(decided("a#p", S, spec(ok={"k": "1"})), decided("b#p", S, spec(ok={"k": "1"}))),
             want_labels={"k": "1"},
-            want_record={
-                "a#p": Owned(S, labels=frozenset({"k"})),
-                "b#p": Owned(S, labels=frozenset({"k"})),
-            },
+            want_record={"a#p": rec(S, {"k": "1"}), "b#p": rec(S, {"k": "1"})},
         ),
         id="same-value-is-shared-not-a-conflict",
     ),
     pytest.param(
         Row(
             decided=(decided("b#p", S, spec(ok={"k": "2"})),),
-            record={"a#p": Owned(S, labels=frozenset({"k"})), "b#p": Owned(S)},
+            record={"a#p": rec(S, {"k": "1"}), "b#p": Owned(S)},
             labels={"k": "1"},
             want_labels={"k": "2"},
-            want_record={"b#p": Owned(S, labels=frozenset({"k"}))},
+            want_record={"b#p": rec(S, {"k": "2"})},
         ),
         id="winner-deleted-hands-the-key-to-the-loser",
     ),
     pytest.param(
         Row(
             live=("a#p",),
-            record={"a#p": Owned(S, labels=frozenset({"k"}))},
+            record={"a#p": rec(S, {"k": "1"})},
             labels={"k": "1"},
             decided=(decided("b#p", S, spec(ok={"k": "2"})),),
-            want_record={"a#p": Owned(S, labels=frozenset({"k"})), "b#p": Owned(S)},
+            want_record={"a#p": rec(S, {"k": "1"}), "b#p": Owned(S)},
             want_conflicts=(Conflict("label", "k", owner("a#p"), owner("b#p"), "1", "2"),),
         ),
         id="undecided-earlier-owner-keeps-its-key",
@@ -218,22 +309,22 @@ ROWS = [
     pytest.param(
         Row(
             live=("b#p",),
-            record={"b#p": Owned(S, labels=frozenset({"k"}))},
+            record={"b#p": rec(S, {"k": "2"})},
             labels={"k": "2"},
             decided=(decided("a#p", S, spec(ok={"k": "1"})),),
             want_labels={"k": "1"},
-            want_record={"a#p": Owned(S, labels=frozenset({"k"})), "b#p": Owned(S, frozenset({"k"}))},
+            want_record={"a#p": rec(S, {"k": "1"}), "b#p": Owned(S)},
             want_conflicts=(Conflict("label", "k", owner("a#p"), owner("b#p"), "1", "2"),),
         ),
         id="decided-earlier-owner-takes-the-key-from-an-undecided-one",
     ),
     pytest.param(
         Row(
-            record={"gone#p": Owned(S, labels=frozenset({"k"}))},
+            record={"gone#p": rec(S, {"k": "1"})},
             labels={"k": "1"},
             decided=(decided("a#p", S, spec(ok={"k": "1"})),),
             want_labels={"k": "1"},
-            want_record={"a#p": Owned(S, labels=frozenset({"k"}))},
+            want_record={"a#p": rec(S, {"k": "1"})},
         ),
         id="gone-owners-key-kept-when-a-decided-owner-sets-it",
     ),
@@ -290,7 +381,7 @@ ROWS = [
         Row(
             decided=(decided("w#p", S, spec(ok_annotations={OWNED_KEY: "mine", "x": "1"})),),
             want_annotations={"x": "1"},
-            want_record={"w#p": Owned(S, annotations=frozenset({"x"}))},
+            want_record={"w#p": rec(S, annotations={"x": "1"})},
             want_conflicts=(
                 Conflict(
                     "annotation", OWNED_KEY, RECORD_OWNER, owner("w#p"),
@@ -334,7 +425,7 @@ def test_input_order_does_not_matter(row: Row) -> None:
 
 
 def test_empty_record_removes_the_annotation() -> None:
-    got = desired_state(pod=view(record={"gone#p": Owned(S)}), decided=(), live=())
+    got = desired_state(pod=view(record={"gone#p": Owned(S)}), decided=(), live={})
     assert got.annotations == {OWNED_KEY: None}
     assert got.record == {}
 
@@ -343,7 +434,7 @@ def test_pod_with_nothing_at_all() -> None:
     pod = view()
     assert (pod.labels, pod.annotations, pod.conditions) == ({}, {}, ())
     got = desired_state(
-        pod=pod, decided=[decided("w#p", S, spec(ok={"idle": "true"}, condition=T))], live=()
+        pod=pod, decided=[decided("w#p", S, spec(ok={"idle": "true"}, condition=T))], live={}
     )
     assert got.labels == {"idle": "true"}
     assert got.conditions == {T: cond(T, S)}
@@ -351,7 +442,7 @@ def test_pod_with_nothing_at_all() -> None:
 
 def test_message_is_trimmed_to_one_kib() -> None:
     got = desired_state(
-        pod=view(), decided=[decided("w#p", F, spec(condition=T), "é" * 2000)], live=()
+        pod=view(), decided=[decided("w#p", F, spec(condition=T), "é" * 2000)], live={}
     )
     message = got.conditions[T]
     assert message is not None
@@ -359,9 +450,9 @@ def test_message_is_trimmed_to_one_kib() -> None:
 
 
 def test_malformed_record_is_reported_and_good_entries_kept() -> None:
-    text = '{"gone#p":{"s":"S","l":["idle"]},"bad":1}'
+    text = '{"gone#p":{"s":"S","l":{"idle":"true"}},"bad":1}'
     pod = view(labels={"idle": "true"}, annotations={OWNED_KEY: text})
-    got = desired_state(pod=pod, decided=(), live=())
+    got = desired_state(pod=pod, decided=(), live={})
     assert got.labels == {"idle": None}
     assert got.annotations == {OWNED_KEY: None}  # rewritten: nothing left to record
     assert got.record_problem is not None
@@ -370,10 +461,10 @@ def test_malformed_record_is_reported_and_good_entries_kept() -> None:
 
 def test_unparseable_record_is_replaced() -> None:
     pod = view(labels={"idle": "true"}, annotations={OWNED_KEY: "{oops"})
-    got = desired_state(pod=pod, decided=[decided("w#p", S, ONLY_OK)], live=())
+    got = desired_state(pod=pod, decided=[decided("w#p", S, ONLY_OK)], live={})
     assert got.labels == {"idle": "true"}
     assert parse_record(got.annotations[OWNED_KEY]) == (
-        {owner("w#p"): Owned(S, labels=frozenset({"idle"}))},
+        {owner("w#p"): rec(S, {"idle": "true"})},
         None,
     )
     assert got.record_problem is not None
@@ -383,7 +474,7 @@ def test_unparseable_record_is_replaced() -> None:
 def test_record_overflow_keeps_the_first_owners_and_says_so() -> None:
     long_keys = {f"example.com/key-{i:02}-{'x' * 40}": "v" for i in range(32)}
     results = [decided(f"m{i:03}#p", S, spec(ok_annotations=long_keys)) for i in range(60)]
-    got = desired_state(pod=view(), decided=results, live=())
+    got = desired_state(pod=view(), decided=results, live={})
     assert 0 < len(got.record) < 60
     assert list(got.record) == sorted(got.record)
     assert got.record_problem is not None
@@ -398,15 +489,15 @@ def test_winner_deleted_hands_key_to_loser_end_to_end() -> None:
     a = decided("a#p", S, spec(ok_annotations={"cost": "10"}))
     b = decided("b#p", S, spec(ok_annotations={"cost": "-10"}))
     pod = raw_pod()
-    first = desired_state(pod=pod_view(pod), decided=[a, b], live=())
+    first = desired_state(pod=pod_view(pod), decided=[a, b], live={})
     pod = apply(pod, build_patch(pod=pod_view(pod), desired=first, now=NOW))
     assert pod["metadata"]["annotations"]["cost"] == "10"
-    second = desired_state(pod=pod_view(pod), decided=[b], live=())
+    second = desired_state(pod=pod_view(pod), decided=[b], live={})
     pod = apply(pod, build_patch(pod=pod_view(pod), desired=second, now=NOW))
     assert pod["metadata"]["annotations"]["cost"] == "-10"
     assert second.conflicts == ()
     # b now holds it: deleting b removes it.
-    third = desired_state(pod=pod_view(pod), decided=[], live=())
+    third = desired_state(pod=pod_view(pod), decided=[], live={})
     pod = apply(pod, build_patch(pod=pod_view(pod), desired=third, now=NOW))
     assert "metadata" in pod
     assert "annotations" not in pod["metadata"]

@@ -11,16 +11,19 @@ from probemarker.write.ownership import (
     RECORD_LIMIT,
     Owned,
     fit_record,
+    holds,
     owners_text,
     parse_record,
     render_record,
+    value_token,
 )
 from tests.unit.write.helpers import F, S, owner
 
+LONG = "x" * 4096
 FULL = Owned(
     S,
-    labels=frozenset({"idle", "example.com/idle"}),
-    annotations=frozenset({"example.com/cost", "Example.COM/Note"}),
+    labels={"idle": "true", "example.com/idle": ""},
+    annotations={"example.com/cost": "-100", "Example.COM/Note": value_token(LONG)},
     condition="example.com/Idle",
 )
 
@@ -29,9 +32,37 @@ def test_format_is_compact_sorted_and_documented() -> None:
     record = {owner("web#idle"): FULL, owner("api#ready"): Owned(F)}
     assert render_record(record) == (
         '{"api#ready":{"s":"F"},'
-        '"web#idle":{"a":["Example.COM/Note","example.com/cost"],"c":"example.com/Idle",'
-        '"l":["example.com/idle","idle"],"s":"S"}}'
+        '"web#idle":{"a":{"Example.COM/Note":"' + value_token(LONG) + '",'
+        '"example.com/cost":"-100"},"c":"example.com/Idle",'
+        '"l":{"example.com/idle":"","idle":"true"},"s":"S"}}'
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "literal"),
+    [
+        pytest.param("", True, id="empty"),
+        pytest.param("true", True, id="short"),
+        pytest.param("a" * 64, True, id="64-bytes"),
+        pytest.param("a" * 65, False, id="65-bytes"),
+        pytest.param("é" * 33, False, id="66-bytes-in-33-characters"),
+        pytest.param("#x", False, id="starts-with-the-digest-mark"),
+        pytest.param(LONG, False, id="4-KiB"),
+    ],
+)
+def test_value_token_is_the_value_or_a_digest(value: str, literal: bool) -> None:
+    token = value_token(value)
+    assert (token == value) is literal
+    if not literal:
+        assert token.startswith("#")
+        assert len(token) == 23
+    assert holds(value, token)
+    assert not holds(value + "!", token)
+    assert not holds(None, token)
+
+
+def test_digests_of_different_values_differ() -> None:
+    assert value_token("a" * 100) != value_token("a" * 99 + "b")
 
 
 def test_render_is_deterministic_whatever_the_insertion_order() -> None:
@@ -63,7 +94,7 @@ def test_absent_annotation_is_an_empty_record() -> None:
     assert parse_record(None) == ({}, None)
 
 
-GOOD = '"web#idle":{"s":"S","l":["idle"]}'
+GOOD = '"web#idle":{"s":"S","l":{"idle":"true"}}'
 
 
 @pytest.mark.parametrize(
@@ -83,26 +114,45 @@ GOOD = '"web#idle":{"s":"S","l":["idle"]}'
         pytest.param("{" + GOOD + ',"w#p":[]}', 1, "not an object", id="entry-array"),
         pytest.param("{" + GOOD + ',"w#p":{}}', 1, "'s' is not", id="no-state"),
         pytest.param("{" + GOOD + ',"w#p":{"s":"Unknown"}}', 1, "'s' is not", id="unknown-state"),
-        pytest.param("{" + GOOD + ',"w#p":{"s":"S","l":"idle"}}', 1, "not a list", id="keys-str"),
-        pytest.param("{" + GOOD + ',"w#p":{"s":"S","l":[1]}}', 1, "not a list", id="keys-int"),
+        pytest.param(
+            "{" + GOOD + ',"w#p":{"s":"S","l":"idle"}}', 1, "not an object", id="keys-str"
+        ),
+        pytest.param(
+            "{" + GOOD + ',"w#p":{"s":"S","l":{"a":1}}}', 1, "not an object", id="value-int"
+        ),
+        pytest.param(
+            "{" + GOOD + ',"w#p":{"s":"S","l":["idle"]}}', 1, "older format", id="keys-list"
+        ),
+        pytest.param(
+            "{" + GOOD + ',"w#p":{"s":"S","l":{"a":"b c"}}}', 1, "value", id="bad-label-value"
+        ),
+        pytest.param(
+            "{" + GOOD + ',"w#p":{"s":"S","a":{"a":"' + "v" * 65 + '"}}}',
+            1,
+            "value",
+            id="annotation-token-too-long",
+        ),
+        pytest.param(
+            "{" + GOOD + ',"w#p":{"s":"S","a":{"a":"#short"}}}', 1, "value", id="bad-digest"
+        ),
         pytest.param("{" + GOOD + ',"w#p":{"s":"S","l":null}}', 1, "'l' is null", id="keys-null"),
         pytest.param(
-            "{" + GOOD + ',"w#p":{"s":"S","l":["kubernetes.io/x"]}}',
+            "{" + GOOD + ',"w#p":{"s":"S","l":{"kubernetes.io/x":"1"}}}',
             1,
             "cannot write",
             id="reserved-label-prefix",
         ),
         pytest.param(
-            "{" + GOOD + ',"w#p":{"s":"S","a":["K8S.io/x"]}}',
+            "{" + GOOD + ',"w#p":{"s":"S","a":{"K8S.io/x":"1"}}}',
             1,
             "cannot write",
             id="reserved-annotation-prefix",
         ),
         pytest.param(
-            "{" + GOOD + ',"w#p":{"s":"S","l":["bad key"]}}', 1, "cannot write", id="bad-key"
+            "{" + GOOD + ',"w#p":{"s":"S","l":{"bad key":"1"}}}', 1, "cannot write", id="bad-key"
         ),
         pytest.param(
-            "{" + GOOD + ',"w#p":{"s":"S","a":["' + OWNED_KEY + '"]}}',
+            "{" + GOOD + ',"w#p":{"s":"S","a":{"' + OWNED_KEY + '":"1"}}}',
             1,
             "cannot write",
             id="claims-the-record",
@@ -115,7 +165,7 @@ def test_malformed_record_keeps_what_it_can(text: str, kept: int, problem: str) 
     record, error = parse_record(text)
     assert len(record) == kept
     if kept:
-        assert record == {owner("web#idle"): Owned(S, labels=frozenset({"idle"}))}
+        assert record == {owner("web#idle"): Owned(S, labels={"idle": "true"})}
     assert error is not None
     assert error.startswith(f"annotation {OWNED_KEY}")
     assert problem in error

@@ -10,7 +10,8 @@ import pytest
 from probemarker.pods import pod_view
 from probemarker.sim.errors import PatchFailed
 from probemarker.write.desired import DesiredCondition, DesiredPod
-from probemarker.write.patch import build_patch, escape_pointer
+from probemarker.write.ownership import OWNED_KEY
+from probemarker.write.patch import build_patch, changes_of, escape_pointer
 from tests.unit.write.helpers import EARLIER, NOW, apply, condition, raw_pod, view
 
 T = "example.com/Idle"
@@ -118,9 +119,8 @@ CASES = [
             at(1),
             add("/status/conditions/1/message", "up"),
             add("/status/conditions/1/lastProbeTime", NOW),
-            add("/status/conditions/1/lastTransitionTime", NOW),
         ],
-        id="message-change-updates-times",
+        id="message-change-moves-probe-time-not-transition-time",
     ),
     pytest.param(
         {"conditions": [condition(T, message="down")]},
@@ -147,7 +147,6 @@ CASES = [
             at(0),
             add("/status/conditions/0/message", ""),
             add("/status/conditions/0/lastProbeTime", NOW),
-            add("/status/conditions/0/lastTransitionTime", NOW),
         ],
         id="message-cleared",
     ),
@@ -175,7 +174,6 @@ CASES = [
             at(1, "a.io/B"),
             add("/status/conditions/1/message", "y"),
             add("/status/conditions/1/lastProbeTime", NOW),
-            add("/status/conditions/1/lastTransitionTime", NOW),
             at(0, "a.io/A"),
             {"op": "remove", "path": "/status/conditions/0"},
             add("/status/conditions/-", new(UP)),
@@ -191,9 +189,82 @@ CASES = [
 ]  # fmt: skip
 
 
+# Every patch of the pods above (uid-1, Running, not deleting) starts with these.
+GUARDS = [
+    {"op": "test", "path": "/metadata/uid", "value": "uid-1"},
+    {"op": "test", "path": "/metadata/deletionTimestamp", "value": None},
+    {"op": "test", "path": "/status/phase", "value": "Running"},
+]
+
+
 @pytest.mark.parametrize(("pod", "want", "ops"), CASES)
 def test_build_patch(pod: dict[str, Any], want: DesiredPod, ops: list[dict[str, Any]]) -> None:
-    assert build_patch(pod=view(**pod), desired=want, now=NOW) == ops
+    assert build_patch(pod=view(**pod), desired=want, now=NOW) == (GUARDS + ops if ops else [])
+
+
+def _elsewhere(raw: dict[str, Any], change: str) -> dict[str, Any]:
+    if change == "recreated":
+        raw["metadata"]["uid"] = "uid-2"
+    elif change == "deleting":
+        raw["metadata"]["deletionTimestamp"] = NOW
+    else:
+        raw["status"]["phase"] = change
+    return raw
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param("recreated", id="same-name-other-uid"),
+        pytest.param("deleting", id="deletion-started"),
+        pytest.param("Succeeded", id="finished"),
+        pytest.param("Failed", id="failed"),
+    ],
+)
+def test_a_patch_never_lands_on_another_pod_or_a_terminating_one(change: str) -> None:
+    """Planned for uid-1 while Running: refused by the server (a failed test) once the
+    name holds another pod, or the pod started terminating or finished."""
+    ops = build_patch(pod=view(), desired=desired({"idle": "true"}, conditions={T: UP}), now=NOW)
+    with pytest.raises(PatchFailed):
+        apply(_elsewhere(raw_pod(), change), ops)
+    assert apply(raw_pod(), ops)["metadata"]["labels"] == {"idle": "true"}
+
+
+def test_a_pod_without_a_phase_is_guarded_by_uid_and_deletion_only() -> None:
+    raw = raw_pod()
+    del raw["status"]
+    ops = build_patch(pod=pod_view(raw), desired=desired({"idle": "true"}), now=NOW)
+    assert ops[:2] == GUARDS[:2]
+    assert all(op["path"] != "/status/phase" for op in ops)
+
+
+@pytest.mark.parametrize(
+    ("pod", "want", "changes"),
+    [
+        pytest.param({"labels": {"a": "1"}}, desired({"a": "1"}), {}, id="nothing"),
+        pytest.param(
+            {"labels": {"a": "1", "b": "2"}, "annotations": {"x": "1", OWNED_KEY: "{}"}},
+            desired({"a": "9", "b": None, "c": None}, {"x": None, "y": "v", OWNED_KEY: "{...}"}),
+            {
+                "labels_set": {"a": "9"},
+                "labels_removed": ["b"],
+                "annotations_set": ["y"],
+                "annotations_removed": ["x"],
+            },
+            id="keys-set-and-removed-record-not-listed",
+        ),
+        pytest.param(
+            {"conditions": [condition(T, message="up"), condition("a.io/B")]},
+            desired(conditions={T: DOWN, "a.io/B": None, "a.io/C": None}),
+            {"conditions": {T: "False", "a.io/B": "removed"}},
+            id="conditions",
+        ),
+    ],
+)
+def test_changes_of_a_write_for_its_log_line(
+    pod: dict[str, Any], want: DesiredPod, changes: dict[str, Any]
+) -> None:
+    assert changes_of(view(**pod), want) == changes
 
 
 @pytest.mark.parametrize(("pod", "want", "ops"), CASES)
@@ -223,7 +294,7 @@ def test_unknown_condition_fields_are_kept() -> None:
         "reason": "ProbeSucceeded",
         "message": "up",
         "lastProbeTime": NOW,
-        "lastTransitionTime": NOW,
+        "lastTransitionTime": EARLIER,  # a message change is not a transition
         "observedGeneration": 3,
         "extra": {"a": 1},
     }

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from probemarker.pods import pod_view
 from probemarker.write.desired import DesiredCondition, DesiredPod, desired_state
-from probemarker.write.ownership import OWNED_KEY, Owned, render_record
-from probemarker.write.patch import build_patch
+from probemarker.write.ownership import OWNED_KEY, Owned, holds, parse_record, render_record
+from probemarker.write.patch import build_patch, changes_of
+from probemarker.write.restrict import Scope, restrict
 from tests.unit.write.helpers import NOW, F, S, apply, decided, owner, raw_pod, spec
 
 SETTINGS = settings(
@@ -133,16 +134,15 @@ def _spec(data: st.DataObject, name: str) -> Any:
 owned = st.builds(
     Owned,
     state=st.sampled_from([S, F]),
-    labels=st.frozensets(st.sampled_from(KEYS), max_size=2),
-    annotations=st.frozensets(st.sampled_from(KEYS), max_size=2),
+    labels=st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=2),
+    annotations=st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=2),
     condition=st.none() | st.sampled_from(TYPES),
 )
 
 
-@SETTINGS
-@given(data=st.data(), pod=pods)
-def test_desired_state_cycle_is_steady(data: st.DataObject, pod: dict[str, Any]) -> None:
-    """Compute, patch, apply; computing again on the patched pod writes nothing."""
+def _cycle_inputs(data: st.DataObject, pod: dict[str, Any]) -> dict[str, Any]:
+    """A record on `pod`, decided results, live owners (some with a spec that wants
+    keys), held markers: the arguments of desired_state but the pod."""
     record = data.draw(st.dictionaries(st.sampled_from(OWNERS), owned, max_size=3))
     text = render_record({owner(k): v for k, v in record.items()})
     if text is not None:
@@ -156,13 +156,67 @@ def test_desired_state_cycle_is_steady(data: st.DataObject, pod: dict[str, Any])
         )
         for o in data.draw(st.lists(st.sampled_from(OWNERS), unique=True))
     ]
-    live = [owner(o) for o in data.draw(st.lists(st.sampled_from(OWNERS), unique=True))]
-    first = desired_state(pod=pod_view(pod), decided=results, live=live)
+    live = {
+        owner(o): data.draw(st.none() | st.just(_spec(data, o)))
+        for o in data.draw(st.lists(st.sampled_from(OWNERS), unique=True))
+    }
+    held = data.draw(st.lists(st.sampled_from(["a", "b"]), unique=True))
+    return {"decided": results, "live": live, "held_markers": held}
+
+
+@SETTINGS
+@given(data=st.data(), pod=pods)
+def test_desired_state_cycle_is_steady(data: st.DataObject, pod: dict[str, Any]) -> None:
+    """Compute, patch, apply; computing again on the patched pod writes nothing; and
+    the record names only keys that hold the recorded value afterwards."""
+    inputs = _cycle_inputs(data, pod)
+    first = desired_state(pod=pod_view(pod), **inputs)
     after = apply(pod, build_patch(pod=pod_view(pod), desired=first, now=NOW))
-    second = desired_state(pod=pod_view(after), decided=results, live=live)
+    second = desired_state(pod=pod_view(after), **inputs)
     assert second.record == first.record
     assert build_patch(pod=pod_view(after), desired=second, now=NOW) == []
+    _assert_record_is_true(after)
     # Keys nobody recorded or set are never touched.
     touched = set(first.labels)
     for key in pod["metadata"].get("labels", {}).keys() - touched:
         assert after["metadata"]["labels"][key] == pod["metadata"]["labels"][key]
+
+
+def _assert_record_is_true(pod: dict[str, Any]) -> None:
+    """Every key the pod's record names holds the value recorded for it."""
+    view = pod_view(pod)
+    # (KEYS has one the daemon can never have written, "x~y": parsing drops its entry.)
+    record, _ = parse_record(view.annotations.get(OWNED_KEY))
+    for owned_entry in record.values():
+        for key, token in owned_entry.labels.items():
+            assert holds(view.labels.get(key), token), key
+        for key, token in owned_entry.annotations.items():
+            assert holds(view.annotations.get(key), token), key
+
+
+@SETTINGS
+@given(data=st.data(), pod=pods, scope=st.sampled_from(list(Scope)))
+def test_a_restricted_write_applies_is_steady_and_its_record_is_true(
+    data: st.DataObject, pod: dict[str, Any], scope: Scope
+) -> None:
+    """What the writer sends after a refusal: it applies, changes a subset of what the
+    full write changes, building it again on the result gives [], and the record
+    written never names a key that does not hold its value."""
+    inputs = _cycle_inputs(data, pod)
+    before = pod_view(pod)
+    full = desired_state(pod=before, **inputs)
+    smaller = restrict(full, before, scope)
+    after = apply(pod, build_patch(pod=before, desired=smaller, now=NOW))
+    assert build_patch(pod=pod_view(after), desired=restrict(full, before, scope), now=NOW) == (
+        build_patch(pod=pod_view(after), desired=smaller, now=NOW)
+    )
+    assert build_patch(pod=pod_view(after), desired=smaller, now=NOW) == []
+    full_changes = changes_of(before, full)
+    for part, keys in changes_of(before, smaller).items():
+        assert set(keys) <= set(full_changes.get(part, ())), part
+    if scope >= Scope.NO_ANNOTATIONS:
+        assert after["metadata"].get("annotations") == pod["metadata"].get("annotations")
+    if scope is Scope.CONDITIONS_ONLY:
+        assert after["metadata"].get("labels") == pod["metadata"].get("labels")
+    if scope <= Scope.NO_NEW_ANNOTATIONS:
+        _assert_record_is_true(after)

@@ -1,0 +1,109 @@
+"""Smaller versions of a desired state, for what the writer holds back or leaves out.
+
+Stage: write (pure). Input: a `DesiredPod` and the pod it is for. Output: a
+`DesiredPod` that changes less of the pod:
+
+- `hold_messages`: a condition whose status and reason stay as they are keeps the
+  message it shows. The writer sends that version while the pod is within its
+  message-refresh interval (SPEC §3: a message-only change is published at most once
+  per interval, a transition at once), so a probe whose output changes every run
+  (`{"status":"ok","uptime":...}`) costs one write per interval, not one per period.
+- `restrict(desired, pod, scope)`: the parts a refused patch leaves out. A 422 that is
+  not a failed `test` means the patched pod would be invalid, most often because its
+  annotations would pass the API server's 256 KiB total. The writer then steps down,
+  one `Scope` at a time, so that what can be written still is (SPEC §3: one refused
+  key never blocks the pod's conditions):
+
+  | scope | written |
+  |---|---|
+  | FULL | everything |
+  | NO_NEW_ANNOTATIONS | no annotation added or changed but the record; removals go (they only shrink the pod); the record names only annotations that hold their value after the write |
+  | NO_ANNOTATIONS | labels and conditions; the record is left as it is, so what is written now is not recorded (never removed later: the safe side) |
+  | CONDITIONS_ONLY | conditions |
+
+Invariants: each scope changes a subset of what the scope before it changes; the
+record written never names a key that does not hold the recorded value afterwards.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
+
+from probemarker.pods import PodView
+from probemarker.write.desired import DesiredCondition, DesiredPod
+from probemarker.write.ownership import OWNED_KEY, Owned, holds, parse_record, render_record
+
+__all__ = ["Scope", "hold_messages", "restrict"]
+
+
+class Scope(enum.IntEnum):
+    """How much of a desired state a patch carries; see the module docstring."""
+
+    FULL = 0
+    NO_NEW_ANNOTATIONS = 1
+    NO_ANNOTATIONS = 2
+    CONDITIONS_ONLY = 3
+
+    @property
+    def narrower(self) -> Scope | None:
+        """The next scope down, or None at the last."""
+        return Scope(self + 1) if self < Scope.CONDITIONS_ONLY else None
+
+
+def _text(condition: Mapping[str, Any], name: str) -> str:
+    value = condition.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def hold_messages(desired: DesiredPod, pod: PodView) -> DesiredPod:
+    """`desired`, with the pod's own message on every condition that keeps its status
+    and reason (a message-only change held back)."""
+    conditions: dict[str, DesiredCondition | None] = {}
+    for type_, want in desired.conditions.items():
+        current = None if want is None else pod.condition(type_)
+        if (
+            want is not None
+            and current is not None
+            and current.get("status") == want.status
+            and _text(current, "reason") == want.reason
+        ):
+            want = replace(want, message=_text(current, "message"))
+        conditions[type_] = want
+    return replace(desired, conditions=MappingProxyType(conditions))
+
+
+def _without_new_annotations(desired: DesiredPod, pod: PodView) -> DesiredPod:
+    current = pod.annotations
+    kept = {
+        key: value
+        for key, value in desired.annotations.items()
+        if key != OWNED_KEY and (value is None or current.get(key) == value)
+    }
+    after = {k: v for k, v in current.items() if kept.get(k, v) is not None}
+    record = {
+        owner: replace(
+            owned,
+            annotations={k: t for k, t in owned.annotations.items() if holds(after.get(k), t)},
+        )
+        for owner, owned in desired.record.items()
+    }
+    kept[OWNED_KEY] = render_record(record)  # only smaller than the record that fitted
+    return replace(desired, annotations=MappingProxyType(kept), record=MappingProxyType(record))
+
+
+def restrict(desired: DesiredPod, pod: PodView, scope: Scope) -> DesiredPod:
+    """What `desired` becomes at `scope` (see the module docstring)."""
+    if scope is Scope.FULL:
+        return desired
+    if scope is Scope.NO_NEW_ANNOTATIONS:
+        return _without_new_annotations(desired, pod)
+    unchanged: Mapping[str, str | None] = MappingProxyType({})
+    record: Mapping[Any, Owned] = MappingProxyType(parse_record(pod.annotations.get(OWNED_KEY))[0])
+    smaller = replace(desired, annotations=unchanged, record=record)
+    if scope is Scope.CONDITIONS_ONLY:
+        smaller = replace(smaller, labels=unchanged)
+    return smaller
