@@ -68,12 +68,13 @@ def _string_map(
         *value_rules,
     ]
     if written:
-        validations.append(
-            _cel(
-                f"self.all(k, !k.matches({_quote(rules.RESERVED_KEY_PREFIX_RE)}))",
-                rules.MSG_RESERVED_KEY_PREFIX,
+        validations += [
+            _cel(f"self.all(k, !k.matches({_quote(pattern)}))", message)
+            for pattern, message in (
+                (rules.RESERVED_KEY_PREFIX_RE, rules.MSG_RESERVED_KEY_PREFIX),
+                (rules.OWN_KEY_PREFIX_RE, rules.MSG_OWN_KEY_PREFIX),
             )
-        )
+        ]
     return {
         "type": "object",
         "description": description,

@@ -462,6 +462,8 @@ def _check_written_keys(mapping: Mapping[str, str], path: str, errors: Errors) -
     for key in mapping:
         if matches(rules.RESERVED_KEY_PREFIX_RE, key):
             errors.add(index(path, key), rules.MSG_RESERVED_KEY_PREFIX)
+        elif matches(rules.OWN_KEY_PREFIX_RE, key):
+            errors.add(index(path, key), rules.MSG_OWN_KEY_PREFIX)
 
 
 def _check_condition_type(value: Any, path: str, errors: Errors) -> None:

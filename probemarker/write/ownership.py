@@ -100,7 +100,7 @@ def _keys(value: Any, field: str, *, annotation: bool) -> frozenset[str]:
         if (
             qualified_name_problems(key, any_case_prefix=annotation)
             or matches(rules.RESERVED_KEY_PREFIX_RE, key)
-            or (annotation and key == OWNED_KEY)
+            or matches(rules.OWN_KEY_PREFIX_RE, key)  # the record and any key of ours
         ):
             raise ValueError(f"{field!r} holds a key probemarker cannot write: {_short(key)}")
     return frozenset(value)
