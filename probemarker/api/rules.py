@@ -175,6 +175,12 @@ MSG_OWN_KEY_PREFIX: Final = (
     f"records ({OWN_KEY_PREFIX}/owned); use your own, e.g. example.com/idle (subdomains "
     f"such as x.{OWN_KEY_PREFIX}/ are allowed)"
 )
+# A policy label its own selector reads: writing it deselects the pod, deselecting
+# removes it, the pod is selected again (issue 15: set and removed every period).
+MSG_SELECTOR_LABEL_WRITTEN: Final = (
+    "which spec.selector reads: the marker would select and deselect the pod in turn, "
+    "setting and removing the label forever; use a label the selector does not read"
+)
 MSG_LABEL_KEYS: Final = (
     "keys must be qualified names: an optional DNS subdomain prefix of at most 253 "
     "characters and '/', then a name of at most 63 alphanumerics, '-', '_' or '.', "
