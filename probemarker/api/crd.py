@@ -6,8 +6,8 @@ and this function identical (`probemarker crd > manifests/crd/...` regenerates i
 What OpenAPI can say goes into the schema (probe names and policy states are unique
 through `x-kubernetes-list-type: map`, as Kruise's patchMergeKeys intend); the rest
 (exactly one handler, unique condition types, reserved types, key syntax,
-immutability) into `x-kubernetes-validations` CEL rules,
-written in standard CEL only so they need no Kubernetes CEL extension library.
+immutability, no policy label the selector reads) into `x-kubernetes-validations` CEL
+rules, written in standard CEL only so they need no Kubernetes CEL extension library.
 """
 
 from __future__ import annotations
@@ -68,12 +68,13 @@ def _string_map(
         *value_rules,
     ]
     if written:
-        validations.append(
-            _cel(
-                f"self.all(k, !k.matches({_quote(rules.RESERVED_KEY_PREFIX_RE)}))",
-                rules.MSG_RESERVED_KEY_PREFIX,
+        validations += [
+            _cel(f"self.all(k, !k.matches({_quote(pattern)}))", message)
+            for pattern, message in (
+                (rules.RESERVED_KEY_PREFIX_RE, rules.MSG_RESERVED_KEY_PREFIX),
+                (rules.OWN_KEY_PREFIX_RE, rules.MSG_OWN_KEY_PREFIX),
             )
-        )
+        ]
     return {
         "type": "object",
         "description": description,
@@ -431,11 +432,37 @@ def _probe_schema() -> Schema:
     }
 
 
+def _selector_labels_not_written() -> dict[str, str]:
+    """CEL on spec, the lowest node that sees both the selector and the policies: no
+    policy writes a label the selector reads (issue 15). It walks the selector's keys
+    and looks each up in the policy's map (`in` on a map costs 1), rather than
+    walking the policy's keys, so its cost is probes x policies x selector keys.
+
+    The message is static. Naming the key takes either a second comprehension over a
+    computed list, which the 1.28 cost estimator cannot bound (the CRD would be
+    refused), or the three-argument map() macro, which the sim's CEL evaluator lacks.
+    `probemarker validate` and the daemon's InvalidMarker event name it."""
+    labels = "self.selector.matchLabels"
+    expressions = "self.selector.matchExpressions"
+    rule = (
+        "self.probes.all(p, !has(p.markerPolicy) || p.markerPolicy.all(m, !has(m.labels) || "
+        f"((!has({labels}) || {labels}.all(k, !(k in m.labels))) && "
+        f"(!has({expressions}) || {expressions}.all(e, !(e.key in m.labels))))))"
+    )
+    return _cel(
+        rule,
+        f"a markerPolicy writes a label {rules.MSG_SELECTOR_LABEL_WRITTEN} "
+        "(probemarker validate names it)",
+        fieldPath=".probes",
+    )
+
+
 def _spec_schema() -> Schema:
     return {
         "type": "object",
         "description": "Which pods to probe and how.",
         "required": ["selector", "probes"],
+        "x-kubernetes-validations": [_selector_labels_not_written()],
         "properties": {
             "selector": _selector_schema(),
             "probes": {

@@ -138,6 +138,11 @@ PROBE_NAME_RE: Final = "^[^#\\x00-\\x20\\x7f]([^#\\x00-\\x1f\\x7f]*[^#\\x00-\\x2
 # Subdomains (app.kubernetes.io/, controller.kubernetes.io/) stay allowed.
 RESERVED_KEY_PREFIXES: Final = ("kubernetes.io", "k8s.io")
 RESERVED_KEY_PREFIX_RE: Final = "(?i)^(kubernetes\\.io|k8s\\.io)/"
+# probemarker's own prefix: the daemon keeps its ownership record in
+# probemarker.io/owned, and a policy key there could overwrite or forge it. As with
+# kubernetes.io/, only the exact prefix is reserved: x.probemarker.io/ stays allowed.
+OWN_KEY_PREFIX: Final = GROUP
+OWN_KEY_PREFIX_RE: Final = "(?i)^" + OWN_KEY_PREFIX.replace(".", "\\.") + "/"
 
 # --- messages shared by the validator and the CRD's CEL rules ---------------------
 MSG_SELECTOR_EMPTY: Final = (
@@ -164,6 +169,17 @@ MSG_RESERVED_KEY_PREFIX: Final = (
     "keys must not use the prefixes kubernetes.io/ or k8s.io/, which Kubernetes reserves "
     "(probemarker may not write them); use your own, e.g. example.com/idle "
     "(subdomains such as app.kubernetes.io/ are allowed)"
+)
+MSG_OWN_KEY_PREFIX: Final = (
+    f"keys must not use the prefix {OWN_KEY_PREFIX}/, which probemarker keeps for its own "
+    f"records ({OWN_KEY_PREFIX}/owned); use your own, e.g. example.com/idle (subdomains "
+    f"such as x.{OWN_KEY_PREFIX}/ are allowed)"
+)
+# A policy label its own selector reads: writing it deselects the pod, deselecting
+# removes it, the pod is selected again (issue 15: set and removed every period).
+MSG_SELECTOR_LABEL_WRITTEN: Final = (
+    "which spec.selector reads: the marker would select and deselect the pod in turn, "
+    "setting and removing the label forever; use a label the selector does not read"
 )
 MSG_LABEL_KEYS: Final = (
     "keys must be qualified names: an optional DNS subdomain prefix of at most 253 "

@@ -54,6 +54,7 @@ def validate_marker(doc: Any) -> list[FieldError]:
         check_known(spec_map, ("selector", "probes"), "spec", errors)
         _check_selector(spec_map.get("selector"), "spec.selector", errors)
         _check_probes(spec_map.get("probes"), "spec.probes", errors)
+        _check_selector_labels_not_written(spec_map, errors)
     return errors.items
 
 
@@ -462,6 +463,42 @@ def _check_written_keys(mapping: Mapping[str, str], path: str, errors: Errors) -
     for key in mapping:
         if matches(rules.RESERVED_KEY_PREFIX_RE, key):
             errors.add(index(path, key), rules.MSG_RESERVED_KEY_PREFIX)
+        elif matches(rules.OWN_KEY_PREFIX_RE, key):
+            errors.add(index(path, key), rules.MSG_OWN_KEY_PREFIX)
+
+
+def _check_selector_labels_not_written(spec: Mapping[str, Any], errors: Errors) -> None:
+    """No policy label may be one the selector reads (issue 15): setting it would
+    deselect the pod, deselecting removes it, and the pod is selected again, forever.
+    A cross-field rule, like the CRD's on spec; it reads only the well-typed parts
+    (the rest is reported by the field checks)."""
+    read = _selector_keys(spec.get("selector"))
+    probes = spec.get("probes")
+    if not read or not isinstance(probes, list | tuple):
+        return
+    for i, probe in enumerate(probes):
+        policies = probe.get("markerPolicy") if isinstance(probe, Mapping) else None
+        for j, policy in enumerate(policies if isinstance(policies, list | tuple) else ()):
+            labels = policy.get("labels") if isinstance(policy, Mapping) else None
+            path = child(index(child(index("spec.probes", i), "markerPolicy"), j), "labels")
+            for key in labels if isinstance(labels, Mapping) else ():
+                if key in read:
+                    errors.add(
+                        path, f"writes label {describe(key)}, {rules.MSG_SELECTOR_LABEL_WRITTEN}"
+                    )
+
+
+def _selector_keys(selector: Any) -> frozenset[str]:
+    """The label keys a selector reads: its matchLabels keys and matchExpressions keys."""
+    if not isinstance(selector, Mapping):
+        return frozenset()
+    labels = selector.get("matchLabels")
+    expressions = selector.get("matchExpressions")
+    keys = [k for k in labels if isinstance(k, str)] if isinstance(labels, Mapping) else []
+    for item in expressions if isinstance(expressions, list | tuple) else ():
+        if isinstance(item, Mapping) and isinstance(item.get("key"), str):
+            keys.append(item["key"])
+    return frozenset(keys)
 
 
 def _check_condition_type(value: Any, path: str, errors: Errors) -> None:

@@ -141,7 +141,9 @@ def _key_problem(key: str, *, annotation: bool) -> bool:
     return bool(
         qualified_name_problems(key, any_case_prefix=annotation)
         or matches(rules.RESERVED_KEY_PREFIX_RE, key)
-        or (annotation and key == OWNED_KEY)
+        # probemarker.io/ is the daemon's own prefix (the record lives there):
+        # never a policy's key.
+        or matches(rules.OWN_KEY_PREFIX_RE, key)
     )
 
 

@@ -175,3 +175,44 @@ def test_hostile_values_are_escaped_in_messages(value: str, shown: str) -> None:
     assert error.message.endswith(f"got {shown}")
     assert "\n" not in str(error)
     assert "\x1b" not in str(error)
+
+
+@pytest.mark.parametrize(
+    ("selector", "policies", "paths"),
+    [
+        pytest.param(
+            {"matchLabels": {"app": "a"}},
+            [{"state": "Failed", "labels": {"app": "b", "other": "c"}}],
+            ["spec.probes[0].markerPolicy[0].labels"],
+            id="matchlabels-key",
+        ),
+        pytest.param(
+            {"matchExpressions": [{"key": "drained", "operator": "DoesNotExist"}]},
+            [
+                {"state": "Succeeded", "labels": {"drained": "false"}},
+                {"state": "Failed", "labels": {"drained": "true"}},
+            ],
+            ["spec.probes[0].markerPolicy[0].labels", "spec.probes[0].markerPolicy[1].labels"],
+            id="expression-key-both-states",
+        ),
+        pytest.param(
+            {"matchLabels": {"app": "a"}},
+            [{"state": "Failed", "annotations": {"app": "b"}}],
+            [],
+            id="annotations-are-not-read",
+        ),
+        pytest.param(
+            {"matchLabels": {"app": "a"}, "matchExpressions": [None, {"key": 3}, "x"]},
+            ["x", {"state": "Failed", "labels": "app"}, {"state": "Failed", "labels": {"b": 1}}],
+            [],
+            id="ill-typed-parts-are-left-to-their-own-errors",
+        ),
+    ],
+)
+def test_a_policy_must_not_write_a_label_the_selector_reads(
+    selector: Any, policies: list[Any], paths: list[str]
+) -> None:
+    body = doc(selector)
+    body["spec"]["probes"][0]["markerPolicy"] = policies
+    found = [e for e in validate_marker(body) if rules.MSG_SELECTOR_LABEL_WRITTEN in e.message]
+    assert [e.path for e in found] == paths

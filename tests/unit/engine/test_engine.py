@@ -243,6 +243,27 @@ async def test_an_invalid_marker_is_skipped_with_one_warning() -> None:
         assert "podConditionType" in rig.sink.events[0][2]
 
 
+async def test_a_marker_writing_a_label_its_selector_reads_is_skipped() -> None:
+    """Issue 15: Failed sets drained=true on pods selected by `drained DoesNotExist`,
+    which would deselect and reselect the pod every period. Never probed, nothing written."""
+    async with running(Runner(Outcome.failed("down"))) as rig:
+        entry = marker_entry()
+        spec = entry.obj["spec"]
+        spec["selector"]["matchExpressions"] = [{"key": "drained", "operator": "DoesNotExist"}]
+        spec["probes"][0]["markerPolicy"] = [{"state": "Failed", "labels": {"drained": "true"}}]
+        rig.engine.sync_marker(entry.key, entry)
+        pod = pod_entry()
+        rig.engine.sync_pod(pod.key, pod)
+        assert rig.engine.probe_count == 0
+        assert [e[:2] for e in rig.sink.events] == [("PodProbeMarker", "InvalidMarker")]
+        note = rig.sink.events[0][2]
+        assert 'spec.probes[0].markerPolicy[0].labels: writes label "drained"' in note
+        found = rig.engine.lookup(PodUID("pu"))
+        assert found is not None
+        desired = rig.engine.plan(found[0])
+        assert build_patch(pod=found[0], desired=desired, now="2026-11-23T00:00:00Z") == []
+
+
 NOT_RUN = "The probe decides nothing until this is fixed."
 
 

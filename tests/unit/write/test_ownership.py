@@ -157,6 +157,18 @@ GOOD = '"web#idle":{"s":"S","l":{"idle":"true"}}'
             "cannot write",
             id="claims-the-record",
         ),
+        pytest.param(
+            "{" + GOOD + ',"w#p":{"s":"S","l":{"probemarker.io/x":"1"}}}',
+            1,
+            "cannot write",
+            id="own-label-prefix",
+        ),
+        pytest.param(
+            "{" + GOOD + ',"w#p":{"s":"S","a":{"ProbeMarker.io/x":"1"}}}',
+            1,
+            "cannot write",
+            id="own-annotation-prefix",
+        ),
         pytest.param("{" + GOOD + ',"w#p":{"s":"S","c":"Ready"}}', 1, "reserved", id="ready"),
         pytest.param("{" + GOOD + ',"w#p":{"s":"S","c":7}}', 1, "not a condition", id="cond-int"),
     ],
