@@ -301,7 +301,7 @@ def desired_state(
     """See the module docstring. `live`: the owners matched to the pod, with the spec
     each runs (None: unknown, it will write nothing); a decided owner counts as live;
     of two results for one owner the first is used."""
-    old, problem = parse_record(pod.annotations.get(OWNED_KEY))
+    old, problem = parse_record(pod.annotations.get(OWNED_KEY), pod_uid=pod.uid)
     by_owner: dict[OwnerRef, Decided] = {}
     for result in decided:
         by_owner.setdefault(result.owner, result)
@@ -334,7 +334,9 @@ def desired_state(
         )
         for owner in sorted(by_owner.keys() | holding.keys() | set(departed))
     }
-    record, overflow = fit_record({o: e for o, e in entries.items() if e is not None})
+    record, overflow = fit_record(
+        {o: e for o, e in entries.items() if e is not None}, pod_uid=pod.uid
+    )
     if overflow:
         problem = _join(
             problem,
@@ -342,7 +344,7 @@ def desired_state(
             + owners_text(overflow),
         )
     annotations = work.annotations.desired(by_owner, drop_annotations, work.annotation_values)
-    annotations[OWNED_KEY] = render_record(record)
+    annotations[OWNED_KEY] = render_record(record, pod_uid=pod.uid)
     boards = (work.labels, work.annotations, work.conditions)
     return DesiredPod(
         labels=MappingProxyType(work.labels.desired(by_owner, drop_labels, work.label_values)),

@@ -9,9 +9,13 @@ each probe's decided state after a restart (also for probes without a condition)
 Format (compact JSON, keys sorted, no spaces, so the same record is always the same
 text and an unchanged record never causes a write):
 
-    {"web#idle":{"a":{"example.com/cost":"-100"},"c":"example.com/Idle","l":{"idle":"true"},"s":"S"}}
+    {"#uid":"5f0c...","web#idle":{"a":{"example.com/cost":"-100"},"c":"example.com/Idle","l":{"idle":"true"},"s":"S"}}
 
-- the member name is the owner, `marker#probe` (`OwnerRef`);
+- `#uid`: the UID of the pod the record was written for. A record whose `#uid` is
+  not the pod's own (copied with a manifest, `kubectl get -o yaml | kubectl apply`,
+  or from a pod template), or that has none, is not trusted at all: nothing is
+  removed or seeded from it, and the daemon's next write replaces it;
+- every other member name is an owner, `marker#probe` (`OwnerRef`);
 - `s`: the decided state, `S` (Succeeded) or `F` (Failed); required;
 - `l`: the label keys it holds, each with the value it wrote; `a`: the annotation keys
   it holds, each with a *token* of the value it wrote (`value_token`: the value itself
@@ -20,11 +24,11 @@ text and an unchanged record never causes a write):
   it holds. Each is left out when empty. Unknown members of an entry are ignored (room
   for later additions).
 
-Why values: a key is removed only while it still holds the value the daemon wrote
-(`holds`). A record copied onto another pod (a template, `kubectl get -o yaml | kubectl
-apply`) or edited by hand can then never make the daemon remove a key it did not write
-(`app`, `tier`: the pod's ReplicaSet and Services). A condition is ours only while its
-reason is one the daemon writes (`ProbeSucceeded`/`ProbeFailed`).
+Why values and the UID: a key is removed only while it still holds the value the
+daemon wrote (`holds`), on the pod it wrote it to. A record copied onto another pod or
+edited by hand can then never make the daemon remove a key it did not write (`app`,
+`tier`: the pod's ReplicaSet and Services). A condition is ours only while its reason
+is one the daemon writes (`ProbeSucceeded`/`ProbeFailed`).
 
 Invariants: `parse_record` never raises. Input is untrusted (anyone who may edit the
 pod may edit it): an entry is kept whole or not at all, and only if it names a valid
@@ -63,6 +67,7 @@ __all__ = [
     "OUR_REASONS",
     "OWNED_KEY",
     "RECORD_LIMIT",
+    "UID_MEMBER",
     "Owned",
     "OwnershipRecord",
     "fit_record",
@@ -75,6 +80,7 @@ __all__ = [
 
 OWNED_KEY: Final = f"{rules.GROUP}/owned"
 RECORD_LIMIT: Final = 64 * 1024  # bytes of rendered record
+UID_MEMBER: Final = "#uid"  # never an owner: an owner's marker name is not empty
 # The reasons of the conditions the daemon writes (desired.py); a condition with
 # another reason is not ours, whatever a record says.
 OUR_REASONS: Final = frozenset({"ProbeSucceeded", "ProbeFailed"})
@@ -199,8 +205,9 @@ def _entry(value: Any) -> Owned:
     )
 
 
-def parse_record(text: str | None) -> tuple[dict[OwnerRef, Owned], str | None]:
-    """The record in `text` and None, or the entries that could be kept and what is wrong.
+def parse_record(text: str | None, *, pod_uid: str) -> tuple[dict[OwnerRef, Owned], str | None]:
+    """The record in `text`, written for the pod `pod_uid`, and None; or the entries
+    that could be kept and what is wrong.
 
     Never raises. The error text names the annotation, for one log line or event.
     """
@@ -215,6 +222,13 @@ def parse_record(text: str | None) -> tuple[dict[OwnerRef, Owned], str | None]:
         return {}, f"{where} ignored: not JSON ({e})"
     if not isinstance(raw, dict):
         return {}, f"{where} ignored: not a JSON object"
+    written_for = raw.pop(UID_MEMBER, None)
+    if written_for != pod_uid:
+        whose = "names no pod" if written_for is None else f"is for pod UID {_short(str(written_for))}"
+        return {}, (
+            f"{where} ignored: it {whose}, not this pod ({pod_uid}); copied from another "
+            "pod? Nothing is removed on its account, and it is replaced at the next write"
+        )
     record: dict[OwnerRef, Owned] = {}
     problems: list[str] = []
     for name, value in raw.items():
@@ -246,23 +260,27 @@ def _dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
-def render_record(record: OwnershipRecord) -> str | None:
-    """The annotation's text, or None when the record is empty (remove the annotation)."""
+def render_record(record: OwnershipRecord, *, pod_uid: str) -> str | None:
+    """The annotation's text for the pod `pod_uid`, or None when the record is empty
+    (remove the annotation)."""
     if not record:
         return None
-    return _dumps({str(owner): _json_entry(owned) for owner, owned in record.items()}).decode()
+    members: dict[str, Any] = {str(owner): _json_entry(owned) for owner, owned in record.items()}
+    members[UID_MEMBER] = pod_uid
+    return _dumps(members).decode()
 
 
 def fit_record(
-    record: OwnershipRecord, *, limit: int = RECORD_LIMIT
+    record: OwnershipRecord, *, pod_uid: str, limit: int = RECORD_LIMIT
 ) -> tuple[dict[OwnerRef, Owned], tuple[OwnerRef, ...]]:
-    """The owners, in OwnerRef order, whose entries fit in `limit` bytes; and the rest."""
+    """The owners, in OwnerRef order, whose entries fit in `limit` bytes (rendered for
+    `pod_uid`); and the rest."""
     kept: dict[OwnerRef, Owned] = {}
-    size = 2  # the braces
+    size = len(_dumps({UID_MEMBER: pod_uid}))  # the braces and the pod's UID
     dropped: list[OwnerRef] = []
     for owner in sorted(record):
-        # `{"k":{...}}` minus the braces, plus a comma when not the first member.
-        part = len(_dumps({str(owner): _json_entry(record[owner])})) - 2 + (1 if kept else 0)
+        # `{"k":{...}}` minus the braces, plus the comma after the member before.
+        part = len(_dumps({str(owner): _json_entry(record[owner])})) - 2 + 1
         if dropped or size + part > limit:
             dropped.append(owner)
         else:

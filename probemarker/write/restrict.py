@@ -91,7 +91,8 @@ def _without_new_annotations(desired: DesiredPod, pod: PodView) -> DesiredPod:
         )
         for owner, owned in desired.record.items()
     }
-    kept[OWNED_KEY] = render_record(record)  # only smaller than the record that fitted
+    # Only smaller than the record that fitted.
+    kept[OWNED_KEY] = render_record(record, pod_uid=pod.uid)
     return replace(desired, annotations=MappingProxyType(kept), record=MappingProxyType(record))
 
 
@@ -102,7 +103,9 @@ def restrict(desired: DesiredPod, pod: PodView, scope: Scope) -> DesiredPod:
     if scope is Scope.NO_NEW_ANNOTATIONS:
         return _without_new_annotations(desired, pod)
     unchanged: Mapping[str, str | None] = MappingProxyType({})
-    record: Mapping[Any, Owned] = MappingProxyType(parse_record(pod.annotations.get(OWNED_KEY))[0])
+    record: Mapping[Any, Owned] = MappingProxyType(
+        parse_record(pod.annotations.get(OWNED_KEY), pod_uid=pod.uid)[0]
+    )
     smaller = replace(desired, annotations=unchanged, record=record)
     if scope is Scope.CONDITIONS_ONLY:
         smaller = replace(smaller, labels=unchanged)

@@ -211,7 +211,7 @@ async def test_initial_delay_counts_from_the_containers_start() -> None:
 
 
 async def test_a_seeded_probe_publishes_nothing_new() -> None:
-    record = '{"m#p":{"c":"x.io/p","s":"S"}}'
+    record = '{"#uid":"pu","m#p":{"c":"x.io/p","s":"S"}}'
     pod = pod_entry(annotations={"probemarker.io/owned": record})
     pod.obj["status"]["conditions"] = [
         {"type": "x.io/p", "status": "True", "reason": "ProbeSucceeded", "message": "ok"}

@@ -15,6 +15,7 @@ from probemarker.write.ownership import OWNED_KEY, Owned, render_record
 
 S, F = ProbeState.SUCCEEDED, ProbeState.FAILED
 NOW = "2026-11-23T10:00:00Z"
+UID = "uid-1"  # of every pod raw_pod makes
 EARLIER = "2026-11-23T09:00:00Z"
 
 
@@ -56,7 +57,7 @@ def decided(who: str, state: ProbeState, probe: ProbeSpec, message: str = "") ->
 
 
 def record_text(entries: Mapping[str, Owned]) -> str:
-    text = render_record({owner(k): v for k, v in entries.items()})
+    text = render_record({owner(k): v for k, v in entries.items()}, pod_uid=UID)
     assert text is not None
     return text
 
@@ -69,7 +70,7 @@ def raw_pod(
     record: Mapping[str, Owned] | None = None,
 ) -> dict[str, Any]:
     """A pod as the API server shows it; None (or empty) leaves a map or list out."""
-    meta: dict[str, Any] = {"name": "pod", "namespace": "ns", "uid": "uid-1"}
+    meta: dict[str, Any] = {"name": "pod", "namespace": "ns", "uid": UID}
     if record is not None:
         annotations = {**(annotations or {}), OWNED_KEY: record_text(record)}
     if labels is not None:

@@ -21,7 +21,7 @@ from probemarker.write.desired import (
     DesiredPod,
     desired_state,
 )
-from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, value_token
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, render_record, value_token
 from probemarker.write.patch import build_patch
 from tests.unit.write.helpers import (
     NOW,
@@ -404,7 +404,7 @@ def test_desired_state(row: Row) -> None:
     assert dict(got.conditions) == row.want_conditions
     want_record = {owner(k): v for k, v in row.want_record.items()}
     assert dict(got.record) == want_record
-    assert parse_record(record_text) == (want_record, None)
+    assert parse_record(record_text, pod_uid="uid-1") == (want_record, None)
     assert got.conflicts == row.want_conflicts
     assert got.record_problem is None
 
@@ -450,7 +450,7 @@ def test_message_is_trimmed_to_one_kib() -> None:
 
 
 def test_malformed_record_is_reported_and_good_entries_kept() -> None:
-    text = '{"gone#p":{"s":"S","l":{"idle":"true"}},"bad":1}'
+    text = '{"#uid":"uid-1","gone#p":{"s":"S","l":{"idle":"true"}},"bad":1}'
     pod = view(labels={"idle": "true"}, annotations={OWNED_KEY: text})
     got = desired_state(pod=pod, decided=(), live={})
     assert got.labels == {"idle": None}
@@ -463,7 +463,7 @@ def test_unparseable_record_is_replaced() -> None:
     pod = view(labels={"idle": "true"}, annotations={OWNED_KEY: "{oops"})
     got = desired_state(pod=pod, decided=[decided("w#p", S, ONLY_OK)], live={})
     assert got.labels == {"idle": "true"}
-    assert parse_record(got.annotations[OWNED_KEY]) == (
+    assert parse_record(got.annotations[OWNED_KEY], pod_uid="uid-1") == (
         {owner("w#p"): rec(S, {"idle": "true"})},
         None,
     )
@@ -501,3 +501,15 @@ def test_winner_deleted_hands_key_to_loser_end_to_end() -> None:
     pod = apply(pod, build_patch(pod=pod_view(pod), desired=third, now=NOW))
     assert "metadata" in pod
     assert "annotations" not in pod["metadata"]
+
+
+def test_a_record_copied_from_another_pod_removes_nothing_even_where_values_match() -> None:
+    """`kubectl get pod a -o yaml`, renamed, applied: same labels, same record, but
+    the record names pod a's UID. Nothing is removed; the record is dropped."""
+    copied = render_record({owner("ghost#p"): rec(S, {"app": "game", "tier": "db"})}, pod_uid="a")
+    pod = view(labels={"app": "game", "tier": "db"}, annotations={OWNED_KEY: copied or ""})
+    got = desired_state(pod=pod, decided=(), live={})
+    assert got.labels == {}
+    assert got.annotations == {OWNED_KEY: None}
+    assert got.record_problem is not None
+    assert "copied from another pod?" in got.record_problem

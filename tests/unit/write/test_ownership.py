@@ -17,7 +17,7 @@ from probemarker.write.ownership import (
     render_record,
     value_token,
 )
-from tests.unit.write.helpers import F, S, owner
+from tests.unit.write.helpers import UID, F, S, owner
 
 LONG = "x" * 4096
 FULL = Owned(
@@ -30,8 +30,8 @@ FULL = Owned(
 
 def test_format_is_compact_sorted_and_documented() -> None:
     record = {owner("web#idle"): FULL, owner("api#ready"): Owned(F)}
-    assert render_record(record) == (
-        '{"api#ready":{"s":"F"},'
+    assert render_record(record, pod_uid=UID) == (
+        '{"#uid":"' + UID + '","api#ready":{"s":"F"},'
         '"web#idle":{"a":{"Example.COM/Note":"' + value_token(LONG) + '",'
         '"example.com/cost":"-100"},"c":"example.com/Idle",'
         '"l":{"example.com/idle":"","idle":"true"},"s":"S"}}'
@@ -68,11 +68,11 @@ def test_digests_of_different_values_differ() -> None:
 def test_render_is_deterministic_whatever_the_insertion_order() -> None:
     a = {owner("a#x"): Owned(S), owner("b#y"): FULL}
     b = {owner("b#y"): FULL, owner("a#x"): Owned(S)}
-    assert render_record(a) == render_record(b)
+    assert render_record(a, pod_uid=UID) == render_record(b, pod_uid=UID)
 
 
 def test_empty_record_renders_as_none() -> None:
-    assert render_record({}) is None
+    assert render_record({}, pod_uid=UID) is None
 
 
 @pytest.mark.parametrize(
@@ -87,14 +87,35 @@ def test_empty_record_renders_as_none() -> None:
     ],
 )
 def test_round_trip(record: dict[OwnerRef, Owned]) -> None:
-    assert parse_record(render_record(record)) == (record, None)
+    assert parse_record(render_record(record, pod_uid=UID), pod_uid=UID) == (record, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        pytest.param('{"#uid":"other","web#idle":{"s":"S","l":{"app":"web"}}}', "for pod UID 'other'", id="another-pods"),
+        pytest.param('{"web#idle":{"s":"S","l":{"app":"web"}}}', "names no pod", id="no-uid"),
+        pytest.param('{"#uid":7,"web#idle":{"s":"S"}}', "for pod UID '7'", id="uid-not-a-string"),
+    ],
+)  # fmt: skip
+def test_a_record_written_for_another_pod_is_not_trusted_at_all(text: str, problem: str) -> None:
+    record, error = parse_record(text, pod_uid=UID)
+    assert record == {}
+    assert error is not None
+    assert problem in error
+    assert "copied from another pod?" in error
+
+
+def test_the_record_names_the_pod_it_was_written_for() -> None:
+    text = render_record({owner("w#p"): Owned(S)}, pod_uid=UID)
+    assert text == '{"#uid":"' + UID + '","w#p":{"s":"S"}}'
 
 
 def test_absent_annotation_is_an_empty_record() -> None:
-    assert parse_record(None) == ({}, None)
+    assert parse_record(None, pod_uid=UID) == ({}, None)
 
 
-GOOD = '"web#idle":{"s":"S","l":{"idle":"true"}}'
+GOOD = '"#uid":"' + UID + '","web#idle":{"s":"S","l":{"idle":"true"}}'
 
 
 @pytest.mark.parametrize(
@@ -174,7 +195,7 @@ GOOD = '"web#idle":{"s":"S","l":{"idle":"true"}}'
     ],
 )
 def test_malformed_record_keeps_what_it_can(text: str, kept: int, problem: str) -> None:
-    record, error = parse_record(text)
+    record, error = parse_record(text, pod_uid=UID)
     assert len(record) == kept
     if kept:
         assert record == {owner("web#idle"): Owned(S, labels={"idle": "true"})}
@@ -185,8 +206,8 @@ def test_malformed_record_keeps_what_it_can(text: str, kept: int, problem: str) 
 
 
 def test_many_malformed_entries_are_counted_not_listed() -> None:
-    text = orjson.dumps({f"bad{i}": 1 for i in range(50)}).decode()
-    record, error = parse_record(text)
+    text = orjson.dumps({"#uid": UID} | {f"bad{i}": 1 for i in range(50)}).decode()
+    record, error = parse_record(text, pod_uid=UID)
     assert record == {}
     assert error is not None
     assert "dropped 50 malformed entries" in error
@@ -194,30 +215,32 @@ def test_many_malformed_entries_are_counted_not_listed() -> None:
 
 
 def test_unknown_entry_members_are_ignored() -> None:
-    assert parse_record('{"w#p":{"s":"F","x":[1]}}') == ({owner("w#p"): Owned(F)}, None)
+    text = '{"#uid":"' + UID + '","w#p":{"s":"F","x":[1]}}'
+    assert parse_record(text, pod_uid=UID) == ({owner("w#p"): Owned(F)}, None)
 
 
 def test_fit_keeps_owners_in_order_until_the_limit() -> None:
     record = {owner(f"m{i:03}#p"): FULL for i in range(10)}
-    one = len(render_record({owner("m000#p"): FULL}) or "")
-    kept, dropped = fit_record(record, limit=one * 3)
-    assert list(kept) == [owner(f"m{i:03}#p") for i in range(3)]
+    three = {owner(f"m{i:03}#p"): FULL for i in range(3)}
+    limit = len(render_record(three, pod_uid=UID) or "") + 10
+    kept, dropped = fit_record(record, pod_uid=UID, limit=limit)
+    assert kept == three
     assert dropped == tuple(owner(f"m{i:03}#p") for i in range(3, 10))
-    assert len(render_record(kept) or "") <= one * 3
+    assert len(render_record(kept, pod_uid=UID) or "") <= limit
 
 
 def test_fit_size_is_exact() -> None:
     record = {owner(f"m{i:03}#p"): FULL for i in range(5)}
-    size = len(render_record(record) or "")
-    assert fit_record(record, limit=size) == (record, ())
-    assert len(fit_record(record, limit=size - 1)[0]) == 4
+    size = len(render_record(record, pod_uid=UID) or "")
+    assert fit_record(record, pod_uid=UID, limit=size) == (record, ())
+    assert len(fit_record(record, pod_uid=UID, limit=size - 1)[0]) == 4
 
 
 def test_hundreds_of_owners_fit_the_default_limit() -> None:
     record = {owner(f"marker-{i:03}#probe"): FULL for i in range(300)}
-    kept, dropped = fit_record(record)
+    kept, dropped = fit_record(record, pod_uid=UID)
     assert dropped == ()
-    assert len(render_record(kept) or "") <= RECORD_LIMIT
+    assert len(render_record(kept, pod_uid=UID) or "") <= RECORD_LIMIT
 
 
 def test_owners_text_is_bounded() -> None:

@@ -14,7 +14,7 @@ from probemarker.write.desired import DesiredCondition, DesiredPod, desired_stat
 from probemarker.write.ownership import OWNED_KEY, Owned, holds, parse_record, render_record
 from probemarker.write.patch import build_patch, changes_of
 from probemarker.write.restrict import Scope, restrict
-from tests.unit.write.helpers import NOW, F, S, apply, decided, owner, raw_pod, spec
+from tests.unit.write.helpers import NOW, UID, F, S, apply, decided, owner, raw_pod, spec
 
 SETTINGS = settings(
     max_examples=150,
@@ -144,7 +144,7 @@ def _cycle_inputs(data: st.DataObject, pod: dict[str, Any]) -> dict[str, Any]:
     """A record on `pod`, decided results, live owners (some with a spec that wants
     keys), held markers: the arguments of desired_state but the pod."""
     record = data.draw(st.dictionaries(st.sampled_from(OWNERS), owned, max_size=3))
-    text = render_record({owner(k): v for k, v in record.items()})
+    text = render_record({owner(k): v for k, v in record.items()}, pod_uid=UID)
     if text is not None:
         pod["metadata"].setdefault("annotations", {})[OWNED_KEY] = text
     results = [
@@ -186,7 +186,7 @@ def _assert_record_is_true(pod: dict[str, Any]) -> None:
     """Every key the pod's record names holds the value recorded for it."""
     view = pod_view(pod)
     # (KEYS has one the daemon can never have written, "x~y": parsing drops its entry.)
-    record, _ = parse_record(view.annotations.get(OWNED_KEY))
+    record, _ = parse_record(view.annotations.get(OWNED_KEY), pod_uid=UID)
     for owned_entry in record.values():
         for key, token in owned_entry.labels.items():
             assert holds(view.labels.get(key), token), key
