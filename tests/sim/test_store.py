@@ -631,6 +631,13 @@ def test_prune_empty_omitempty_fields(obj: dict[str, Any], expected: dict[str, A
             id="annotations-too-big",
         ),
         pytest.param(
+            lambda o: o["metadata"].update(annotations={"big": "é" * 131_072}),
+            "status",
+            "metadata.annotations",
+            "Too long: may not be more than 262144 bytes",
+            id="annotations-too-big-in-bytes-not-characters-via-status",
+        ),
+        pytest.param(
             lambda o: o["spec"].update(nodeName="node-b"),
             None,
             "spec",

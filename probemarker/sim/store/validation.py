@@ -58,7 +58,8 @@ def validate_metadata(meta: Mapping[str, Any]) -> list[StatusCause]:
             causes += _invalid(
                 "metadata.annotations", str(key), qualified_name_errors(str(key).lower())
             )
-            size += len(str(key)) + len(str(annotations[key]))
+            # Go's len() of a string: UTF-8 bytes (apimachinery ValidateAnnotationsSize).
+            size += len(str(key).encode()) + len(str(annotations[key]).encode())
         if size > ANNOTATIONS_LIMIT:
             causes.append(
                 StatusCause(
