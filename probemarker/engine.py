@@ -36,13 +36,12 @@ from typing import Any
 import structlog
 
 from probemarker.api import rules
-from probemarker.api.model import Marker, MarkerRef, ProbeSpec
-from probemarker.api.parse import InvalidMarker
+from probemarker.api.model import MarkerRef, ProbeSpec
 from probemarker.decide import Decision, Gate, ThresholdState, gate, observe, seed, step
 from probemarker.identity import OwnerRef, PodUID, ProbeKey
 from probemarker.kube.cache import Entry, ObjectKey
 from probemarker.kube.ratelimit import Clock
-from probemarker.markers import read_marker
+from probemarker.markers import MarkerTable
 from probemarker.match import diff_matches, match_pod
 from probemarker.pods import ContainerFacts, PodView, pod_view
 from probemarker.probe.handler import ProbeTarget
@@ -128,9 +127,9 @@ class Engine:
         self._clock = clock
         self._wall = wall
         self._api_version = api_version
-        self._markers: dict[str, dict[MarkerRef, Marker]] = {}
-        self._invalid: dict[MarkerRef, Raw] = {}  # the spec reported as invalid
-        self._deleted: dict[MarkerRef, float] = {}  # deleted markers -> clean-up time
+        self._markers = MarkerTable(
+            clock=clock, cleanup_delay=self.settings.cleanup_delay, api_version=api_version
+        )
         self._pods: dict[PodUID, _Pod] = {}
         self._uids: dict[ObjectKey, PodUID] = {}
         self._by_namespace: dict[str, set[PodUID]] = {}
@@ -145,8 +144,10 @@ class Engine:
         )
 
     def __repr__(self) -> str:
-        markers = sum(len(m) for m in self._markers.values())
-        return f"Engine(markers={markers}, pods={len(self._pods)}, probes={len(self._probes)})"
+        return (
+            f"Engine(markers={len(self._markers)}, pods={len(self._pods)}, "
+            f"probes={len(self._probes)})"
+        )
 
     @property
     def probe_count(self) -> int:
@@ -157,52 +158,16 @@ class Engine:
     def sync_marker(self, key: ObjectKey, entry: Entry[Raw] | None) -> None:
         """The marker at `key` is now `entry` (None: deleted); rematch its namespace."""
         ref = MarkerRef(key.namespace, key.name)
-        markers = self._markers.setdefault(key.namespace, {})
-        old = markers.get(ref)
-        held_before = self._held(ref)
-        if entry is None:
-            markers.pop(ref, None)
-            if old is not None or self._invalid.pop(ref, None) is not None:
-                self._deleted[ref] = self._clock.now() + self.settings.cleanup_delay
-        else:
-            self._deleted.pop(ref, None)
-            try:
-                markers[ref] = read_marker(entry.obj, api_version=self._api_version)
-            except InvalidMarker as err:
-                spec = entry.obj.get("spec")
-                if self._invalid.get(ref) != spec:  # once per content, not per resync
-                    self._invalid[ref] = spec if isinstance(spec, dict) else {}
-                    kept = None if old is None else old.generation
-                    self._report.invalid_marker(
-                        ref, entry.uid, self._api_version, str(err), kept=kept
-                    )
-            else:
-                if self._invalid.pop(ref, None) is not None:
-                    log.info("marker.fixed", marker=str(ref))
-        held_changed = held_before != self._held(ref)
-        if old != markers.get(ref) or held_changed:
+        change = self._markers.update(ref, None if entry is None else entry.obj)
+        if change.invalid is not None and entry is not None:
+            self._report.invalid_marker(
+                ref, entry.uid, self._api_version, str(change.invalid), kept=change.kept_generation
+            )
+        if change.fixed:
+            log.info("marker.fixed", marker=str(ref))
+        if change.runs_changed or change.held_changed:
             for uid in sorted(self._by_namespace.get(key.namespace, ())):
-                self._rematch(self._pods[uid], force_mark=held_changed)
-
-    def _held(self, ref: MarkerRef) -> bool:
-        """Whether what `ref`'s probes wrote is held as it is: the marker was deleted
-        less than the clean-up delay ago, or it is invalid with no valid spec known."""
-        if ref in self._invalid and ref not in self._markers.get(ref.namespace, {}):
-            return True
-        deadline = self._deleted.get(ref)
-        if deadline is not None and deadline <= self._clock.now():
-            del self._deleted[ref]  # the delay is over: clean up
-            return False
-        return deadline is not None
-
-    def _held_markers(self, namespace: str) -> dict[str, float | None]:
-        """The held markers of `namespace`, each with when its hold ends (None: until
-        it changes)."""
-        held: dict[str, float | None] = {}
-        for ref in [*self._invalid, *self._deleted]:
-            if ref.namespace == namespace and self._held(ref):
-                held[ref.name] = self._deleted.get(ref)
-        return held
+                self._rematch(self._pods[uid], force_mark=change.held_changed)
 
     # -- pods ----------------------------------------------------------------------------
 
@@ -245,8 +210,7 @@ class Engine:
         self._mark(uid)  # the writer's flush finds no pod and drops what it kept of it
 
     def _rematch(self, pod: _Pod, *, force_mark: bool = False) -> None:
-        namespace = self._markers.get(pod.view.namespace, {})
-        new = match_pod(pod.view, namespace.values())
+        new = match_pod(pod.view, self._markers.running(pod.view.namespace))
         diff = diff_matches(pod.probes, new)
         if not diff:
             if force_mark:
@@ -388,7 +352,7 @@ class Engine:
             if probe is not None and probe.thresholds.decided is not None:
                 verdict = probe.thresholds.decided
                 decided.append(Decided(key.owner, probe.spec, verdict.state, verdict.message))
-        held = self._held_markers(view.namespace)
+        held = self._markers.held(view.namespace)
         desired = desired_state(pod=view, decided=decided, live=live, held_markers=held)
         ends = [end for o in desired.record if (end := held.get(o.marker)) is not None]
         if ends:

@@ -1,22 +1,26 @@
 """Marker intake: PodProbeMarker objects from the watch, validated by our own rules.
 
 Stage: watch -> match (the marker side). Input: a marker projection from the
-informer. Output: a `Marker`, or an `InvalidMarker` naming every problem. A marker
-that got past the API server without the CRD's rules (an older CRD, Kruise's CRD,
-rules turned off) is skipped by the engine with a Warning event and one log line
-(SPEC §1: the same rules in three places); it never crashes the daemon.
+informer. Output: a `Marker`, or an `InvalidMarker` naming every problem; and the
+`MarkerTable` of every namespace's markers, which the engine matches pods against.
+A marker that got past the API server without the CRD's rules (an older CRD,
+Kruise's CRD, rules turned off) is reported by the engine with a Warning event and
+one log line (SPEC §1: the same rules in three places); it never crashes the daemon,
+and an invalid edit never acts as a deletion (`MarkerTable`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from probemarker.api import rules
 from probemarker.api.fields import FieldError
-from probemarker.api.model import Marker
+from probemarker.api.model import Marker, MarkerRef
 from probemarker.api.parse import InvalidMarker, marker_ref_text, parse_marker
 from probemarker.kube.projection import projector
+from probemarker.kube.ratelimit import Clock
 from probemarker.kube.resources import Resource
 
 KIND = "PodProbeMarker"
@@ -42,3 +46,90 @@ def read_marker(doc: Mapping[str, Any], *, api_version: str = rules.API_VERSION)
     except (KeyError, TypeError, ValueError) as err:  # a shape validation did not foresee
         problem = FieldError("spec", f"cannot be read ({err!r}); check it with `probemarker validate`")
         raise InvalidMarker(marker_ref_text(full), (problem,)) from err
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerChange:
+    """What one `MarkerTable.update` did, for the engine to act on and report."""
+
+    runs_changed: bool  # the spec the namespace's pods run changed (or went away)
+    held_changed: bool  # whether the marker's writes are held changed
+    invalid: InvalidMarker | None = None  # newly reported as invalid (once per content)
+    kept_generation: int | None = None  # with `invalid`: the valid spec still running
+    fixed: bool = False  # valid again after being reported invalid
+
+
+class MarkerTable:
+    """The markers of every namespace: the valid spec each runs, and the ones whose
+    writes are held as they are (SPEC §3, docs/engine.md):
+
+    - an invalid update keeps the last valid spec running (`runs_changed` False);
+    - a marker only ever seen invalid runs nothing, and is *held*: what its probes
+      wrote is neither changed nor removed until it is fixed or deleted;
+    - a deleted marker is held for `cleanup_delay` seconds of `clock`, so a marker
+      re-created meanwhile (to change its immutable selector) takes over without a
+      gap; after that its writes are cleaned up.
+    """
+
+    def __init__(self, *, clock: Clock, cleanup_delay: float, api_version: str) -> None:
+        self._clock = clock
+        self._delay = cleanup_delay
+        self._api_version = api_version
+        self._running: dict[str, dict[MarkerRef, Marker]] = {}
+        self._invalid: dict[MarkerRef, Any] = {}  # the spec reported as invalid
+        self._deleted: dict[MarkerRef, float] = {}  # deleted -> end of its hold
+
+    def __len__(self) -> int:
+        return sum(len(m) for m in self._running.values())
+
+    def running(self, namespace: str) -> Iterable[Marker]:
+        """The valid spec of every marker of `namespace` that runs."""
+        return self._running.get(namespace, {}).values()
+
+    def update(self, ref: MarkerRef, obj: Mapping[str, Any] | None, uid: str = "") -> MarkerChange:
+        """The marker `ref` is now `obj` (None: deleted)."""
+        markers = self._running.setdefault(ref.namespace, {})
+        old = markers.get(ref)
+        held_before = self._is_held(ref)
+        invalid: InvalidMarker | None = None
+        fixed = False
+        if obj is None:
+            markers.pop(ref, None)
+            if old is not None or self._invalid.pop(ref, None) is not None:
+                self._deleted[ref] = self._clock.now() + self._delay
+        else:
+            self._deleted.pop(ref, None)
+            try:
+                markers[ref] = read_marker(obj, api_version=self._api_version)
+            except InvalidMarker as err:
+                spec = obj.get("spec")
+                if self._invalid.get(ref) != spec:  # once per content, not per resync
+                    self._invalid[ref] = spec
+                    invalid = err
+            else:
+                fixed = self._invalid.pop(ref, None) is not None
+        return MarkerChange(
+            runs_changed=old != markers.get(ref),
+            held_changed=held_before != self._is_held(ref),
+            invalid=invalid,
+            kept_generation=None if invalid is None or old is None else old.generation,
+            fixed=fixed,
+        )
+
+    def held(self, namespace: str) -> dict[str, float | None]:
+        """The held markers of `namespace` by name, each with when its hold ends
+        (None: when it is fixed or deleted)."""
+        held: dict[str, float | None] = {}
+        for ref in [*self._invalid, *self._deleted]:
+            if self._is_held(ref) and ref.namespace == namespace:  # prunes every ended hold
+                held[ref.name] = self._deleted.get(ref)
+        return held
+
+    def _is_held(self, ref: MarkerRef) -> bool:
+        if ref in self._invalid and ref not in self._running.get(ref.namespace, {}):
+            return True
+        end = self._deleted.get(ref)
+        if end is not None and end <= self._clock.now():
+            del self._deleted[ref]  # the delay is over: clean up
+            return False
+        return end is not None
