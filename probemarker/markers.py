@@ -44,7 +44,9 @@ def read_marker(doc: Mapping[str, Any], *, api_version: str = rules.API_VERSION)
     except InvalidMarker:
         raise
     except (KeyError, TypeError, ValueError) as err:  # a shape validation did not foresee
-        problem = FieldError("spec", f"cannot be read ({err!r}); check it with `probemarker validate`")
+        problem = FieldError(
+            "spec", f"cannot be read ({err!r}); check it with `probemarker validate`"
+        )
         raise InvalidMarker(marker_ref_text(full), (problem,)) from err
 
 

@@ -349,7 +349,9 @@ def desired_state(
     return DesiredPod(
         labels=MappingProxyType(work.labels.desired(by_owner, drop_labels, work.label_values)),
         annotations=MappingProxyType(annotations),
-        conditions=MappingProxyType(work.conditions.desired(by_owner, drop_conditions, work.wanted)),
+        conditions=MappingProxyType(
+            work.conditions.desired(by_owner, drop_conditions, work.wanted)
+        ),
         record=MappingProxyType(record),
         conflicts=tuple(work.record_conflicts + [c for b in boards for c in b.conflicts]),
         record_problem=problem,

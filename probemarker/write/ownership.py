@@ -120,8 +120,9 @@ class Owned:
     """What one owner wrote on the pod, and the state it was decided in."""
 
     state: ProbeState
-    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)  # key -> value written
-    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)  # key -> token of the value
+    # key -> the value written (labels), or its token (annotations: `value_token`)
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     condition: str | None = None
 
 
@@ -224,7 +225,9 @@ def parse_record(text: str | None, *, pod_uid: str) -> tuple[dict[OwnerRef, Owne
         return {}, f"{where} ignored: not a JSON object"
     written_for = raw.pop(UID_MEMBER, None)
     if written_for != pod_uid:
-        whose = "names no pod" if written_for is None else f"is for pod UID {_short(str(written_for))}"
+        whose = (
+            "names no pod" if written_for is None else f"is for pod UID {_short(str(written_for))}"
+        )
         return {}, (
             f"{where} ignored: it {whose}, not this pod ({pod_uid}); copied from another "
             "pod? Nothing is removed on its account, and it is replaced at the next write"

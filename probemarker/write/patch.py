@@ -222,5 +222,9 @@ def _condition_changes(current: Mapping[str, Any] | None, want: DesiredCondition
         return current is not None
     return current is None or any(
         _text(current, name) != value
-        for name, value in (("status", want.status), ("reason", want.reason), ("message", want.message))
+        for name, value in (
+            ("status", want.status),
+            ("reason", want.reason),
+            ("message", want.message),
+        )
     )

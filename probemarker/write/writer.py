@@ -44,7 +44,6 @@ integers gets the informer's copy, at worst one redundant, idempotent write.
 from __future__ import annotations
 
 import enum
-import heapq
 import math
 import random
 from collections.abc import Callable, Mapping
@@ -77,6 +76,7 @@ from probemarker.kube.statuswrite import patch_pod_status
 from probemarker.pods import PodView, pod_view
 from probemarker.write.desired import DesiredPod
 from probemarker.write.patch import build_patch, changes_of
+from probemarker.write.queue import FlushQueue
 from probemarker.write.restrict import Scope, hold_messages, restrict
 
 log = structlog.get_logger(__name__)
@@ -137,14 +137,12 @@ def _version(text: str) -> int | None:
 
 @dataclass(slots=True)
 class _PodState:
-    marked_at: float | None = None  # due time of a pending flush
-    flushing: bool = False
-    again: bool = False  # marked while flushing
+    """What the writer keeps of one pod between flushes (when it is flushed next is
+    the queue's)."""
+
     rereads: int = 0
-    hold_until: float = 0.0  # backing off: no flush before this, whatever the marks
     backoff: Backoff | None = None
     fresh: tuple[int, PodView] | None = None  # the API server's answer to our last write
-    revisit: float | None = None  # a later flush asked for during this one
     messages_due: float = 0.0  # no message-only write before this
     scope: Scope = Scope.FULL  # how much a patch carries after a refusal
     scope_until: float = 0.0  # when the full patch is tried again
@@ -180,7 +178,7 @@ class PodWriter:
         self.settings = settings or WriterSettings()
         self._rng = rng or random.Random()
         self._pods: dict[PodUID, _PodState] = {}
-        self._heap: list[tuple[float, PodUID]] = []
+        self._queue: FlushQueue[PodUID] = FlushQueue(clock=clock, coalesce=self.settings.coalesce)
         self._wake = anyio.Event()
         self._settled = anyio.Event()
         self._slots = anyio.Semaphore(self.settings.concurrency)
@@ -192,49 +190,33 @@ class PodWriter:
     @property
     def depth(self) -> int:
         """Pods waiting for a flush (the write queue depth metric)."""
-        return sum(1 for s in self._pods.values() if s.marked_at is not None or s.again)
-
-    # -- marks ---------------------------------------------------------------------------
+        return self._queue.waiting
 
     @property
     def tracked(self) -> int:
         """Pods the writer keeps state for (a pod that is gone is dropped at its flush)."""
         return len(self._pods)
 
+    # -- marks ---------------------------------------------------------------------------
+
     def mark(self, uid: PodUID) -> None:
         """Flush `uid` after the coalescing window (or its backoff hold), unless sooner."""
-        state = self._pods.setdefault(uid, _PodState())
-        if state.flushing:
-            state.again = True
-            return
-        self._schedule(uid, state, self._clock.now() + self.settings.coalesce)
+        self._pods.setdefault(uid, _PodState())
+        if self._queue.mark(uid):
+            self._wake.set()
 
-    def _schedule(self, uid: PodUID, state: _PodState, due: float) -> None:
-        due = max(due, state.hold_until)
-        if state.marked_at is not None and state.marked_at <= due:
-            return
-        state.marked_at = due
-        heapq.heappush(self._heap, (due, uid))
-        self._wake.set()
-
-    def _revisit(self, state: _PodState, at: float) -> None:
-        """Flush the pod (being flushed now) again at `at`, unless sooner."""
-        if not self._final and (state.revisit is None or at < state.revisit):
-            state.revisit = at
+    def _forget(self, uid: PodUID) -> None:
+        self._pods.pop(uid, None)
+        self._queue.forget(uid)
 
     async def flush_pending(self) -> None:
         """Shutdown: flush every marked pod now (no coalescing, no hold, no message
         held back) and return when none is marked or being flushed; `run()` must be
         running. The caller bounds it."""
         self._final = True
-        now = self._clock.now()
-        for uid, state in self._pods.items():
-            state.hold_until = 0.0
-            if state.marked_at is not None:
-                state.marked_at = now
-                heapq.heappush(self._heap, (now, uid))
+        self._queue.finish_now()
         self._wake.set()
-        while any(s.marked_at is not None or s.flushing or s.again for s in self._pods.values()):
+        while self._queue.busy:
             self._settled = anyio.Event()
             await self._settled.wait()
 
@@ -244,7 +226,7 @@ class PodWriter:
         async with anyio.create_task_group() as group:
             group.start_soon(self._take_marks)
             while True:
-                for uid in self._pop_due():
+                for uid in self._queue.pop_due():
                     await self._slots.acquire()
                     group.start_soon(self._flush_slot, uid)
                 await self._sleep_until_due()
@@ -254,22 +236,11 @@ class PodWriter:
             async for uid in self._marks:
                 self.mark(uid)
 
-    def _pop_due(self) -> list[PodUID]:
-        now, due = self._clock.now(), []
-        while self._heap and self._heap[0][0] <= now:
-            at, uid = heapq.heappop(self._heap)
-            state = self._pods.get(uid)
-            if state is None or state.marked_at != at:
-                continue  # superseded by a sooner mark, or forgotten
-            state.marked_at = None
-            state.flushing = True
-            due.append(uid)
-        return due
-
     async def _sleep_until_due(self) -> None:
         """Until the earliest flush is due, or a mark arrives (it may be sooner)."""
         self._wake = anyio.Event()
-        delay = self._heap[0][0] - self._clock.now() if self._heap else math.inf
+        due = self._queue.next_due()
+        delay = math.inf if due is None else due - self._clock.now()
         if delay <= 0:
             return
         async with anyio.create_task_group() as group:
@@ -291,15 +262,8 @@ class PodWriter:
             await self._flush(uid)
         finally:
             self._slots.release()
-            state = self._pods.get(uid)
-            if state is not None:
-                state.flushing = False
-                if state.again:
-                    state.again = False
-                    self.mark(uid)
-                if state.revisit is not None:
-                    self._schedule(uid, state, state.revisit)
-                    state.revisit = None
+            if self._queue.done(uid):
+                self._wake.set()
             self._settled.set()
 
     # -- one flush -----------------------------------------------------------------------
@@ -323,19 +287,19 @@ class PodWriter:
             return
         view = self._base(uid, state)
         if view is None:
-            self._pods.pop(uid, None)
+            self._forget(uid)
             return
         self.stats.flushes += 1
         desired = self._plan(view)
         now = self._clock.now()
         if desired is not None and desired.revisit_after is not None:
-            self._revisit(state, now + desired.revisit_after)
-        target = None if desired is None else self._target(state, view, desired, now)
+            self._queue.at(uid, now + desired.revisit_after)
+        target = None if desired is None else self._target(uid, state, view, desired, now)
         ops = [] if target is None else build_patch(pod=view, desired=target, now=self._now_text())
         if target is None or not ops:
             self.stats.unchanged += 1
             state.rereads = 0
-            state.hold_until = 0.0
+            self._queue.hold(uid, 0.0)
             return
         try:
             answer = await patch_pod_status(
@@ -349,10 +313,10 @@ class PodWriter:
         except KubeError as err:
             await self._failed(uid, state, view, err, ops)
             return
-        self._written(state, view, target, answer)
+        self._written(uid, state, view, target, answer)
 
     def _target(
-        self, state: _PodState, view: PodView, desired: DesiredPod, now: float
+        self, uid: PodUID, state: _PodState, view: PodView, desired: DesiredPod, now: float
     ) -> DesiredPod | None:
         """What to send of `desired` now: within the scope a refusal left, and without
         a message-only change before its time (then None, and a flush at that time)."""
@@ -365,24 +329,29 @@ class PodWriter:
             return target  # a real change goes now, with every message
         if build_patch(pod=view, desired=target, now=""):
             self.stats.messages_held += 1
-            self._revisit(state, state.messages_due)
+            self._queue.at(uid, state.messages_due)
             return None
         return target
 
     def _written(
-        self, state: _PodState, view: PodView, target: DesiredPod, answer: Mapping[str, Any]
+        self,
+        uid: PodUID,
+        state: _PodState,
+        view: PodView,
+        target: DesiredPod,
+        answer: Mapping[str, Any],
     ) -> None:
         now = self._clock.now()
         self.stats.writes += 1
         state.rereads = 0
-        state.hold_until = 0.0
+        self._queue.hold(uid, 0.0)
         state.messages_due = now + self.settings.message_refresh
         if state.backoff is not None:
             state.backoff.reset()
         if state.scope is Scope.FULL and state.scope_backoff is not None:
             state.scope_backoff.reset()
         elif state.scope is not Scope.FULL:
-            self._revisit(state, state.scope_until)  # the full patch is still owed
+            self._queue.at(uid, state.scope_until)  # the full patch is still owed
         self._remember(state, answer)
         log.info(
             "write.patched",
@@ -409,7 +378,7 @@ class PodWriter:
         self.stats.failures[name] = self.stats.failures.get(name, 0) + 1
         pod = f"{view.namespace}/{view.name}"
         if isinstance(err, ApiNotFound):
-            self._pods.pop(uid, None)  # the pod is gone: nothing to write
+            self._forget(uid)  # the pod is gone: nothing to write
             return
         if isinstance(err, ApiPatchTestFailed | ApiConflict) and state.rereads < (
             self.settings.reread_limit
@@ -420,12 +389,12 @@ class PodWriter:
             if reread is _Reread.REPLACED:
                 return
             if reread is _Reread.READ:
-                state.again = True  # flushed again as soon as this flush ends
+                self._queue.mark(uid)  # flushed again as soon as this flush ends
                 return
         if (
             isinstance(err, ApiInvalid)
             and not isinstance(err, ApiPatchTestFailed)
-            and self._narrow(state, view, err)
+            and self._narrow(uid, state, view, err)
         ):
             return  # a refused write: a smaller one goes at once
         backoff = state.backoff or Backoff(self.settings.backoff, rng=self._rng)
@@ -445,10 +414,10 @@ class PodWriter:
             failures=backoff.failures,
             **({} if transient else {"patch": ops}),
         )
-        state.hold_until = self._clock.now() + delay
-        state.again = True  # flushed again when the hold ends, with the newest plan
+        self._queue.hold(uid, self._clock.now() + delay)
+        self._queue.mark(uid)  # flushed again when the hold ends, with the newest plan
 
-    def _narrow(self, state: _PodState, view: PodView, err: ApiInvalid) -> bool:
+    def _narrow(self, uid: PodUID, state: _PodState, view: PodView, err: ApiInvalid) -> bool:
         """A refused write: step down to a smaller patch, flushed again at once; False
         when there is none smaller (then the caller backs off as for any error)."""
         narrower = state.scope.narrower
@@ -467,7 +436,7 @@ class PodWriter:
             error=str(err),
             next_scope=narrower.name,
         )
-        state.again = True
+        self._queue.mark(uid)
         return True
 
     async def _reread(self, uid: PodUID, state: _PodState, view: PodView) -> _Reread:
@@ -482,7 +451,7 @@ class PodWriter:
                 deadline=self.settings.request_deadline,
             )
         except ApiNotFound:
-            self._pods.pop(uid, None)
+            self._forget(uid)
             return _Reread.REPLACED
         except KubeError as err:
             log.info("write.reread_failed", pod=pod, error=str(err))
@@ -490,7 +459,7 @@ class PodWriter:
         meta = raw.get("metadata")
         found = meta.get("uid") if isinstance(meta, dict) else None
         if found != uid:
-            self._pods.pop(uid, None)
+            self._forget(uid)
             self.stats.replaced += 1
             log.info("write.pod_replaced", pod=pod, uid=uid, found_uid=found)
             return _Reread.REPLACED

@@ -1,0 +1,154 @@
+"""The writer's queue: when each pod is flushed next.
+
+Stage: write (no I/O; time only from the injected clock). Input: marks (a pod's
+desired state may have changed), flushes asked for at a time (`at`: a held-back
+message, the end of a clean-up delay or of a smaller patch's backoff), holds (a pod
+backing off after an error), and the start and end of each flush. Output: the pods
+due now (`pop_due`) and when the next one is due (`next_due`).
+
+Rules:
+- coalescing: a mark is due `coalesce` seconds after it; an earlier due stands, so
+  results arriving together become one flush;
+- a held pod is due no sooner than its hold ends, whatever the marks;
+- one flush per pod at a time: a mark during a flush makes the pod due again as soon
+  as it ends, and a flush asked for at a time during a flush is booked when it ends;
+- `finish_now`: at shutdown every marked pod is due at once, holds are lifted and
+  later flushes are no longer booked.
+
+Invariants: a pod is due at most once (a heap entry superseded by a sooner one is
+skipped when it surfaces); `pop_due` hands out each pod once until `done`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from probemarker.kube.ratelimit import Clock
+
+__all__ = ["FlushQueue"]
+
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(slots=True)
+class _Entry:
+    due: float | None = None  # when the pending flush is due
+    flushing: bool = False
+    again: bool = False  # marked while flushing
+    later: float | None = None  # a flush asked for at this time while flushing
+    hold_until: float = 0.0
+
+
+class FlushQueue(Generic[K]):
+    """See the module docstring."""
+
+    def __init__(self, *, clock: Clock, coalesce: float) -> None:
+        self._clock = clock
+        self._coalesce = coalesce
+        self._entries: dict[K, _Entry] = {}
+        self._heap: list[tuple[float, int, K]] = []
+        self._seq = 0
+        self._final = False
+
+    def __repr__(self) -> str:
+        return f"FlushQueue(pods={len(self._entries)}, waiting={self.waiting})"
+
+    def __contains__(self, key: K) -> bool:
+        return key in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def waiting(self) -> int:
+        """Pods with a flush pending (due, or marked while flushing)."""
+        return sum(1 for e in self._entries.values() if e.due is not None or e.again)
+
+    @property
+    def busy(self) -> bool:
+        """Any pod pending or being flushed."""
+        return any(e.due is not None or e.flushing or e.again for e in self._entries.values())
+
+    def mark(self, key: K) -> bool:
+        """A change: flush after the coalescing window. True when a sooner due was booked
+        (the caller wakes whoever sleeps until the next due)."""
+        entry = self._entries.setdefault(key, _Entry())
+        if entry.flushing:
+            entry.again = True
+            return False
+        return self._book(key, entry, self._clock.now() + self._coalesce)
+
+    def at(self, key: K, when: float) -> bool:
+        """A flush at `when` (or sooner if one is due sooner); booked when the pod's
+        current flush ends if it is being flushed. Ignored after `finish_now`."""
+        entry = self._entries.get(key)
+        if entry is None or self._final:
+            return False
+        if entry.flushing:
+            entry.later = when if entry.later is None else min(entry.later, when)
+            return False
+        return self._book(key, entry, when)
+
+    def hold(self, key: K, until: float) -> None:
+        """No flush of `key` before `until` (0: no hold)."""
+        entry = self._entries.get(key)
+        if entry is not None:
+            entry.hold_until = until
+
+    def forget(self, key: K) -> None:
+        self._entries.pop(key, None)
+
+    def pop_due(self) -> list[K]:
+        """The pods due now, each now being flushed."""
+        now, due = self._clock.now(), []
+        while self._heap and self._heap[0][0] <= now:
+            at, _, key = heapq.heappop(self._heap)
+            entry = self._entries.get(key)
+            if entry is None or entry.due != at:
+                continue  # superseded by a sooner due, or forgotten
+            entry.due, entry.flushing = None, True
+            due.append(key)
+        return due
+
+    def next_due(self) -> float | None:
+        """When the earliest pending flush is due (perhaps a superseded one: waking
+        early costs one empty `pop_due`), or None."""
+        return self._heap[0][0] if self._heap else None
+
+    def done(self, key: K) -> bool:
+        """`key`'s flush ended: book what was asked for meanwhile. True when booked."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return False
+        entry.flushing = False
+        booked = False
+        if entry.again:
+            entry.again = False
+            booked = self._book(key, entry, self._clock.now() + self._coalesce)
+        if entry.later is not None:
+            when, entry.later = entry.later, None
+            booked = (not self._final and self._book(key, entry, when)) or booked
+        return booked
+
+    def finish_now(self) -> None:
+        """Shutdown: every pod with a pending flush is due now; no hold, nothing later."""
+        self._final = True
+        now = self._clock.now()
+        for key, entry in self._entries.items():
+            entry.hold_until = 0.0
+            entry.later = None
+            if entry.due is not None:
+                entry.due = None
+                self._book(key, entry, now)
+
+    def _book(self, key: K, entry: _Entry, due: float) -> bool:
+        due = max(due, entry.hold_until)
+        if entry.due is not None and entry.due <= due:
+            return False
+        entry.due = due
+        self._seq += 1
+        heapq.heappush(self._heap, (due, self._seq, key))
+        return True
