@@ -16,8 +16,10 @@ change streams, the dispatcher starts probes and the writer starts writing. Ever
 pod is planned once at start: what changed while the daemon was down (a marker
 deleted, a pod relabelled) is cleaned up then, and a pod that matches is not written.
 
-Shutdown (SIGTERM/SIGINT): stop starting probes, give running ones and pending writes
-`shutdown_grace_seconds`, write queued events, exit 0.
+Shutdown (SIGTERM/SIGINT, at any stage): stop starting probes, give running ones and
+pending writes `shutdown_grace_seconds`, write queued events, exit 0. Before the first
+LISTs there is nothing to finish, so it stops at once. A second signal exits at once
+with 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ import contextlib
 import math
 import os
 import signal
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,7 +42,7 @@ from probemarker.engine import Engine, EngineSettings
 from probemarker.identity import PodUID
 from probemarker.kube.cache import ObjectKey
 from probemarker.kube.client import KubeClient
-from probemarker.kube.config import Connection, load_incluster, load_kubeconfig
+from probemarker.kube.config import ConfigError, Connection, load_incluster, load_kubeconfig
 from probemarker.kube.events import EventRecorder
 from probemarker.kube.informer import Informer
 from probemarker.kube.projection import pod_projection
@@ -133,7 +136,9 @@ class Daemon:
             self._marks.send_nowait(uid)
 
     async def run(self, *, stop: anyio.Event) -> None:
-        """Until `stop` is set; then the graceful shutdown."""
+        """Until `stop` is set; then the graceful shutdown. `stop` is looked at from the
+        first moment: a daemon that never syncs (API server unreachable, CRD missing)
+        still stops at once."""
         async with (
             self._marks,
             self.http,
@@ -144,8 +149,11 @@ class Daemon:
             inputs.start_soon(self.pods.run)
             inputs.start_soon(self.markers.run)
             inputs.start_soon(self.events.run)
-            await self.pods.wait_synced()
-            await self.markers.wait_synced()
+            if not await self._synced_unless(stop):
+                # Nothing has been planned, probed or written yet: nothing to finish.
+                log.info("daemon.stopping", stage="starting")
+                inputs.cancel_scope.cancel()
+                return
             self._load()
             inputs.start_soon(self._follow, self.markers, self.engine.sync_marker)
             inputs.start_soon(self._follow, self.pods, self.engine.sync_pod)
@@ -157,6 +165,20 @@ class Daemon:
                 await stop.wait()
                 await self._shut_down(stages)
             inputs.cancel_scope.cancel()
+
+    async def _synced_unless(self, stop: anyio.Event) -> bool:
+        """True once both stores hold their first LIST; False if `stop` is set first."""
+        async with anyio.create_task_group() as race:
+
+            async def until_stopped() -> None:
+                await stop.wait()
+                race.cancel_scope.cancel()
+
+            race.start_soon(until_stopped)
+            await self.pods.wait_synced()
+            await self.markers.wait_synced()
+            race.cancel_scope.cancel()
+        return not stop.is_set()
 
     def _load(self) -> None:
         for entry in self.markers.entries():
@@ -182,23 +204,49 @@ class Daemon:
 
 
 async def run_daemon(settings: RunSettings) -> int:
-    """`probemarker run`: until SIGTERM or SIGINT; 0 after a clean shutdown."""
+    """`probemarker run`: until SIGTERM or SIGINT; 0 after a clean shutdown.
+
+    The signals are received from the first moment, so they stop the daemon at every
+    stage: reading the kubeconfig, getting credentials, listing from a dead server,
+    waiting for the CRD, running. A second signal ends the process at once (see
+    `_receive_signals`).
+    """
+    stop = anyio.Event()
+    failed: ConfigError | None = None
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_receive_signals, received, stop, settings.shutdown_grace_seconds)
+            try:
+                await _serve(settings, stop)
+            except ConfigError as err:
+                failed = err  # raised below, outside the task group (not in a group)
+            group.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    log.info("daemon.stopped")
+    return 0
+
+
+async def _serve(settings: RunSettings, stop: anyio.Event) -> None:
     connection = await connect(settings)
     log.info("daemon.starting", node=settings.node, server=connection.server)
     async with KubeClient(connection) as client:
-        daemon = Daemon(client, settings)
-        stop = anyio.Event()
-        async with anyio.create_task_group() as group:
+        await Daemon(client, settings).run(stop=stop)
 
-            async def signals() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
-                    async for signum in received:
-                        log.info("daemon.signal", signal=signal.Signals(signum).name)
-                        stop.set()
-                        return
 
-            group.start_soon(signals)
-            await daemon.run(stop=stop)
-            group.cancel_scope.cancel()
-    log.info("daemon.stopped")
-    return 0
+async def _receive_signals(received: AsyncIterator[int], stop: anyio.Event, grace: float) -> None:
+    """The first SIGTERM/SIGINT sets `stop` (a graceful stop within `grace` seconds);
+    a second one exits at once with 128 + its number, as a shell reports a process
+    killed by it (143 for SIGTERM, 130 for SIGINT): whoever sends it has given up
+    waiting, so pending writes are dropped and nothing else is waited for."""
+    async for signum in received:
+        name = signal.Signals(signum).name
+        if not stop.is_set():
+            log.info("daemon.signal", signal=name, grace_seconds=grace)
+            stop.set()
+            continue
+        code = 128 + signum
+        log.warning("daemon.stopped_at_once", signal=name, exit_code=code)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(code)

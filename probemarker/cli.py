@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
 import anyio
+import structlog
 import yaml
 
 from probemarker import __version__, settings
@@ -111,16 +113,42 @@ def run_command(args: argparse.Namespace) -> int:
         sys.stderr.write(f"probemarker run: {exc}\n")
         return EXIT_UNREADABLE
     configure_logging(format=resolved.log_format, level=resolved.log_level)
-    from probemarker.app import run_daemon  # the daemon's imports, only when it runs
-    from probemarker.kube.config import ConfigError
-
+    # Until the daemon receives signals itself (its first step), a SIGTERM or SIGINT
+    # ends the start-up: nothing has been done that needs finishing.
+    previous = {sig: signal.signal(sig, _stop_starting) for sig in STOP_SIGNALS}
     try:
-        return anyio.run(run_daemon, resolved)
-    except ConfigError as exc:
-        sys.stderr.write(f"probemarker run: {exc}\n")
-        return EXIT_UNREADABLE
-    except KeyboardInterrupt:
-        return 130
+        from probemarker.app import run_daemon  # the daemon's imports, only when it runs
+        from probemarker.kube.config import ConfigError
+
+        try:
+            return anyio.run(run_daemon, resolved)
+        except ConfigError as exc:
+            sys.stderr.write(f"probemarker run: {exc}\n")
+            return EXIT_UNREADABLE
+    except _StoppedStarting as stopped:
+        structlog.get_logger("probemarker.app").info(
+            "daemon.stopped", signal=signal.Signals(stopped.signum).name, stage="importing"
+        )
+        return EXIT_OK
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class _StoppedStarting(BaseException):
+    """A stop signal before the daemon's own handling began (BaseException, as
+    KeyboardInterrupt: no `except Exception` on the way may swallow it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop_starting(signum: int, _frame: object) -> None:
+    raise _StoppedStarting(signum)
 
 
 def render_crd() -> str:
