@@ -69,7 +69,8 @@ def _parser() -> argparse.ArgumentParser:
         help="run the per-node daemon (in a pod, or locally against a kubeconfig)",
         description="Probe the pods of one node as the PodProbeMarkers say and write the "
         "results onto the pods. Every setting is a flag and a PROBEMARKER_* variable; "
-        "flags win. See docs/engine.md.",
+        "flags win. SIGTERM or SIGINT stops it (exit 0, within --shutdown-grace-seconds); "
+        "a second one exits at once (143 or 130). See docs/cli.md and docs/engine.md.",
     )
     settings.add_arguments(run)
     commands.add_parser(
