@@ -30,9 +30,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import structlog
@@ -42,7 +42,7 @@ from probemarker.engine import Engine, EngineSettings
 from probemarker.identity import PodUID
 from probemarker.kube.cache import ObjectKey
 from probemarker.kube.client import KubeClient
-from probemarker.kube.config import ConfigError, Connection, load_incluster, load_kubeconfig
+from probemarker.kube.config import Connection, load_incluster, load_kubeconfig
 from probemarker.kube.events import EventRecorder
 from probemarker.kube.informer import Informer
 from probemarker.kube.projection import pod_projection
@@ -61,6 +61,7 @@ from probemarker.write.writer import PodWriter, WriterSettings
 log = structlog.get_logger("probemarker.app")
 
 Raw = dict[str, Any]
+T = TypeVar("T")
 
 
 def rfc3339_now() -> str:
@@ -72,6 +73,28 @@ async def connect(settings: RunSettings, environ: dict[str, str] | None = None) 
     if settings.kubeconfig:
         return await load_kubeconfig(settings.kubeconfig, context=settings.context)
     return load_incluster(environ=os.environ if environ is None else environ)
+
+
+async def unless_stopped(stop: anyio.Event, work: Callable[[], Awaitable[T]]) -> T | None:
+    """`work()`'s result, or None once `stop` is set first (`work` is then cancelled).
+    An exception of `work` propagates as itself, not inside an exception group."""
+    done: list[T] = []
+    failed: list[Exception] = []
+    async with anyio.create_task_group() as race:
+
+        async def until_stopped() -> None:
+            await stop.wait()
+            race.cancel_scope.cancel()
+
+        race.start_soon(until_stopped)
+        try:
+            done.append(await work())
+        except Exception as err:  # re-raised below, outside the task group
+            failed.append(err)
+        race.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
+    return done[0] if done and not stop.is_set() else None
 
 
 class Daemon:
@@ -168,17 +191,13 @@ class Daemon:
 
     async def _synced_unless(self, stop: anyio.Event) -> bool:
         """True once both stores hold their first LIST; False if `stop` is set first."""
-        async with anyio.create_task_group() as race:
 
-            async def until_stopped() -> None:
-                await stop.wait()
-                race.cancel_scope.cancel()
-
-            race.start_soon(until_stopped)
+        async def synced() -> bool:
             await self.pods.wait_synced()
             await self.markers.wait_synced()
-            race.cancel_scope.cancel()
-        return not stop.is_set()
+            return True
+
+        return bool(await unless_stopped(stop, synced))
 
     def _load(self) -> None:
         for entry in self.markers.entries():
@@ -212,23 +231,27 @@ async def run_daemon(settings: RunSettings) -> int:
     `_receive_signals`).
     """
     stop = anyio.Event()
-    failed: ConfigError | None = None
+    failed: list[Exception] = []
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
         async with anyio.create_task_group() as group:
             group.start_soon(_receive_signals, received, stop, settings.shutdown_grace_seconds)
             try:
                 await _serve(settings, stop)
-            except ConfigError as err:
-                failed = err  # raised below, outside the task group (not in a group)
+            except Exception as err:  # a ConfigError: re-raised below, not in a group
+                failed.append(err)
             group.cancel_scope.cancel()
-    if failed is not None:
-        raise failed
+    if failed:
+        raise failed[0]
     log.info("daemon.stopped")
     return 0
 
 
 async def _serve(settings: RunSettings, stop: anyio.Event) -> None:
-    connection = await connect(settings)
+    # Connecting may run an exec credential plugin, which may wait for a login.
+    connection = await unless_stopped(stop, lambda: connect(settings))
+    if connection is None:
+        log.info("daemon.stopping", stage="connecting")
+        return
     log.info("daemon.starting", node=settings.node, server=connection.server)
     async with KubeClient(connection) as client:
         await Daemon(client, settings).run(stop=stop)

@@ -171,9 +171,6 @@ async def test_sigterm_while_a_list_hangs(tmp_path: Path) -> None:
             await _stops_cleanly(proc, signal.SIGTERM)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="kubernetes_asyncio's loader runs the plugin before the daemon starts"
-)
 async def test_sigterm_while_the_credential_plugin_hangs(tmp_path: Path) -> None:
     plugin = tmp_path / "plugin.py"
     plugin.write_text("import time\ntime.sleep(120)\n")
@@ -188,7 +185,7 @@ async def test_sigterm_while_the_credential_plugin_hangs(tmp_path: Path) -> None
     with silent_server() as port:
         config = kubeconfig_for(tmp_path, f"https://127.0.0.1:{port}", user)
         async with daemon(config) as proc:
-            await proc.wait_event("daemon.starting")
+            await proc.wait_event("credentials.exec_plugin_running")
             await _stops_cleanly(proc, signal.SIGTERM)
 
 

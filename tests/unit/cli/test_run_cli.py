@@ -3,18 +3,23 @@ line on stderr (exit 2), never a traceback; KUBECONFIG is read as kubectl reads 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from probemarker.cli import main
 
 
 @pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NODE_NAME", "n")
+    yield
+    # `run` configured logging to this test's captured stderr, which is closed next.
+    structlog.reset_defaults()
 
 
 @pytest.mark.parametrize(
@@ -42,3 +47,31 @@ def test_kubeconfig_variable_is_read(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert main(["run"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert str(missing) in line
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        pytest.param(
+            lambda p: p.write_text(""), "has no clusters and no contexts (is it empty?)", id="empty"
+        ),
+        pytest.param(lambda p: p.mkdir(), "is a directory, not a file", id="directory"),
+        pytest.param(
+            lambda p: p.write_text("clusters: [\n"), "is not YAML: expected the node", id="yaml"
+        ),
+    ],
+)
+def test_kubeconfig_problems_are_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make: Callable[[Path], object],
+    needle: str,
+) -> None:
+    """An empty kubeconfig was "'NoneType' object does not support item assignment", a
+    directory "does not exist"."""
+    path = tmp_path / "kubeconfig"
+    make(path)
+    assert main(["run", "--kubeconfig", str(path)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("probemarker run: ")
+    assert needle in line
