@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 import anyio
 import structlog
 
+from probemarker.api import rules
 from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSocketAction
 from probemarker.engine import Engine, EngineSettings
 from probemarker.identity import PodUID
@@ -49,6 +50,7 @@ from probemarker.kube.projection import pod_projection
 from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
 from probemarker.kube.resources import PODS
 from probemarker.markers import marker_projection, marker_resource
+from probemarker.observe.repeats import Repeats
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.grpc import GRPCHandler
 from probemarker.probe.handler import ProbeHandler
@@ -97,12 +99,24 @@ async def unless_stopped(stop: anyio.Event, work: Callable[[], Awaitable[T]]) ->
     return done[0] if done and not stop.is_set() else None
 
 
+def crd_missing_hint(group: str) -> str:
+    """What to do when the API server does not serve PodProbeMarkers of `group`."""
+    if group == rules.KRUISE_GROUP:
+        return (
+            "Kruise's PodProbeMarker CRD is not installed; install OpenKruise, or run with "
+            f"--marker-group {rules.GROUP} and install probemarker's CRD"
+        )
+    return "the PodProbeMarker CRD is not installed; install it: kubectl apply -f manifests/crd/"
+
+
 class Daemon:
     """The running daemon: its parts, for `run_daemon` and for tests to look into."""
 
     def __init__(self, client: KubeClient, settings: RunSettings, *, clock: Clock = MONOTONIC):
         self.settings = settings
         group = settings.marker_group
+        repeats = Repeats()  # an unreachable server: one line a minute, not one per informer
+        server = client.connection.server
         self.pods: Informer[Raw] = Informer(
             client=client,
             resource=PODS,
@@ -110,6 +124,8 @@ class Daemon:
             field_selector=f"spec.nodeName={settings.node}",
             clock=clock,
             name="pods",
+            server=server,
+            repeats=repeats,
         )
         self.markers: Informer[Raw] = Informer(
             client=client,
@@ -118,6 +134,9 @@ class Daemon:
             namespaces=settings.namespaces or None,
             clock=clock,
             name="podprobemarkers",
+            server=server,
+            missing_hint=crd_missing_hint(group),
+            repeats=repeats,
         )
         self.limiter = TokenBucket(qps=settings.write_qps, burst=settings.write_burst, clock=clock)
         self.events = EventRecorder(client, node_name=settings.node, limiter=self.limiter)

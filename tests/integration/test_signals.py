@@ -143,10 +143,6 @@ def silent_server() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
-def _list_failed(line: Line) -> bool:
-    return line.get("event") in ("informer.list_failed", "informer.unreachable")
-
-
 async def _stops_cleanly(proc: DaemonProcess, signum: signal.Signals) -> None:
     proc.signal(signum)
     assert await proc.exit_code(within=10) == 0, proc.lines
@@ -157,10 +153,13 @@ async def _stops_cleanly(proc: DaemonProcess, signum: signal.Signals) -> None:
 async def test_signal_while_the_server_refuses_connections(
     tmp_path: Path, signum: signal.Signals
 ) -> None:
-    config = kubeconfig_for(tmp_path, f"http://127.0.0.1:{free_port('127.0.0.1')}")
-    async with daemon(config) as proc:
-        await proc.wait_line(_list_failed)
+    server = f"http://127.0.0.1:{free_port('127.0.0.1')}"
+    async with daemon(kubeconfig_for(tmp_path, server)) as proc:
+        line = await proc.wait_event("informer.unreachable")
+        assert line["message"].startswith(f"cannot reach the API server at {server}: ")
         await _stops_cleanly(proc, signum)
+    # One line for both informers (at most one a minute), not one per informer and retry.
+    assert proc.events().count("informer.unreachable") == 1
 
 
 async def test_sigterm_while_a_list_hangs(tmp_path: Path) -> None:
@@ -192,12 +191,11 @@ async def test_sigterm_while_the_credential_plugin_hangs(tmp_path: Path) -> None
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 async def test_signal_while_the_crd_is_missing(tmp_path: Path, signum: signal.Signals) -> None:
     async with SimCluster(node_names=("node-1",)) as sim, daemon(sim.kubeconfig_path) as proc:
-        await proc.wait_line(
-            lambda line: (
-                line.get("event") in ("informer.list_failed", "informer.crd_missing")
-                and line.get("informer") == "podprobemarkers"
-            )
-        )
+        line = await proc.wait_event("informer.not_served")
+        assert line["informer"] == "podprobemarkers"
+        assert "namespace" not in line
+        assert "the PodProbeMarker CRD is not installed" in line["message"]
+        assert "kubectl apply -f manifests/crd/" in line["message"]
         await _stops_cleanly(proc, signum)
 
 
