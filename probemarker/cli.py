@@ -36,8 +36,9 @@ EXIT_UNREADABLE = 2
 
 KRUISE_NOTE = (
     f"apiVersion {rules.KRUISE_API_VERSION} is Kruise's group; apply it with "
-    f"apiVersion: {rules.API_VERSION} (the group of probemarker's CRD). A daemon setting "
-    "to watch Kruise's group instead is planned but does not exist yet."
+    f"apiVersion: {rules.API_VERSION} (the group of probemarker's CRD), or keep it and run "
+    f"the daemon with --marker-group {rules.KRUISE_GROUP} (where Kruise's CRD is installed "
+    "and Kruise's own prober is off; its RBAC rule: manifests/components/kruise-group/)."
 )
 
 
