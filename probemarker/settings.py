@@ -129,8 +129,7 @@ def _namespaces(text: str) -> tuple[str, ...]:
     names = sorted({part.strip() for part in text.split(",") if part.strip()})
     if not names:
         raise ValueError(
-            "must name at least one namespace; leave it unset to watch markers in all "
-            "namespaces"
+            "must name at least one namespace; leave it unset to watch markers in all namespaces"
         )
     for name in names:
         problems = dns1123_label_problems(name)
@@ -195,6 +194,12 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> RunSettings
             values[item.name] = _parse(item.name, environ[name], name)
     if not values.get("kubeconfig") and environ.get("KUBECONFIG"):
         values["kubeconfig"] = environ["KUBECONFIG"]  # kubectl's variable, after ours
+    if values.get("context") and not values.get("kubeconfig"):
+        raise SettingsError(
+            f"{flag_name('context')} names a kubeconfig context, but no kubeconfig is set "
+            f"(pass {flag_name('kubeconfig')} FILE, or set {env_name('kubeconfig')} or "
+            "KUBECONFIG); without one the daemon uses the in-cluster configuration"
+        )
     if not values.get("node"):
         values["node"] = environ.get("NODE_NAME", "")
     if not values["node"]:

@@ -1,4 +1,5 @@
-"""SIGTERM and SIGINT stop `probemarker run` at every stage, as a real process.
+"""SIGTERM and SIGINT stop `probemarker run` at every stage, as a real process; and the
+daemon finds its kubeconfig through --kubeconfig, PROBEMARKER_KUBECONFIG or KUBECONFIG.
 
 Stages: getting credentials (an exec plugin that hangs), listing from a dead server
 (connection refused; a server that accepts and never answers), waiting for a CRD that
@@ -91,14 +92,20 @@ def _environment() -> dict[str, str]:
 
 
 @asynccontextmanager
-async def daemon(kubeconfig: Path, *args: str) -> AsyncIterator[DaemonProcess]:
+async def daemon(
+    kubeconfig: Path, *args: str, variable: str | None = None
+) -> AsyncIterator[DaemonProcess]:
+    """The daemon with `--kubeconfig`, or with the kubeconfig in the variable `variable`."""
+    env = _environment()
+    where = ["--kubeconfig", str(kubeconfig)]
+    if variable is not None:
+        env[variable], where = str(kubeconfig), []
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "probemarker",
         "run",
-        "--kubeconfig",
-        str(kubeconfig),
+        *where,
         "--node",
         "node-1",
         "--log-format",
@@ -107,7 +114,7 @@ async def daemon(kubeconfig: Path, *args: str) -> AsyncIterator[DaemonProcess]:
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
-        env=_environment(),
+        env=env,
     )
     try:
         yield DaemonProcess(process)
@@ -199,9 +206,13 @@ async def test_signal_while_the_crd_is_missing(tmp_path: Path, signum: signal.Si
         await _stops_cleanly(proc, signum)
 
 
-async def test_sigterm_when_running(world: World) -> None:
-    async with daemon(world.sim.kubeconfig_path) as proc:
-        await proc.wait_event("daemon.ready")
+@pytest.mark.parametrize("variable", [None, "PROBEMARKER_KUBECONFIG", "KUBECONFIG"])
+async def test_sigterm_when_running(world: World, variable: str | None) -> None:
+    """Running, found through --kubeconfig, our variable or kubectl's (KUBECONFIG was
+    not read: the daemon went for the in-cluster configuration)."""
+    async with daemon(world.sim.kubeconfig_path, variable=variable) as proc:
+        line = await proc.wait_event("daemon.ready")
+        assert line["node"] == "node-1"
         await _stops_cleanly(proc, signal.SIGTERM)
 
 

@@ -143,3 +143,10 @@ def test_help_says_which_source_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "the first of --kubeconfig, $PROBEMARKER_KUBECONFIG, $KUBECONFIG" in text
     assert "default: the in-cluster configuration]" in text
     assert "the first of --node, $PROBEMARKER_NODE, $NODE_NAME" in text
+
+
+def test_a_context_without_a_kubeconfig_is_refused() -> None:
+    """It was ignored: the daemon went for the in-cluster configuration."""
+    with pytest.raises(SettingsError, match="--context names a kubeconfig context, but no"):
+        parse_run_settings(["--node", "n", "--context", "prod"], {})
+    assert parse_run_settings(["--node", "n", "--context", "prod"], {"KUBECONFIG": "/k"})
