@@ -23,7 +23,8 @@ window says how many execs were served and how many writes were made.
 `rss`: 1,000 pods x 3 probes (one marker, period 3600 s, so about 0.8 execs/s): the
 daemon's RSS once it is ready and has settled, beside its RSS after its imports;
 connected in-cluster (as the DaemonSet) and through the kubeconfig (`probemarker run
---kubeconfig`), whose loader imports kubernetes_asyncio.
+--kubeconfig`; our own loader since it stopped importing kubernetes_asyncio's models,
+see bench/kubeconfig_rss.py).
 
     python bench/engine_idle.py                      # idle, 60 s windows
     python bench/engine_idle.py --seconds 300        # the issue's 5 minutes
@@ -247,7 +248,8 @@ def marker_body(*, probes: int, period: int, policies: Callable[[int], dict[str,
 async def connect(sim: dict[str, Any], *, incluster: bool) -> Any:
     """A `Connection` to the sim: as a pod's service account (`load_incluster`, what the
     DaemonSet uses: a token file and the CA beside it), or through the kubeconfig
-    (`load_kubeconfig`, which imports kubernetes_asyncio's config loader and models)."""
+    (`load_kubeconfig`, our own loader; the column kubernetes_asyncio says whether its
+    client package was imported anyway)."""
     from probemarker.kube.config import load_incluster, load_kubeconfig
 
     if not incluster:

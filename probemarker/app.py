@@ -16,8 +16,10 @@ change streams, the dispatcher starts probes and the writer starts writing. Ever
 pod is planned once at start: what changed while the daemon was down (a marker
 deleted, a pod relabelled) is cleaned up then, and a pod that matches is not written.
 
-Shutdown (SIGTERM/SIGINT): stop starting probes, give running ones and pending writes
-`shutdown_grace_seconds`, write queued events, exit 0.
+Shutdown (SIGTERM/SIGINT, at any stage): stop starting probes, give running ones and
+pending writes `shutdown_grace_seconds`, write queued events, exit 0. Before the first
+LISTs there is nothing to finish, so it stops at once. A second signal exits at once
+with 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -26,14 +28,16 @@ import contextlib
 import math
 import os
 import signal
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import structlog
 
+from probemarker.api import rules
 from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSocketAction
 from probemarker.engine import Engine, EngineSettings
 from probemarker.identity import PodUID
@@ -46,6 +50,7 @@ from probemarker.kube.projection import pod_projection
 from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
 from probemarker.kube.resources import PODS
 from probemarker.markers import marker_projection, marker_resource
+from probemarker.observe.repeats import Repeats
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.grpc import GRPCHandler
 from probemarker.probe.handler import ProbeHandler
@@ -59,6 +64,7 @@ from probemarker.write.writer import PodWriter, WriterSettings
 log = structlog.get_logger("probemarker.app")
 
 Raw = dict[str, Any]
+T = TypeVar("T")
 
 
 def rfc3339_now() -> str:
@@ -72,12 +78,46 @@ async def connect(settings: RunSettings, environ: dict[str, str] | None = None) 
     return load_incluster(environ=os.environ if environ is None else environ)
 
 
+async def unless_stopped(stop: anyio.Event, work: Callable[[], Awaitable[T]]) -> T | None:
+    """`work()`'s result, or None once `stop` is set first (`work` is then cancelled).
+    An exception of `work` propagates as itself, not inside an exception group."""
+    done: list[T] = []
+    failed: list[Exception] = []
+    async with anyio.create_task_group() as race:
+
+        async def until_stopped() -> None:
+            await stop.wait()
+            race.cancel_scope.cancel()
+
+        race.start_soon(until_stopped)
+        try:
+            done.append(await work())
+        except Exception as err:  # re-raised below, outside the task group
+            failed.append(err)
+        race.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
+    return done[0] if done and not stop.is_set() else None
+
+
+def crd_missing_hint(group: str) -> str:
+    """What to do when the API server does not serve PodProbeMarkers of `group`."""
+    if group == rules.KRUISE_GROUP:
+        return (
+            "Kruise's PodProbeMarker CRD is not installed; install OpenKruise, or run with "
+            f"--marker-group {rules.GROUP} and install probemarker's CRD"
+        )
+    return "the PodProbeMarker CRD is not installed; install it: kubectl apply -f manifests/crd/"
+
+
 class Daemon:
     """The running daemon: its parts, for `run_daemon` and for tests to look into."""
 
     def __init__(self, client: KubeClient, settings: RunSettings, *, clock: Clock = MONOTONIC):
         self.settings = settings
         group = settings.marker_group
+        repeats = Repeats()  # an unreachable server: one line a minute, not one per informer
+        server = client.connection.server
         self.pods: Informer[Raw] = Informer(
             client=client,
             resource=PODS,
@@ -85,6 +125,8 @@ class Daemon:
             field_selector=f"spec.nodeName={settings.node}",
             clock=clock,
             name="pods",
+            server=server,
+            repeats=repeats,
         )
         self.markers: Informer[Raw] = Informer(
             client=client,
@@ -93,6 +135,9 @@ class Daemon:
             namespaces=settings.namespaces or None,
             clock=clock,
             name="podprobemarkers",
+            server=server,
+            missing_hint=crd_missing_hint(group),
+            repeats=repeats,
         )
         self.limiter = TokenBucket(qps=settings.write_qps, burst=settings.write_burst, clock=clock)
         self.events = EventRecorder(client, node_name=settings.node, limiter=self.limiter)
@@ -141,7 +186,9 @@ class Daemon:
             self._marks.send_nowait(uid)
 
     async def run(self, *, stop: anyio.Event) -> None:
-        """Until `stop` is set; then the graceful shutdown."""
+        """Until `stop` is set; then the graceful shutdown. `stop` is looked at from the
+        first moment: a daemon that never syncs (API server unreachable, CRD missing)
+        still stops at once."""
         async with (
             self._marks,
             self.http,
@@ -152,8 +199,11 @@ class Daemon:
             inputs.start_soon(self.pods.run)
             inputs.start_soon(self.markers.run)
             inputs.start_soon(self.events.run)
-            await self.pods.wait_synced()
-            await self.markers.wait_synced()
+            if not await self._synced_unless(stop):
+                # Nothing has been planned, probed or written yet: nothing to finish.
+                log.info("daemon.stopping", stage="starting")
+                inputs.cancel_scope.cancel()
+                return
             self._load()
             inputs.start_soon(self._follow, self.markers, self.engine.sync_marker)
             inputs.start_soon(self._follow, self.pods, self.engine.sync_pod)
@@ -165,6 +215,16 @@ class Daemon:
                 await stop.wait()
                 await self._shut_down(stages)
             inputs.cancel_scope.cancel()
+
+    async def _synced_unless(self, stop: anyio.Event) -> bool:
+        """True once both stores hold their first LIST; False if `stop` is set first."""
+
+        async def synced() -> bool:
+            await self.pods.wait_synced()
+            await self.markers.wait_synced()
+            return True
+
+        return bool(await unless_stopped(stop, synced))
 
     def _load(self) -> None:
         for entry in self.markers.entries():
@@ -190,23 +250,53 @@ class Daemon:
 
 
 async def run_daemon(settings: RunSettings) -> int:
-    """`probemarker run`: until SIGTERM or SIGINT; 0 after a clean shutdown."""
-    connection = await connect(settings)
-    log.info("daemon.starting", node=settings.node, server=connection.server)
-    async with KubeClient(connection) as client:
-        daemon = Daemon(client, settings)
-        stop = anyio.Event()
+    """`probemarker run`: until SIGTERM or SIGINT; 0 after a clean shutdown.
+
+    The signals are received from the first moment, so they stop the daemon at every
+    stage: reading the kubeconfig, getting credentials, listing from a dead server,
+    waiting for the CRD, running. A second signal ends the process at once (see
+    `_receive_signals`).
+    """
+    stop = anyio.Event()
+    failed: list[Exception] = []
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
         async with anyio.create_task_group() as group:
-
-            async def signals() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
-                    async for signum in received:
-                        log.info("daemon.signal", signal=signal.Signals(signum).name)
-                        stop.set()
-                        return
-
-            group.start_soon(signals)
-            await daemon.run(stop=stop)
+            group.start_soon(_receive_signals, received, stop, settings.shutdown_grace_seconds)
+            try:
+                await _serve(settings, stop)
+            except Exception as err:  # a ConfigError: re-raised below, not in a group
+                failed.append(err)
             group.cancel_scope.cancel()
+    if failed:
+        raise failed[0]
     log.info("daemon.stopped")
     return 0
+
+
+async def _serve(settings: RunSettings, stop: anyio.Event) -> None:
+    # Connecting may run an exec credential plugin, which may wait for a login.
+    connection = await unless_stopped(stop, lambda: connect(settings))
+    if connection is None:
+        log.info("daemon.stopping", stage="connecting")
+        return
+    log.info("daemon.starting", node=settings.node, server=connection.server)
+    async with KubeClient(connection) as client:
+        await Daemon(client, settings).run(stop=stop)
+
+
+async def _receive_signals(received: AsyncIterator[int], stop: anyio.Event, grace: float) -> None:
+    """The first SIGTERM/SIGINT sets `stop` (a graceful stop within `grace` seconds);
+    a second one exits at once with 128 + its number, as a shell reports a process
+    killed by it (143 for SIGTERM, 130 for SIGINT): whoever sends it has given up
+    waiting, so pending writes are dropped and nothing else is waited for."""
+    async for signum in received:
+        name = signal.Signals(signum).name
+        if not stop.is_set():
+            log.info("daemon.signal", signal=name, grace_seconds=grace)
+            stop.set()
+            continue
+        code = 128 + signum
+        log.warning("daemon.stopped_at_once", signal=name, exit_code=code)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(code)

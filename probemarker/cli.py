@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
 import anyio
+import structlog
 import yaml
 
 from probemarker import __version__, settings
@@ -34,8 +36,9 @@ EXIT_UNREADABLE = 2
 
 KRUISE_NOTE = (
     f"apiVersion {rules.KRUISE_API_VERSION} is Kruise's group; apply it with "
-    f"apiVersion: {rules.API_VERSION} (the group of probemarker's CRD). A daemon setting "
-    "to watch Kruise's group instead is planned but does not exist yet."
+    f"apiVersion: {rules.API_VERSION} (the group of probemarker's CRD), or keep it and run "
+    f"the daemon with --marker-group {rules.KRUISE_GROUP} (where Kruise's CRD is installed "
+    "and Kruise's own prober is off; its RBAC rule: manifests/components/kruise-group/)."
 )
 
 
@@ -67,7 +70,8 @@ def _parser() -> argparse.ArgumentParser:
         help="run the per-node daemon (in a pod, or locally against a kubeconfig)",
         description="Probe the pods of one node as the PodProbeMarkers say and write the "
         "results onto the pods. Every setting is a flag and a PROBEMARKER_* variable; "
-        "flags win. See docs/engine.md.",
+        "flags win. SIGTERM or SIGINT stops it (exit 0, within --shutdown-grace-seconds); "
+        "a second one exits at once (143 or 130). See docs/cli.md and docs/engine.md.",
     )
     settings.add_arguments(run)
     commands.add_parser(
@@ -111,16 +115,42 @@ def run_command(args: argparse.Namespace) -> int:
         sys.stderr.write(f"probemarker run: {exc}\n")
         return EXIT_UNREADABLE
     configure_logging(format=resolved.log_format, level=resolved.log_level)
-    from probemarker.app import run_daemon  # the daemon's imports, only when it runs
-    from probemarker.kube.config import ConfigError
-
+    # Until the daemon receives signals itself (its first step), a SIGTERM or SIGINT
+    # ends the start-up: nothing has been done that needs finishing.
+    previous = {sig: signal.signal(sig, _stop_starting) for sig in STOP_SIGNALS}
     try:
-        return anyio.run(run_daemon, resolved)
-    except ConfigError as exc:
-        sys.stderr.write(f"probemarker run: {exc}\n")
-        return EXIT_UNREADABLE
-    except KeyboardInterrupt:
-        return 130
+        from probemarker.app import run_daemon  # the daemon's imports, only when it runs
+        from probemarker.kube.config import ConfigError
+
+        try:
+            return anyio.run(run_daemon, resolved)
+        except ConfigError as exc:
+            sys.stderr.write(f"probemarker run: {exc}\n")
+            return EXIT_UNREADABLE
+    except _StoppedStarting as stopped:
+        structlog.get_logger("probemarker.app").info(
+            "daemon.stopped", signal=signal.Signals(stopped.signum).name, stage="importing"
+        )
+        return EXIT_OK
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class _StoppedStarting(BaseException):
+    """A stop signal before the daemon's own handling began (BaseException, as
+    KeyboardInterrupt: no `except Exception` on the way may swallow it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop_starting(signum: int, _frame: object) -> None:
+    raise _StoppedStarting(signum)
 
 
 def render_crd() -> str:

@@ -3,17 +3,21 @@
 Stage: edge (configuration). Input: the command line and the environment. Output: a
 validated, frozen `RunSettings`, or `SettingsError` naming the flag, the variable,
 the value and what is accepted. Flags win over variables; variables over defaults.
-The node name also falls back to `NODE_NAME` (the downward API's usual name).
+The node name also falls back to `NODE_NAME` (the downward API's usual name), and the
+kubeconfig to `KUBECONFIG` (kubectl's variable, possibly a list of files); with no
+kubeconfig at all the daemon uses the in-cluster configuration.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, fields
 from typing import Any
 
 from probemarker.api import rules
+from probemarker.api.names import dns1123_label_problems
 
 ENV_PREFIX = "PROBEMARKER_"
 
@@ -24,7 +28,7 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class RunSettings:
-    kubeconfig: str | None = None  # None: in-cluster configuration
+    kubeconfig: str | None = None  # a file, or a KUBECONFIG list; None: in-cluster
     context: str | None = None
     node: str = ""
     namespaces: tuple[str, ...] = ()  # markers watched in these namespaces; () = all
@@ -41,10 +45,12 @@ class RunSettings:
 
 
 _HELP: Mapping[str, str] = {
-    "kubeconfig": "kubeconfig file (default: in-cluster configuration)",
-    "context": "kubeconfig context (default: its current-context)",
-    "node": "the node whose pods to probe (default: $NODE_NAME)",
-    "namespaces": "comma-separated namespaces whose markers to watch (default: all)",
+    "kubeconfig": "kubeconfig file; the first of --kubeconfig, $PROBEMARKER_KUBECONFIG, "
+    "$KUBECONFIG (kubectl's: a list of files, merged as kubectl does) is used",
+    "context": "kubeconfig context",
+    "node": "the node whose pods to probe; the first of --node, $PROBEMARKER_NODE, "
+    "$NODE_NAME (the downward API's usual name) is used",
+    "namespaces": "comma-separated namespaces whose markers to watch",
     "marker_group": f"API group of the markers: {rules.GROUP} or {rules.KRUISE_GROUP}",
     "max_concurrent_probes": "probe runs at once on this node",
     "write_qps": "pod status writes per second (client-side rate limit)",
@@ -59,6 +65,25 @@ _HELP: Mapping[str, str] = {
     "log_level": "debug, info, warning or error",
 }
 
+# What an unset setting means, where its empty default would say nothing.
+_DEFAULT_TEXT: Mapping[str, str] = {
+    "kubeconfig": "the in-cluster configuration",
+    "context": "the kubeconfig's current-context",
+    "namespaces": "all",
+    "log_format": "auto: console on a terminal, else JSON",
+}
+
+# The placeholder shown in --help; a field not named here gets one from its type.
+_METAVARS: Mapping[str, str] = {
+    "kubeconfig": "FILE",
+    "context": "NAME",
+    "node": "NAME",
+    "namespaces": "NS[,NS...]",
+    "marker_group": "GROUP",
+    "log_format": "FORMAT",
+    "log_level": "LEVEL",
+}
+
 
 def env_name(field: str) -> str:
     return ENV_PREFIX + field.upper()
@@ -68,14 +93,33 @@ def flag_name(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
+def metavar(item: Field[Any]) -> str:
+    """FILE, NAME, N, SECONDS...: what the flag takes."""
+    if item.name in _METAVARS:
+        return _METAVARS[item.name]
+    if item.name.endswith("_seconds"):
+        return "SECONDS"
+    if item.type in ("int", "float", int, float):
+        return "N"
+    return "VALUE"
+
+
 def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
-        value = kind(text)
+        value = _finite(kind(text))
         if value <= 0:
             raise ValueError("must be greater than 0")
         return value
 
     return parse
+
+
+def _finite(value: Any) -> Any:
+    """`float()` takes 'nan' and 'inf'; NaN compares false with every bound, so it
+    would pass them all, and an infinite rate or wait is never meant."""
+    if not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -87,12 +131,21 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(sorted({part.strip() for part in text.split(",") if part.strip()}))
+def _namespaces(text: str) -> tuple[str, ...]:
+    names = sorted({part.strip() for part in text.split(",") if part.strip()})
+    if not names:
+        raise ValueError(
+            "must name at least one namespace; leave it unset to watch markers in all namespaces"
+        )
+    for name in names:
+        problems = dns1123_label_problems(name)
+        if problems:
+            raise ValueError(f"namespace {name!r} {problems[0]}")
+    return tuple(names)
 
 
 _PARSERS: Mapping[str, Callable[[str], Any]] = {
-    "namespaces": _names,
+    "namespaces": _namespaces,
     "marker_group": _choice(rules.GROUP, rules.KRUISE_GROUP),
     "max_concurrent_probes": _positive(int),
     "write_qps": _positive(float),
@@ -107,7 +160,7 @@ _PARSERS: Mapping[str, Callable[[str], Any]] = {
 
 
 def _nonnegative(value: float) -> float:
-    if value < 0:
+    if _finite(value) < 0:
         raise ValueError("must be 0 or more")
     return value
 
@@ -118,11 +171,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for item in fields(RunSettings):
         default = getattr(defaults, item.name)
         shown = ",".join(default) if isinstance(default, tuple) else default
+        shown = _DEFAULT_TEXT.get(item.name, shown)
         parser.add_argument(
             flag_name(item.name),
             dest=item.name,
             default=None,
-            metavar="VALUE",
+            metavar=metavar(item),
             help=f"{_HELP[item.name]} [${env_name(item.name)}; default: {shown or 'none'}]",
         )
 
@@ -146,6 +200,14 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> RunSettings
         elif environ.get(env_name(item.name)):
             name = env_name(item.name)
             values[item.name] = _parse(item.name, environ[name], name)
+    if not values.get("kubeconfig") and environ.get("KUBECONFIG"):
+        values["kubeconfig"] = environ["KUBECONFIG"]  # kubectl's variable, after ours
+    if values.get("context") and not values.get("kubeconfig"):
+        raise SettingsError(
+            f"{flag_name('context')} names a kubeconfig context, but no kubeconfig is set "
+            f"(pass {flag_name('kubeconfig')} FILE, or set {env_name('kubeconfig')} or "
+            "KUBECONFIG); without one the daemon uses the in-cluster configuration"
+        )
     if not values.get("node"):
         values["node"] = environ.get("NODE_NAME", "")
     if not values["node"]:

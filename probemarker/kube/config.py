@@ -1,30 +1,33 @@
 """Where the API server is and how to talk to it: a kubeconfig, or in-cluster.
 
-Stage: start-up. Input: a kubeconfig path and context, or the pod's
-environment and service-account files. Output: a `Connection` (server URL,
+Stage: start-up. Input: a kubeconfig path (or a `KUBECONFIG` list) and context, or
+the pod's environment and service-account files. Output: a `Connection` (server URL,
 TLS material, credentials) from which `client.KubeClient` builds its session.
 
-- `load_kubeconfig`: kubernetes_asyncio's loader reads the file (merged
-  `KUBECONFIG` lists, contexts, client certificates, `exec` credential plugins,
-  `insecure-skip-tls-verify`, `tls-server-name`). A user's `tokenFile` becomes a
-  rotating `TokenFile`, an exec plugin an `ExecPlugin`.
+- `load_kubeconfig`: our own loader (`kubeconfig.py` reads and merges the files as
+  kubectl does, `kubecontext.py` chooses the context), so the daemon never imports
+  kubernetes_asyncio's generated models (about 37 MiB of RSS). A user's `tokenFile`
+  becomes a rotating `TokenFile`, an exec plugin an `ExecPlugin` (run once here, so a
+  client certificate it returns goes into the TLS material, and a broken plugin is
+  one line at start).
 - `load_incluster`: `KUBERNETES_SERVICE_HOST`/`_PORT`, the service account's CA
   and its projected token (re-read as it rotates), as client-go's
   `rest.InClusterConfig` does.
 
-Errors are `ConfigError`s that name the file or variable and the fix.
+Errors are `ConfigError`s: one line that names the file or variable and the fix.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import os
 import ssl
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from probemarker.kube.credentials import (
     Credentials,
@@ -33,7 +36,14 @@ from probemarker.kube.credentials import (
     StaticToken,
     TokenFile,
 )
-from probemarker.kube.errors import KubeError
+from probemarker.kube.execcredential import ExecPluginError
+from probemarker.kube.kubeconfig import (
+    ConfigError,
+    merge_kubeconfigs,
+    read_kubeconfigs,
+    split_paths,
+)
+from probemarker.kube.kubecontext import Target, choose_target
 from probemarker.kube.tlsresume import ResumingSSLContext, SessionCache
 
 __all__ = [
@@ -48,19 +58,20 @@ __all__ = [
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
-class ConfigError(KubeError):
-    """The connection cannot be configured; the message says what to fix."""
-
-
 @dataclass(frozen=True, slots=True)
 class TlsMaterial:
-    """What the TLS handshake needs; `client.py` turns it into an `SSLContext`."""
+    """What the TLS handshake needs; `client.py` turns it into an `SSLContext`.
+    A certificate or key given as data (a kubeconfig's `-data` field, an exec
+    plugin's answer) is never logged, and is on disk only while it is loaded."""
 
     ca_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None
     verify: bool = True
     server_name: str | None = None  # kubeconfig `tls-server-name`
+    ca_data: str | None = None  # PEM
+    cert_data: bytes | None = field(default=None, repr=False)
+    key_data: bytes | None = field(default=None, repr=False)
 
     def ssl_context(self, *, resume: bool, cache: SessionCache | None = None) -> ssl.SSLContext:
         """A client context; with `resume`, one that resumes TLS sessions."""
@@ -70,16 +81,35 @@ class TlsMaterial:
         else:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         if self.verify:
-            if self.ca_file:
-                context.load_verify_locations(self.ca_file)
+            if self.ca_file or self.ca_data:
+                context.load_verify_locations(cafile=self.ca_file, cadata=self.ca_data)
             else:
                 context.load_default_certs()
         else:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
-        if self.cert_file and self.key_file:
-            context.load_cert_chain(self.cert_file, self.key_file)
+        has_cert = bool(self.cert_file or self.cert_data)
+        if has_cert and (self.key_file or self.key_data):
+            with (
+                _as_file(self.cert_file, self.cert_data) as cert,
+                _as_file(self.key_file, self.key_data) as key,
+            ):
+                context.load_cert_chain(cert, key)
         return context
+
+
+@contextlib.contextmanager
+def _as_file(path: str | None, data: bytes | None) -> Iterator[str]:
+    """`path`, or `data` in a private temporary file for as long as it is read (the ssl
+    module loads certificate chains from files only)."""
+    if data is None:
+        yield path or ""
+        return
+    with tempfile.TemporaryDirectory(prefix="probemarker-tls-") as directory:
+        name = os.path.join(directory, "pem")  # the directory is 0700
+        with open(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+            out.write(data)
+        yield name
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,90 +129,83 @@ class Connection:
         return f"Connection(server={self.server!r}, source={self.source!r})"
 
 
-def _kubeconfig_paths(path: str | os.PathLike[str] | None) -> str:
-    """The path list to load (`KUBECONFIG` may name several); the first must exist."""
-    chosen = str(path) if path is not None else os.environ.get("KUBECONFIG", "~/.kube/config")
-    chosen = os.pathsep.join(os.path.expanduser(p) for p in chosen.split(os.pathsep))
-    first = Path(chosen.split(os.pathsep)[0])
-    if not first.is_file():
-        raise ConfigError(
-            f"kubeconfig {str(first)!r} does not exist: pass --kubeconfig FILE "
-            "(or set KUBECONFIG), or run in a pod to use the in-cluster config"
-        )
-    return chosen
-
-
-def _one_line(err: BaseException) -> str:
-    """An error's text on one line (YAML errors span several), or its type's name."""
-    return " ".join(str(err).split()) or type(err).__name__
-
-
-def _token_file_of(loader: Any) -> Path | None:
-    """The chosen user's `tokenFile`, resolved against the directory of the file that
-    declares it (the loader keeps which of the merged files each entry came from)."""
-    user = getattr(loader, "_user", None)
-    token_file = None if user is None else user.safe_get("tokenFile")
-    if user is None or not token_file:
-        return None
-    path = Path(str(token_file))
-    return path if path.is_absolute() else Path(loader._get_base_path(user.path)) / path
-
-
 async def load_kubeconfig(
-    path: str | os.PathLike[str] | None = None, *, context: str | None = None
+    path: str | os.PathLike[str] | None = None,
+    *,
+    context: str | None = None,
+    exec_timeout: float = 60.0,
 ) -> Connection:
-    """The connection a kubeconfig file describes (default: `$KUBECONFIG`, ~/.kube/config)."""
-    from kubernetes_asyncio.client import Configuration
-    from kubernetes_asyncio.config import ConfigException, load_kube_config
-
-    chosen = _kubeconfig_paths(path)
-    configuration = Configuration()
-    try:
-        loader = await load_kube_config(
-            config_file=chosen,
-            context=context,
-            client_configuration=configuration,
-            persist_config=False,
-        )
-    except (
-        ConfigException,
-        yaml.YAMLError,
-        AssertionError,
-        AttributeError,
-        KeyError,
-        TypeError,
-        ValueError,
-    ) as err:
-        where = f"context {context!r} of " if context else ""
-        raise ConfigError(
-            f"cannot use {where}kubeconfig {chosen!r}: {_one_line(err)}; "
-            "check the file with `kubectl config view`"
-            + (" and `kubectl config get-contexts`" if context else "")
-        ) from err
-    credentials: Credentials
-    token_file = _token_file_of(loader)
-    user = getattr(loader, "_user", None)
-    if token_file is not None:
-        credentials = TokenFile(token_file)
-    elif user is not None and "exec" in user:
-        credentials = ExecPlugin(loader)
-    elif configuration.api_key.get("BearerToken"):
-        credentials = StaticToken(str(configuration.api_key["BearerToken"]))
-    else:
-        credentials = NoCredentials()
-    server = str(configuration.host).rstrip("/")
-    tls = None
-    if server.startswith("https://"):
-        tls = TlsMaterial(
-            ca_file=configuration.ssl_ca_cert,
-            cert_file=configuration.cert_file,
-            key_file=configuration.key_file,
-            verify=bool(configuration.verify_ssl),
-            server_name=configuration.tls_server_name,
-        )
-    return Connection(
-        server=server, credentials=credentials, tls=tls, source=f"kubeconfig {chosen}"
+    """The connection a kubeconfig describes. `path` is one file or a `KUBECONFIG`-style
+    list (merged as kubectl merges it); default `$KUBECONFIG`, else ~/.kube/config."""
+    chosen = str(path) if path is not None else os.environ.get("KUBECONFIG") or "~/.kube/config"
+    merged = merge_kubeconfigs(read_kubeconfigs(split_paths(chosen)))
+    target = choose_target(merged, context)
+    source = f"kubeconfig {merged.where}, context {target.context}"
+    credentials, cert, key = await _credentials(target, exec_timeout)
+    if not target.server.startswith("https://"):
+        return Connection(server=target.server, credentials=credentials, source=source)
+    tls = TlsMaterial(
+        ca_file=target.ca_file,
+        ca_data=target.ca_data,
+        cert_file=None if cert else target.cert_file,
+        cert_data=cert or target.cert_data,
+        key_file=None if key else target.key_file,
+        key_data=key or target.key_data,
+        verify=not target.insecure,
+        server_name=target.tls_server_name,
     )
+    try:
+        tls.ssl_context(resume=False)  # a missing or broken file is one line now
+    except (OSError, ssl.SSLError, ValueError) as err:
+        raise ConfigError(
+            f"cannot use the TLS material of {source}: {_reason(err)}; check its "
+            "certificate-authority and client-certificate/-key"
+        ) from None
+    return Connection(server=target.server, credentials=credentials, tls=tls, source=source)
+
+
+async def _credentials(
+    target: Target, exec_timeout: float
+) -> tuple[Credentials, bytes | None, bytes | None]:
+    """The credentials, and a client certificate and key an exec plugin returned."""
+    if target.token_file is not None:
+        return TokenFile(target.token_file), None, None
+    if target.exec is not None:
+        plugin = ExecPlugin(target.exec, cluster=_cluster_info(target), run_timeout=exec_timeout)
+        try:
+            answer = await plugin.credential()
+        except ExecPluginError as err:
+            raise ConfigError(str(err)) from None
+        return plugin, answer.cert_data, answer.key_data
+    if target.token:
+        return StaticToken(f"Bearer {target.token}"), None, None
+    if target.basic is not None:
+        pair = f"{target.basic.username}:{target.basic.password}".encode()
+        return StaticToken(f"Basic {base64.b64encode(pair).decode()}"), None, None
+    return NoCredentials(), None, None
+
+
+def _cluster_info(target: Target) -> dict[str, Any]:
+    """The cluster as an exec plugin with `provideClusterInfo` sees it (client-go's
+    `clientauthentication.Cluster`)."""
+    info: dict[str, Any] = {"server": target.server}
+    if target.tls_server_name:
+        info["tls-server-name"] = target.tls_server_name
+    if target.insecure:
+        info["insecure-skip-tls-verify"] = True
+    ca = target.ca_data.encode() if target.ca_data else None
+    if ca is None and target.ca_file:
+        with contextlib.suppress(OSError):
+            ca = Path(target.ca_file).read_bytes()
+    if ca:
+        info["certificate-authority-data"] = base64.b64encode(ca).decode()
+    return info
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        return f"{err.strerror}: {err.filename}" if err.filename else err.strerror
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def load_incluster(
@@ -197,7 +220,7 @@ def load_incluster(
     if not host or not port:
         raise ConfigError(
             "not running in a pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
-            "are not set; pass --kubeconfig FILE to run outside a cluster"
+            "are not set; pass --kubeconfig FILE (or set KUBECONFIG) to run outside a cluster"
         )
     token, ca = account_dir / "token", account_dir / "ca.crt"
     for needed in (token, ca):

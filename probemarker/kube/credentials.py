@@ -9,9 +9,9 @@ the header value (or None).
   its one-hour life), so the file is re-read at least every `reread_after`
   seconds (client-go re-reads it every minute: transport/token_source.go
   `cachingTokenSource`), and at once after a 401.
-- `ExecPlugin`: a kubeconfig `exec` credential plugin, run through
-  kubernetes_asyncio's loader (it caches the plugin's token until its
-  `expirationTimestamp`); a 401 makes it run the plugin again.
+- `ExecPlugin` (execcredential.py, re-exported here): a kubeconfig `exec`
+  credential plugin; its token is cached until its `expirationTimestamp`, and a
+  401 makes it run the plugin again.
 
 Invariants: a failed re-read keeps the last good token (the kubelet may be
 replacing the file: that is not a reason to stop talking to the API server);
@@ -23,9 +23,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
+
+from probemarker.kube.execcredential import ExecPlugin
 
 __all__ = ["Credentials", "ExecPlugin", "NoCredentials", "StaticToken", "TokenFile"]
 
@@ -111,23 +113,3 @@ class TokenFile:
 
     def __repr__(self) -> str:
         return f"TokenFile({str(self.path)!r}, reread_after={self.reread_after})"
-
-
-class ExecPlugin:
-    """A kubeconfig exec plugin, through kubernetes_asyncio's `KubeConfigLoader`."""
-
-    def __init__(self, loader: Any) -> None:
-        self._loader = loader
-
-    async def authorization(self) -> str | None:
-        await self._loader.load_from_exec_plugin()  # cached until the token expires
-        token = getattr(self._loader, "token", None)
-        return str(token) if token else None
-
-    async def refresh(self) -> None:
-        if hasattr(self._loader, "exec_plugin_expiry"):
-            del self._loader.exec_plugin_expiry  # forces the plugin to run again
-        await self._loader.load_from_exec_plugin()
-
-    def __repr__(self) -> str:
-        return "ExecPlugin()"

@@ -24,6 +24,9 @@ Each scope unit (all namespaces, or one namespace of a set) runs its own loop:
    server unreachable, 429, 5xx, the read deadline, a malformed line, a watch closed
    within a second without a line) waits a capped, jittered backoff (at least a 429's
    Retry-After), then resumes the watch, or retries the list if it never succeeded.
+   Failures are logged once per kind at most once a minute (`describe_failure`,
+   `observe.repeats`): an unreachable server names its address, a resource the server
+   does not serve (a CRD not installed) says so and what to do.
 
 Invariants: per key, changes reach the stream in the order the server made them;
 a re-list emits only differences (cache.py); the store holds projections only;
@@ -44,6 +47,7 @@ import structlog
 from probemarker.kube.backoff import Backoff
 from probemarker.kube.cache import Change, Entry, ObjectKey, Store, entry_of
 from probemarker.kube.errors import ApiError, ApiGone, ApiMalformed, KubeError, RequestInfo
+from probemarker.kube.informerfailures import Failure, describe_failure
 from probemarker.kube.informertypes import (
     PODS,
     InformerCounters,
@@ -53,15 +57,18 @@ from probemarker.kube.informertypes import (
 )
 from probemarker.kube.ratelimit import MONOTONIC, Clock
 from probemarker.kube.watchevents import BookmarkEvent, ErrorEvent, parse_watch_line
+from probemarker.observe.repeats import Repeats
 
 __all__ = [
     "PODS",
+    "Failure",
     "Informer",
     "InformerCounters",
     "InformerSettings",
     "ListWatchClient",
     "Resource",
     "ShortWatch",
+    "describe_failure",
 ]
 
 T = TypeVar("T")
@@ -110,6 +117,9 @@ class Informer(Generic[T]):
         clock: Clock = MONOTONIC,
         rng: random.Random | None = None,
         name: str | None = None,
+        server: str = "",
+        missing_hint: str = "",
+        repeats: Repeats | None = None,
     ) -> None:
         self._client = client
         self.resource = resource
@@ -129,6 +139,13 @@ class Informer(Generic[T]):
         if field_selector:
             self._selectors.append(("fieldSelector", field_selector))
         self.name = name or resource.plural
+        # For the failure lines: the API server's address, what to do when the resource
+        # is not served (a CRD not installed), and the once-a-minute limit (one can be
+        # shared by several informers, so an outage is one line a minute, not one each).
+        self._server = server
+        self._missing_hint = missing_hint
+        self._repeats = repeats if repeats is not None else Repeats()
+        self._failure_keys: set[tuple[str, ...]] = set()
         self._store: Store[T] = Store()
         self._send, self.changes = anyio.create_memory_object_stream[Change[T]](
             self.settings.buffer
@@ -189,7 +206,7 @@ class Informer(Generic[T]):
         """The one decision point after a failed LIST or WATCH."""
         listing = unit.list_from is not None
         self.counters.errors[type(err).__name__] += 1
-        context = {"informer": self.name, "namespace": unit.namespace, "error": str(err)}
+        context = {**self._where(unit), "error": str(err)}
         too_large = isinstance(err, ApiError) and _too_large(err)
         if isinstance(err, ApiGone) or too_large:
             self.counters.gone += 1
@@ -211,14 +228,44 @@ class Informer(Generic[T]):
         )
         if not listing:
             self.counters.restarts += 1
+        self._log_failure(unit, err, listing=listing, delay=delay)
+        await self._clock.sleep(delay)
+
+    def _where(self, unit: _Unit) -> dict[str, str]:
+        """The informer, and the namespace when the unit watches one (not all)."""
+        where = {"informer": self.name}
+        if unit.namespace is not None:
+            where["namespace"] = unit.namespace
+        return where
+
+    def _log_failure(self, unit: _Unit, err: KubeError, *, listing: bool, delay: float) -> None:
+        """One line per kind of failure at most once a minute, not one per retry."""
+        failure = describe_failure(
+            err,
+            listing=listing,
+            resource=self.resource,
+            server=self._server,
+            missing_hint=self._missing_hint,
+        )
+        key = failure.key or (self.name, str(unit.namespace), failure.event, type(err).__name__)
+        self._failure_keys.add(key)
+        held = self._repeats.due(key, self._clock.now())
+        if held is None:
+            return
         log.warning(
-            "informer.list_failed" if listing else "informer.watch_restarted",
-            **context,
-            reason=type(err).__name__,
+            failure.event,
+            **self._where(unit),
+            **failure.fields,
             retry_in=round(delay, 3),
             failures=unit.backoff.failures,
+            **({"held_back": held} if held else {}),
         )
-        await self._clock.sleep(delay)
+
+    def _recovered(self) -> None:
+        """The server answered: the next failure of any kind is logged at once."""
+        for key in self._failure_keys:
+            self._repeats.clear(key)
+        self._failure_keys.clear()
 
     # -- LIST --------------------------------------------------------------------------
 
@@ -231,6 +278,7 @@ class Informer(Generic[T]):
         first = not unit.synced
         unit.resource_version, unit.list_from, unit.synced = resource_version, None, True
         unit.backoff.reset()
+        self._recovered()
         self.counters.lists += 1
         self.counters.last_progress = self._clock.now()
         if first:
@@ -241,8 +289,7 @@ class Informer(Generic[T]):
                 self.synced.set()
         log.info(
             "informer.listed" if first else "informer.relisted",
-            informer=self.name,
-            namespace=unit.namespace,
+            **self._where(unit),
             objects=len(entries),
             changes=len(changes),
             resource_version=resource_version,
@@ -270,7 +317,8 @@ class Informer(Generic[T]):
                 if not any(k == "continue" for k, _ in params):
                     raise
                 # The continue token expired between pages: one whole consistent LIST.
-                log.info("informer.continue_expired", informer=self.name, namespace=namespace)
+                where = {"namespace": namespace} if namespace is not None else {}
+                log.info("informer.continue_expired", informer=self.name, **where)
                 params, entries = list(self._selectors), []
                 continue
             try:
@@ -314,8 +362,7 @@ class Informer(Generic[T]):
         self.counters.last_progress = self._clock.now()
         log.debug(
             "informer.watch_restarted",
-            informer=self.name,
-            namespace=unit.namespace,
+            **self._where(unit),
             reason="closed",
             resource_version=unit.resource_version,
         )
@@ -327,6 +374,7 @@ class Informer(Generic[T]):
             raise event.error
         if unit.backoff.failures:
             unit.backoff.reset()  # the server talks again
+            self._recovered()
         if isinstance(event, BookmarkEvent):
             self.counters.bookmarks += 1
             unit.resource_version = event.resource_version

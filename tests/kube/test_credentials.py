@@ -240,5 +240,5 @@ async def test_token_file_of_a_user_in_a_second_kubeconfig_file(
 async def test_unreadable_kubeconfig_says_the_fix(tmp_path: Path) -> None:
     path = tmp_path / "kubeconfig"
     path.write_text("clusters: [\n")
-    with pytest.raises(ConfigError, match=r"cannot use kubeconfig .*kubectl config view"):
+    with pytest.raises(ConfigError, match=r"is not YAML: .* at line 2.*kubectl config view"):
         await load_kubeconfig(path)

@@ -111,7 +111,7 @@ def test_invalid_keeps_causes() -> None:
 
 def test_forbidden_names_verb_resource_namespace_and_the_fix() -> None:
     message = (
-        'pods "gs-1" is forbidden: User "system:serviceaccount:probemarker:probemarker" cannot '
+        'pods "gs-1" is forbidden: User "system:serviceaccount:probemarker-system:probemarker" cannot '
         'patch resource "pods/status" in API group "" in the namespace "games"'
     )
     text = str(error_from_response(403, status(403, "Forbidden", message), {}, PATCH))

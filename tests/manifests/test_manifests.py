@@ -1,10 +1,13 @@
 """manifests/: every file is a Kubernetes object, the daemon's ClusterRole holds exactly the
 permissions of SPEC §5, the binding gives it to the daemon's ServiceAccount only, and
 `kubectl kustomize manifests/` renders every object of the files it lists, unchanged.
+The component `components/kruise-group` adds exactly the rule `--marker-group
+apps.kruise.io` needs, and an overlay that includes it renders.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -14,7 +17,15 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.rbac_check import CLUSTER_ROLE, REPO, PolicyRule, load_cluster_role
+from probemarker.sim.server.accounting import RequestRecord
+from tests.rbac_check import (
+    CLUSTER_ROLE,
+    REPO,
+    PolicyRule,
+    disallowed,
+    load_cluster_role,
+    rules_of,
+)
 
 MANIFESTS = REPO / "manifests"
 KUSTOMIZATION = MANIFESTS / "kustomization.yaml"
@@ -39,8 +50,12 @@ def identity(doc: dict[str, Any]) -> tuple[str, str, str, str]:
     return (doc["apiVersion"], doc["kind"], meta.get("namespace", ""), meta["name"])
 
 
+KRUISE_COMPONENT = MANIFESTS / "components" / "kruise-group"
+
+
 def object_files() -> list[Path]:
-    return sorted(p for p in MANIFESTS.rglob("*.yaml") if p != KUSTOMIZATION)
+    """Every manifest but kustomizations (the top one and the components')."""
+    return sorted(p for p in MANIFESTS.rglob("*.yaml") if p.name != "kustomization.yaml")
 
 
 def listed_files() -> list[Path]:
@@ -165,3 +180,85 @@ def test_kubectl_kustomize_renders_every_listed_object_unchanged() -> None:
     assert len(rendered) == len(expected)
     for doc in expected:
         assert by_identity[identity(doc)] == doc, identity(doc)
+
+
+# -- the Kruise-group component -------------------------------------------------------
+
+KRUISE_GRANTS = {
+    ("apps.kruise.io", "podprobemarkers", "get"),
+    ("apps.kruise.io", "podprobemarkers", "list"),  # marker informer, --marker-group
+    ("apps.kruise.io", "podprobemarkers", "watch"),  # marker informer, --marker-group
+}
+
+
+def kruise_patch() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    component = yaml.safe_load((KRUISE_COMPONENT / "kustomization.yaml").read_text())
+    assert (component["apiVersion"], component["kind"]) == (
+        "kustomize.config.k8s.io/v1alpha1",
+        "Component",
+    )
+    (entry,) = component["patches"]
+    return entry["target"], yaml.safe_load(entry["patch"])
+
+
+def test_the_kruise_component_adds_one_rule_to_the_daemon_role() -> None:
+    target, operations = kruise_patch()
+    assert target == {
+        "group": "rbac.authorization.k8s.io",
+        "version": "v1",
+        "kind": "ClusterRole",
+        "name": ROLE,
+    }
+    (operation,) = operations
+    assert (operation["op"], operation["path"]) == ("add", "/rules/-")
+    role = one(CLUSTER_ROLE.removeprefix("manifests/"))
+    patched = {**role, "rules": [*role["rules"], operation["value"]]}
+    assert set(grants(rules_of(patched))) == EXPECTED | KRUISE_GRANTS
+
+
+def test_the_patched_role_allows_the_kruise_marker_informer() -> None:
+    """What the daemon sends with --marker-group apps.kruise.io (rbac_check's matching)."""
+    _, (operation,) = kruise_patch()
+    role = one(CLUSTER_ROLE.removeprefix("manifests/"))
+    rules = rules_of({**role, "rules": [*role["rules"], operation["value"]]})
+    for verb in ("list", "watch"):
+        record = RequestRecord(
+            verb=verb,
+            group="apps.kruise.io",
+            resource="podprobemarkers",
+            subresource="",
+            version="v1alpha1",
+            path="/apis/apps.kruise.io/v1alpha1/podprobemarkers",
+            code=200,
+        )
+        assert disallowed([record], rules=rules) == []
+        assert disallowed([record]) != []  # the plain role does not grant it
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH (kubectl kustomize)")
+def test_an_overlay_with_the_kruise_component_renders(tmp_path: Path) -> None:
+    assert KUBECTL is not None
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [os.path.relpath(MANIFESTS, overlay)],
+                "components": [os.path.relpath(KRUISE_COMPONENT, overlay)],
+            }
+        )
+    )
+    done = subprocess.run(
+        [KUBECTL, "kustomize", str(overlay)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rendered = [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
+    (role,) = [doc for doc in rendered if doc["kind"] == "ClusterRole"]
+    assert set(grants(rules_of(role))) == EXPECTED | KRUISE_GRANTS
+    assert len(rendered) == len([doc for path in listed_files() for doc in documents(path)])

@@ -87,7 +87,8 @@ def test_valid_kruise_manifest_is_valid_and_says_which_apiversion_to_apply(
     assert ok == f"OK games/idle ({path}, document 1)"
     assert note.startswith(f"{path}: document 1: note: PodProbeMarker games/idle: ")
     assert "apply it with apiVersion: probemarker.io/v1alpha1" in note
-    assert "does not exist yet" in note
+    assert "run the daemon with --marker-group apps.kruise.io" in note
+    assert "manifests/components/kruise-group/" in note
 
 
 def test_invalid_kruise_manifest_gets_its_errors_and_the_note(
