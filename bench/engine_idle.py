@@ -273,7 +273,7 @@ async def _daemon_main(
 ) -> None:
     import anyio
 
-    from probemarker.app import Daemon
+    from probemarker.app import Daemon, client_settings
     from probemarker.kube.client import KubeClient
     from probemarker.observe.logging import configure_logging
     from probemarker.settings import RunSettings
@@ -282,7 +282,8 @@ async def _daemon_main(
     sink = open(os.devnull, "w")  # noqa: SIM115, ASYNC230 - /dev/null, for the whole run
     configure_logging(format="json", level="info", stream=sink)
     settings = RunSettings(node=NODE, **overrides)  # the connection is made here
-    async with KubeClient(await connect(sim, incluster=incluster)) as kube:
+    connection = await connect(sim, incluster=incluster)
+    async with KubeClient(connection, settings=client_settings(settings)) as kube:
         daemon = Daemon(kube, settings)
         stop = anyio.Event()
         loop = asyncio.get_running_loop()
@@ -297,6 +298,8 @@ async def _daemon_main(
                 "runs": stats.runs_finished,
                 "late": stats.late,
                 "lateness_max": stats.lateness_max,
+                "slot_waits": stats.slot_waits,
+                "slot_wait_max": stats.slot_wait_max,
                 "missed": daemon.engine.stats.missed_slots,
                 "by_result": dict(daemon.engine.stats.runs),  # (handler kind, result)
                 "writes": writer.writes,

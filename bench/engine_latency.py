@@ -191,7 +191,8 @@ def _print(args: argparse.Namespace, out: dict[str, Any]) -> None:
     d = out["daemon"]
     print(
         f"daemon: {d['runs']} runs, {d['late']} started late, the latest "
-        f"{d['lateness_max'] * 1000:.0f} ms after its due"
+        f"{d['lateness_max'] * 1000:.0f} ms after its due; {d['slot_waits']} waited for a "
+        f"slot under the cap, the longest {d['slot_wait_max'] * 1000:.0f} ms"
     )
 
 

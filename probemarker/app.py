@@ -38,7 +38,7 @@ from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSock
 from probemarker.engine import Engine, EngineSettings
 from probemarker.identity import PodUID
 from probemarker.kube.cache import ObjectKey
-from probemarker.kube.client import KubeClient
+from probemarker.kube.client import ClientSettings, KubeClient
 from probemarker.kube.config import Connection, load_incluster, load_kubeconfig
 from probemarker.kube.events import EventRecorder
 from probemarker.kube.informer import Informer
@@ -71,10 +71,23 @@ async def connect(settings: RunSettings, environ: dict[str, str] | None = None) 
     return load_incluster(environ=os.environ if environ is None else environ)
 
 
+def client_settings(settings: RunSettings) -> ClientSettings:
+    """The client for these settings: an exec connection for every probe run allowed at
+    once, so a running exec probe never waits for a connection (its timeoutSeconds is
+    its own), and the watches, patches and events keep pools of their own."""
+    return ClientSettings(exec_connections=settings.max_concurrent_probes)
+
+
 class Daemon:
     """The running daemon: its parts, for `run_daemon` and for tests to look into."""
 
     def __init__(self, client: KubeClient, settings: RunSettings, *, clock: Clock = MONOTONIC):
+        if client.settings.exec_connections < settings.max_concurrent_probes:
+            raise ValueError(
+                f"the client has {client.settings.exec_connections} exec connections for "
+                f"{settings.max_concurrent_probes} probe runs at once: build it with "
+                "client_settings(settings)"
+            )
         self.settings = settings
         group = settings.marker_group
         self.pods: Informer[Raw] = Informer(
@@ -185,7 +198,7 @@ async def run_daemon(settings: RunSettings) -> int:
     """`probemarker run`: until SIGTERM or SIGINT; 0 after a clean shutdown."""
     connection = await connect(settings)
     log.info("daemon.starting", node=settings.node, server=connection.server)
-    async with KubeClient(connection) as client:
+    async with KubeClient(connection, settings=client_settings(settings)) as client:
         daemon = Daemon(client, settings)
         stop = anyio.Event()
         async with anyio.create_task_group() as group:
