@@ -6,8 +6,8 @@
     marker informer ┘        ^           └──────── decide <─────────┘
                              │ plan / lookup            │ mark(pod uid)
                              └──────── PodWriter <──────┘ (memory stream)
-                                       │ pods/status JSON patch
-                                       └─> API server     events ─> EventRecorder
+                                       │ pods/status JSON patch (write budget)
+                                       └─> API server     events ─> EventRecorder (own budget)
 
 Order at start: both informers list; once both stores hold their first LIST, the
 engine reads them whole (so it never acts on a pod before it knows every marker,
@@ -106,8 +106,12 @@ class Daemon:
             clock=clock,
             name="podprobemarkers",
         )
+        # Two budgets: an event never takes a token a status write needs (issue 15).
         self.limiter = TokenBucket(qps=settings.write_qps, burst=settings.write_burst, clock=clock)
-        self.events = EventRecorder(client, node_name=settings.node, limiter=self.limiter)
+        self.event_limiter = TokenBucket(
+            qps=settings.event_qps, burst=settings.event_burst, clock=clock
+        )
+        self.events = EventRecorder(client, node_name=settings.node, limiter=self.event_limiter)
         send, receive = anyio.create_memory_object_stream[PodUID](math.inf)
         self._marks = send
         self.http = HTTPGetHandler()

@@ -30,8 +30,10 @@ class RunSettings:
     namespaces: tuple[str, ...] = ()  # markers watched in these namespaces; () = all
     marker_group: str = rules.GROUP  # or apps.kruise.io: Kruise's CRD, its prober off
     max_concurrent_probes: int = 64
-    write_qps: float = 10.0
-    write_burst: int = 20
+    write_qps: float = 50.0  # the kubelet's API budget (kubeAPIQPS, kubeAPIBurst)
+    write_burst: int = 100
+    event_qps: float = 50.0  # events' own budget, as the kubelet's eventRecordQPS/eventBurst
+    event_burst: int = 100
     write_coalesce_seconds: float = 0.05
     shutdown_grace_seconds: float = 10.0
     log_format: str = "auto"  # auto (console on a terminal, else JSON), json, console
@@ -47,6 +49,8 @@ _HELP: Mapping[str, str] = {
     "max_concurrent_probes": "probe runs at once on this node",
     "write_qps": "pod status writes per second (client-side rate limit)",
     "write_burst": "pod status writes allowed in a burst",
+    "event_qps": "event writes per second (a budget apart from the status writes)",
+    "event_burst": "event writes allowed in a burst",
     "write_coalesce_seconds": "wait this long after a result before writing the pod",
     "shutdown_grace_seconds": "on SIGTERM: time for running probes and pending writes",
     "log_format": "auto, json or console",
@@ -91,6 +95,8 @@ _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "max_concurrent_probes": _positive(int),
     "write_qps": _positive(float),
     "write_burst": _positive(int),
+    "event_qps": _positive(float),
+    "event_burst": _positive(int),
     "write_coalesce_seconds": lambda text: _nonnegative(float(text)),
     "shutdown_grace_seconds": lambda text: _nonnegative(float(text)),
     "log_format": _choice("auto", "json", "console"),
