@@ -206,7 +206,12 @@ class EventRecorder:
         self._dropping = False
 
     def __repr__(self) -> str:
-        return f"EventRecorder({self._instance!r}, queued={self._queue.qsize()}, {self.stats})"
+        return f"EventRecorder({self._instance!r}, queued={self.queued}, {self.stats})"
+
+    @property
+    def queued(self) -> int:
+        """Series waiting to be written now (the queue holds `settings.max_queued`)."""
+        return self._queue.qsize()
 
     # -- the caller's side ------------------------------------------------------------
 
