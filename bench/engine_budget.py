@@ -224,14 +224,15 @@ def _print(args: argparse.Namespace, out: dict[str, Any]) -> None:
         f"(b) {args.big_pods} pods flip at once, {args.big_flips} times, period "
         f"{args.period} s: until every pod is labelled, seconds"
     )
+    width = max(14, *(len(f["all_labelled"]) * 5 for f in big.values()))
     print(
-        f"{'budget':<40} {'each flip':>14} {'p50':>6} {'missed':>6} {'patches':>7} "
+        f"{'budget':<40} {'each flip':>{width}} {'p50':>6} {'missed':>6} {'patches':>7} "
         f"{'events':>6} {'ev. queued':>10} {'at labelled':>11} {'dropped':>7}"
     )
     for name, f in big.items():
         each = "/".join(f"{v:.1f}" for v in f["all_labelled"])
         print(
-            f"{name + ': ' + BUDGET_TEXT[name]:<40} {each:>14} {pct(f['latencies'], 0.5):>6.2f} "
+            f"{name + ': ' + BUDGET_TEXT[name]:<40} {each:>{width}} {pct(f['latencies'], 0.5):>6.2f} "
             f"{f['missing']:>6} {f['patches']:>7} {f['events']:>6} {f['queued_max']:>10} "
             f"{f['queued_at_labelled']:>11} {f['dropped']:>7}"
         )

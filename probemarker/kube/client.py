@@ -269,7 +269,7 @@ class KubeClient:
     # -- internals ---------------------------------------------------------------------
 
     @property
-    def pools(self) -> _Pools:
+    def _open_pools(self) -> _Pools:
         if self._pools is None:
             raise RuntimeError("KubeClient is not open: use `async with KubeClient(...)`")
         return self._pools
@@ -381,7 +381,7 @@ class KubeClient:
             connect=self.settings.connect_timeout,
         )
         response = await self._send(
-            self.pools.requests,
+            self._open_pools.requests,
             method,
             path,
             info=info,
@@ -420,7 +420,7 @@ class KubeClient:
             sock_read=read_timeout,
         )
         response = await self._send(
-            self.pools.watches,
+            self._open_pools.watches,
             "GET",
             path,
             info=info,
@@ -499,7 +499,7 @@ class KubeClient:
         try:
             with self._counted(info), _mapped(info, self._forget_tls, refusal):
                 async with asyncio.timeout(deadline):
-                    ws: aiohttp.ClientWebSocketResponse = await self.pools.execs.ws_connect(
+                    ws: aiohttp.ClientWebSocketResponse = await self._open_pools.execs.ws_connect(
                         self._url(path),
                         params=params,
                         protocols=tuple(protocols),
