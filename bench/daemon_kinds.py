@@ -165,7 +165,7 @@ def _turn(
 
 def _prime(kind: str, sim: Child, info: dict[str, Any], args: argparse.Namespace) -> float:
     """A daemon not measured, its writes unthrottled, sets the labels and makes the first
-    events (at the default write_qps 10, the 100 pods and 300 events take 40 s); the
+    events (100 patches and 300 events; at the old write_qps of 10 they took 40 s); the
     measured daemons, at default settings, find them in place. Returns how long."""
     from bench.engine_idle import Child, serve_daemon, settle
 

@@ -17,7 +17,7 @@ Three processes (the children of bench/engine_idle.py):
 A flip's latency is t1 - t0 for the first event showing its value after it (before the
 pod's next flip; a flip never seen before the next one is counted as missed). Several
 pods flip in parallel to get the transitions in a few minutes; at 4 pods, 2 transitions
-a second cost 4 requests a second (patch + event), under the default write_qps of 10.
+a second cost 2 patches and 2 event writes a second, far under either budget (50/s).
 
 The floor: a flip waits for the probe's next run, uniform in [0, period) (p50 half a
 period, p99 0.99 of one), then the exec, the writer's coalescing window
@@ -191,7 +191,8 @@ def _print(args: argparse.Namespace, out: dict[str, Any]) -> None:
     d = out["daemon"]
     print(
         f"daemon: {d['runs']} runs, {d['late']} started late, the latest "
-        f"{d['lateness_max'] * 1000:.0f} ms after its due"
+        f"{d['lateness_max'] * 1000:.0f} ms after its due; {d['slot_waits']} waited for a "
+        f"slot under the cap, the longest {d['slot_wait_max'] * 1000:.0f} ms"
     )
 
 

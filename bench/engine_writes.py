@@ -2,7 +2,7 @@
 server answered, by verb, resource and subresource).
 
 The sim and the real daemon (`probemarker.app.Daemon`, default write settings:
-write_coalesce_seconds 0.05, write_qps 10, write_burst 20) run in this process, as in
+write_coalesce_seconds 0.05, write_qps 50, write_burst 100) run in this process, as in
 tests/integration (whose `World`, `Script` and `running_daemon` this uses); timing does
 not matter here, only counts. Containers answer from a Python exec handler the bench
 flips. Probes: exec, period 1 s, thresholds 1.
@@ -37,7 +37,7 @@ from typing import Any
 
 Key = tuple[str, str, str]
 READS = ("get", "list", "watch")
-DEFAULTS = {"write_coalesce_seconds": 0.05, "write_qps": 10.0, "write_burst": 20}
+DEFAULTS = {"write_coalesce_seconds": 0.05, "write_qps": 50.0, "write_burst": 100}
 
 
 def _counts(world: Any) -> Counter[Key]:

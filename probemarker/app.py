@@ -6,8 +6,8 @@
     marker informer ┘        ^           └──────── decide <─────────┘
                              │ plan / lookup            │ mark(pod uid)
                              └──────── PodWriter <──────┘ (memory stream)
-                                       │ pods/status JSON patch
-                                       └─> API server     events ─> EventRecorder
+                                       │ pods/status JSON patch (write budget)
+                                       └─> API server     events ─> EventRecorder (own budget)
 
 Order at start: both informers list; once both stores hold their first LIST, the
 engine reads them whole (so it never acts on a pod before it knows every marker,
@@ -42,7 +42,7 @@ from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSock
 from probemarker.engine import Engine, EngineSettings
 from probemarker.identity import PodUID
 from probemarker.kube.cache import ObjectKey
-from probemarker.kube.client import KubeClient
+from probemarker.kube.client import ClientSettings, KubeClient
 from probemarker.kube.config import Connection, load_incluster, load_kubeconfig
 from probemarker.kube.events import EventRecorder
 from probemarker.kube.informer import Informer
@@ -110,10 +110,23 @@ def crd_missing_hint(group: str) -> str:
     return "the PodProbeMarker CRD is not installed; install it: kubectl apply -f manifests/crd/"
 
 
+def client_settings(settings: RunSettings) -> ClientSettings:
+    """The client for these settings: an exec connection for every probe run allowed at
+    once, so a running exec probe never waits for a connection (its timeoutSeconds is
+    its own), and the watches, patches and events keep pools of their own."""
+    return ClientSettings(exec_connections=settings.max_concurrent_probes)
+
+
 class Daemon:
     """The running daemon: its parts, for `run_daemon` and for tests to look into."""
 
     def __init__(self, client: KubeClient, settings: RunSettings, *, clock: Clock = MONOTONIC):
+        if client.settings.exec_connections < settings.max_concurrent_probes:
+            raise ValueError(
+                f"the client has {client.settings.exec_connections} exec connections for "
+                f"{settings.max_concurrent_probes} probe runs at once: build it with "
+                "client_settings(settings)"
+            )
         self.settings = settings
         group = settings.marker_group
         repeats = Repeats()  # an unreachable server: one line a minute, not one per informer
@@ -139,8 +152,12 @@ class Daemon:
             missing_hint=crd_missing_hint(group),
             repeats=repeats,
         )
+        # Two budgets: an event never takes a token a status write needs (issue 15).
         self.limiter = TokenBucket(qps=settings.write_qps, burst=settings.write_burst, clock=clock)
-        self.events = EventRecorder(client, node_name=settings.node, limiter=self.limiter)
+        self.event_limiter = TokenBucket(
+            qps=settings.event_qps, burst=settings.event_burst, clock=clock
+        )
+        self.events = EventRecorder(client, node_name=settings.node, limiter=self.event_limiter)
         send, receive = anyio.create_memory_object_stream[PodUID](math.inf)
         self._marks = send
         self.http = HTTPGetHandler()
@@ -280,7 +297,7 @@ async def _serve(settings: RunSettings, stop: anyio.Event) -> None:
         log.info("daemon.stopping", stage="connecting")
         return
     log.info("daemon.starting", node=settings.node, server=connection.server)
-    async with KubeClient(connection) as client:
+    async with KubeClient(connection, settings=client_settings(settings)) as client:
         await Daemon(client, settings).run(stop=stop)
 
 

@@ -63,7 +63,9 @@ Raw = dict[str, Any]
 class EngineSettings:
     max_concurrent: int = 64  # probe runs at once on this node
     tick: float = 0.05  # the timer wheel's resolution, seconds
-    late_after: float = 1.0  # a run starting later than this after its slot is counted
+    # A run that could start only more than this after its slot is counted late; a wait
+    # for a free slot under the cap is counted apart (Dispatcher.stats.slot_waits).
+    late_after: float = 1.0
     cleanup_delay: float = 30.0  # seconds from a marker's deletion to its clean-up
 
     def __post_init__(self) -> None:

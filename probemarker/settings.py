@@ -34,8 +34,10 @@ class RunSettings:
     namespaces: tuple[str, ...] = ()  # markers watched in these namespaces; () = all
     marker_group: str = rules.GROUP  # or apps.kruise.io: Kruise's CRD, its prober off
     max_concurrent_probes: int = 64
-    write_qps: float = 10.0
-    write_burst: int = 20
+    write_qps: float = 50.0  # the kubelet's API budget (kubeAPIQPS, kubeAPIBurst)
+    write_burst: int = 100
+    event_qps: float = 50.0  # events' own budget, as the kubelet's eventRecordQPS/eventBurst
+    event_burst: int = 100
     write_coalesce_seconds: float = 0.05
     message_refresh_seconds: float = 10.0
     cleanup_delay_seconds: float = 30.0
@@ -55,6 +57,8 @@ _HELP: Mapping[str, str] = {
     "max_concurrent_probes": "probe runs at once on this node",
     "write_qps": "pod status writes per second (client-side rate limit)",
     "write_burst": "pod status writes allowed in a burst",
+    "event_qps": "event writes per second (a budget apart from the status writes)",
+    "event_burst": "event writes allowed in a burst",
     "write_coalesce_seconds": "wait this long after a result before writing the pod",
     "message_refresh_seconds": "publish a condition message that changed without a "
     "transition at most once per this many seconds per pod (transitions go at once)",
@@ -150,6 +154,8 @@ _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "max_concurrent_probes": _positive(int),
     "write_qps": _positive(float),
     "write_burst": _positive(int),
+    "event_qps": _positive(float),
+    "event_burst": _positive(int),
     "write_coalesce_seconds": lambda text: _nonnegative(float(text)),
     "message_refresh_seconds": lambda text: _nonnegative(float(text)),
     "cleanup_delay_seconds": lambda text: _nonnegative(float(text)),

@@ -2,7 +2,7 @@
 
 - `config`: where the API server is (kubeconfig or in-cluster) -> `Connection`;
 - `credentials`: the Authorization header, re-read as tokens rotate;
-- `client`: the one HTTP edge (shared session, deadlines, streams, WebSockets);
+- `client`: the one HTTP edge (connection pools, deadlines, streams, WebSockets);
 - `errors`: the one error tree, mapped once from HTTP answers;
 - `tlsresume`: TLS session resumption for the many short exec connections;
 - the conversations built on them: list+watch informers, the exec stream,

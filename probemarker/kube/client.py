@@ -4,8 +4,12 @@ Stage: below every other module of `probemarker.kube`. Input: a `Connection`
 (config.py). Output: parsed JSON answers, the lines of a streaming answer, and
 WebSocket connections; failures as the error tree of errors.py.
 
-- One shared aiohttp session (keep-alive connection pool) for everything; its
-  SSL context resumes TLS sessions (tlsresume.py) unless switched off.
+- Three connection pools (an aiohttp session each, one SSL context between them,
+  which resumes TLS sessions (tlsresume.py) unless switched off), so a connection
+  held for long never keeps a short request waiting: plain requests (LISTs, GETs,
+  status patches, events; `request_connections`), watch streams (one held per
+  informer scope for minutes; no limit), exec WebSockets (one held per exec run;
+  `exec_connections`, sized by the owner to its cap on probe runs).
 - Every call has a deadline: `request_timeout` for a whole request, a read
   deadline for streams (no byte for `read_timeout` seconds is a dead
   connection), the handshake `timeout` for WebSockets. Nothing waits forever on
@@ -73,7 +77,12 @@ class ClientSettings:
     request_timeout: float = 30.0  # a whole plain request, answer included
     connect_timeout: float = 10.0  # TCP + TLS for any connection
     ws_close_timeout: float = 2.0  # waiting for the server's close frame
-    max_connections: int = 32  # the pool; WebSockets take one each while open
+    # Plain requests only: each holds its connection for one answer, so a request waits
+    # at most behind other short requests, never behind a watch or an exec.
+    request_connections: int = 32
+    # Exec WebSockets, one held per running exec: the daemon sets this to its cap on probe
+    # runs, so a running probe never waits for a connection (app.client_settings).
+    exec_connections: int = 64
     keepalive_timeout: float = 60.0
     max_line_bytes: int = 16 << 20  # a watch line (one object; etcd caps at 1.5 MiB)
     # One WebSocket message: the kubelet and the API server send frames of 32 KiB at most;
@@ -188,15 +197,43 @@ class WebSocket:
         return f"WebSocket({self._info}, protocol={self.protocol!r}, closed={self._ws.closed})"
 
 
+class _Pools:
+    """The three sessions, one per kind of connection (see the module docstring)."""
+
+    def __init__(self, *, requests: int, watches: int, execs: int, **common: Any) -> None:
+        self.requests = self._open(requests, **common)
+        self.watches = self._open(watches, **common)
+        self.execs = self._open(execs, **common)
+
+    @staticmethod
+    def _open(
+        limit: int, *, ssl: ssl.SSLContext | bool, keepalive: float, user_agent: str
+    ) -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(ssl=ssl, limit=limit, keepalive_timeout=keepalive)
+        return aiohttp.ClientSession(
+            connector=connector,
+            headers={"User-Agent": user_agent},
+            skip_auto_headers=("Accept-Encoding",),  # the API server's gzip costs CPU on both sides
+            auto_decompress=False,
+            response_class=_Response,
+        )
+
+    async def close(self) -> None:
+        for session in (self.requests, self.watches, self.execs):
+            await session.close()
+
+
 class KubeClient:
-    """The shared session to one API server; an async context manager."""
+    """The sessions to one API server; an async context manager."""
 
     def __init__(self, connection: Connection, *, settings: ClientSettings | None = None):
         self.connection = connection
         self.settings = settings or ClientSettings()
+        if self.settings.request_connections < 1 or self.settings.exec_connections < 1:
+            raise ValueError("request_connections and exec_connections must be at least 1")
         self.tls_sessions = SessionCache(max_age=self.settings.tls_session_max_age)
         self._ssl: ssl.SSLContext | None = None
-        self._session: aiohttp.ClientSession | None = None
+        self._pools: _Pools | None = None
         # Answers by (verb, HTTP status; 0 = no answer), for the metrics.
         self.requests: Counter[tuple[str, int]] = Counter()
 
@@ -209,17 +246,13 @@ class KubeClient:
             self._ssl = tls.ssl_context(
                 resume=self.settings.tls_resumption, cache=self.tls_sessions
             )
-        connector = aiohttp.TCPConnector(
+        self._pools = _Pools(
+            requests=self.settings.request_connections,
+            watches=0,  # one per informer scope, fixed by the configuration: no limit
+            execs=self.settings.exec_connections,
             ssl=self._ssl if self._ssl is not None else False,
-            limit=self.settings.max_connections,
-            keepalive_timeout=self.settings.keepalive_timeout,
-        )
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            headers={"User-Agent": self.settings.user_agent},
-            skip_auto_headers=("Accept-Encoding",),  # the API server's gzip costs CPU on both sides
-            auto_decompress=False,
-            response_class=_Response,
+            keepalive=self.settings.keepalive_timeout,
+            user_agent=self.settings.user_agent,
         )
         return self
 
@@ -229,17 +262,17 @@ class KubeClient:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._pools is not None:
+            pools, self._pools = self._pools, None
+            await pools.close()
 
     # -- internals ---------------------------------------------------------------------
 
     @property
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
+    def _open_pools(self) -> _Pools:
+        if self._pools is None:
             raise RuntimeError("KubeClient is not open: use `async with KubeClient(...)`")
-        return self._session
+        return self._pools
 
     def _url(self, path: str) -> str:
         return self.connection.server + path
@@ -282,6 +315,7 @@ class KubeClient:
 
     async def _send(
         self,
+        session: aiohttp.ClientSession,
         method: str,
         path: str,
         *,
@@ -295,7 +329,7 @@ class KubeClient:
 
         async def attempt() -> aiohttp.ClientResponse:
             with self._counted(info), _mapped(info, self._forget_tls):
-                response = await self.session.request(
+                response = await session.request(
                     method,
                     self._url(path),
                     params=params,
@@ -347,7 +381,14 @@ class KubeClient:
             connect=self.settings.connect_timeout,
         )
         response = await self._send(
-            method, path, info=info, params=params, body=body, headers=headers, limits=limits
+            self._open_pools.requests,
+            method,
+            path,
+            info=info,
+            params=params,
+            body=body,
+            headers=headers,
+            limits=limits,
         )
         try:
             with _mapped(info):
@@ -379,6 +420,7 @@ class KubeClient:
             sock_read=read_timeout,
         )
         response = await self._send(
+            self._open_pools.watches,
             "GET",
             path,
             info=info,
@@ -457,7 +499,7 @@ class KubeClient:
         try:
             with self._counted(info), _mapped(info, self._forget_tls, refusal):
                 async with asyncio.timeout(deadline):
-                    ws: aiohttp.ClientWebSocketResponse = await self.session.ws_connect(
+                    ws: aiohttp.ClientWebSocketResponse = await self._open_pools.execs.ws_connect(
                         self._url(path),
                         params=params,
                         protocols=tuple(protocols),

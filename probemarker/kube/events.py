@@ -24,7 +24,8 @@ Invariants:
   queue of at most `max_queued` series (client-go: 1000 events); repeats of a
   series already queued only bump its count, so they take no room; when the queue
   is full the observation is dropped and counted (`stats.dropped`). One sender
-  (`run()`) writes in order, each write after a token of the shared bucket.
+  (`run()`) writes in order, each write after a token of its bucket: the daemon gives
+  events a bucket of their own, so an event never takes a token a status write needs.
 - write failures are logged and counted (`stats.failed`), never retried here (the
   next repeat writes the series again) and never raised; cancellation is.
 - the cache of series holds at most `max_cached` entries (least recently seen
@@ -123,6 +124,7 @@ class EventStats:
     created: int = 0
     patched: int = 0
     dropped: int = 0  # observations dropped: the queue was full
+    queued_max: int = 0  # the most series ever waiting at once (the queue holds max_queued)
     failed: int = 0  # writes the API server refused or that got no answer
     evicted: int = 0  # series forgotten to keep the cache bounded
 
@@ -204,7 +206,12 @@ class EventRecorder:
         self._dropping = False
 
     def __repr__(self) -> str:
-        return f"EventRecorder({self._instance!r}, queued={self._queue.qsize()}, {self.stats})"
+        return f"EventRecorder({self._instance!r}, queued={self.queued}, {self.stats})"
+
+    @property
+    def queued(self) -> int:
+        """Series waiting to be written now (the queue holds `settings.max_queued`)."""
+        return self._queue.qsize()
 
     # -- the caller's side ------------------------------------------------------------
 
@@ -271,6 +278,7 @@ class EventRecorder:
             return
         self._dropping = False
         series.queued = True
+        self.stats.queued_max = max(self.stats.queued_max, self._queue.qsize())
 
     # -- the sender ---------------------------------------------------------------------
 

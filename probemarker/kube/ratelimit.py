@@ -1,6 +1,7 @@
-"""The client-side rate limit of every write: a token bucket (QPS and burst), FIFO.
+"""The client-side rate limit of writes: a token bucket (QPS and burst), FIFO.
 
-Stage: in front of every write the daemon sends (status patches, event writes).
+Stage: in front of every write the daemon sends. The daemon keeps two buckets: one for
+status patches, one for event writes, so an event never delays a status write.
 Input: `acquire()` calls. Output: each call returns when its token is granted.
 
 The bucket holds at most `burst` tokens and refills at `qps` tokens per second, as
@@ -13,7 +14,7 @@ limit, this is ours.
 Invariants:
 - over any interval of length T, at most `burst + qps * T` tokens are granted;
 - waiters are served in arrival order (FIFO): a late caller never overtakes one
-  already waiting, so a busy writer cannot starve the event recorder;
+  already waiting, so no busy caller starves another;
 - a cancelled waiter takes no token and leaves the queue, and the next one moves up;
 - time comes only from the injected `Clock` (monotonic seconds, and its `sleep`), so
   tests drive it with a fake clock and assert nothing about wall-clock time.
@@ -96,7 +97,7 @@ def delay_for_token(tokens: float, *, qps: float) -> float:
 
 
 class TokenBucket:
-    """A token bucket shared by all writes; see the module docstring."""
+    """A token bucket for one kind of write; see the module docstring."""
 
     def __init__(self, *, qps: float, burst: int, clock: Clock = MONOTONIC) -> None:
         if not (qps > 0 and math.isfinite(qps)):

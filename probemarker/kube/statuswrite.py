@@ -2,7 +2,7 @@
 
 Stage: the last step of the write path; the writer (a later issue) builds the
 operations, guards them with `test` operations, coalesces and retries. Input: the
-pod (namespace, name), the RFC 6902 operations, the shared `TokenBucket`. Output:
+pod (namespace, name), the RFC 6902 operations, the status writes' `TokenBucket`. Output:
 the pod as the API server stored it, or one error of the tree, unretried:
 
 - `ApiPatchTestFailed`: the patch did not apply to the pod as it is now (a `test`
@@ -23,7 +23,7 @@ changes of `status.conditions` (a list the kubelet also writes); a merge patch
 would replace the whole list, a strategic merge patch cannot guard anything.
 
 Invariants: one request per call (no retry here: the writer decides, with the
-newest desired state); a token of the shared bucket is taken before it is sent;
+newest desired state); a token of the status writes' bucket is taken before it is sent;
 the body is serialised with orjson; `deadline` bounds the request, not the wait
 for a token (the caller bounds both with `asyncio.timeout` if it needs to).
 """

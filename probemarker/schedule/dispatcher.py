@@ -19,7 +19,12 @@ Invariants:
   never run twice at once: an entry that comes due while its key is still running waits
   until that run ends;
 - at most `max_concurrent` runs at once; entries held back by the cap start in due order
-  as soon as a slot frees; how late each run starts is measured (`stats`), never hidden;
+  as soon as a slot frees; how late each run starts is measured (`stats`), never hidden,
+  in two parts: lateness until the run could start (`late`, `lateness_max`: the tick,
+  a busy event loop, or the key's previous run overrunning into this slot) and the
+  wait for a free slot under the cap (`slot_waits`, `slot_wait_max`: the node's
+  load, not the probe's doing). The callback starts when the run starts, so neither
+  eats into the probe's own timeout;
 - the callback cannot take the dispatcher down: an exception is logged and counted;
 - `cancel(key)` removes a pending entry only; a run in progress is left to finish;
 - `stop(grace=...)` starts nothing more, gives running runs `grace` seconds of the
@@ -39,7 +44,7 @@ import itertools
 import math
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 import anyio
 import structlog
@@ -54,14 +59,30 @@ log = structlog.get_logger(__name__)
 K = TypeVar("K", bound=Hashable)
 
 
+class _Item(NamedTuple, Generic[K]):
+    """An entry that can start but for the cap. A tuple, so the heap compares it in C:
+    by (due, seq), seq unique, so nothing after it is ever compared."""
+
+    due: float
+    seq: int
+    key: K
+    ready: float  # when it could have started, cap aside
+    cap_hits: int  # the dispatcher's count when it was queued
+
+
 @dataclass(slots=True)
 class DispatchStats:
     """Counters for the metrics (mutable; the dispatcher updates them in place)."""
 
     runs_started: int = 0
     runs_finished: int = 0  # returned or raised; not the ones cancelled at stop
-    late: int = 0  # runs started more than `late_after` seconds after their due
+    # Lateness up to the moment a run could start (it was found due, or its key's
+    # previous run ended), whatever the cap: the probe's own doing or a busy loop.
+    late: int = 0  # runs that could start only more than `late_after` s after their due
     lateness_max: float = 0.0  # seconds, over all runs
+    # Then the wait for a free slot under the cap (`max_concurrent`): the node's load.
+    slot_waits: int = 0  # runs held back by the cap before they started
+    slot_wait_max: float = 0.0  # seconds, over all runs
     errors: int = 0  # runs whose callback raised
     cancelled: int = 0  # runs cancelled because `stop`'s grace ran out
 
@@ -86,11 +107,14 @@ class Dispatcher(Generic[K]):
         self.late_after = late_after
         self.stats = DispatchStats()
         self._wheel: TimerWheel[K] = TimerWheel(tick=tick, start=clock.now())
-        # Due, held back by the cap: a heap of (due, seq, key) and key -> its live item
-        # (a replaced or cancelled entry stays in the heap, stale, until it surfaces).
-        self._queue: list[tuple[float, int, K]] = []
-        self._queued: dict[K, tuple[float, int, K]] = {}
+        # Due, held back by the cap: a heap of items and key -> its live item (a replaced
+        # or cancelled entry stays in the heap, stale, until it surfaces).
+        self._queue: list[_Item[K]] = []
+        self._queued: dict[K, _Item[K]] = {}
         self._seq = itertools.count()
+        # Times the cap left live entries waiting; an entry queued before the last of
+        # them and started after it waited for a slot (exact on a fake clock too).
+        self._cap_hits = 0
         self._held: dict[K, float] = {}  # due while the key's previous run is still going
         self._running: dict[K, asyncio.Task[None]] = {}
         self._group: asyncio.TaskGroup | None = None
@@ -235,28 +259,33 @@ class Dispatcher(Generic[K]):
     # -- starting runs --------------------------------------------------------------
 
     def _enqueue(self, key: K, due: float) -> None:
-        item = (due, next(self._seq), key)
+        """`key` can start now (due, and its previous run over) but for the cap."""
+        item = _Item(due, next(self._seq), key, self._clock.now(), self._cap_hits)
         self._queued[key] = item
         heapq.heappush(self._queue, item)
 
     def _start_queued(self, now: float) -> None:
         while self._queue and len(self._running) < self.max_concurrent:
             item = heapq.heappop(self._queue)
-            due, _, key = item
-            if self._queued.get(key) is not item:
+            if self._queued.get(item.key) is not item:
                 continue  # replaced or cancelled while it waited
-            del self._queued[key]
-            self._start(key, due, now)
+            del self._queued[item.key]
+            self._start(item, now)
+        if self._queued:
+            self._cap_hits += 1
 
-    def _start(self, key: K, due: float, now: float) -> None:
+    def _start(self, item: _Item[K], now: float) -> None:
         assert self._group is not None
-        lateness = now - due
         stats = self.stats
         stats.runs_started += 1
+        lateness = item.ready - item.due
         if lateness > self.late_after:
             stats.late += 1
-        if lateness > stats.lateness_max:
-            stats.lateness_max = lateness
+        stats.lateness_max = max(stats.lateness_max, lateness)
+        if item.cap_hits != self._cap_hits:
+            stats.slot_waits += 1
+            stats.slot_wait_max = max(stats.slot_wait_max, now - item.ready)
+        key, due = item.key, item.due
         self._running[key] = self._group.create_task(self._run_one(key, due))
 
     async def _run_one(self, key: K, due: float) -> None:

@@ -30,7 +30,8 @@ Rules (SPEC §3):
   tried again after `scope_backoff`. Other refusals (403, 400) are logged with the
   pod and retried with backoff, since they can only be fixed from outside;
 - one flush per pod at a time, at most `concurrency` pods at once, and every request
-  takes a token of the shared client-side rate limiter first; each write is one log
+  takes a token of the status writes' rate limit first (events have a budget of
+  their own, so they never delay a status write); each write is one log
   line at info (pod, keys set and removed, conditions).
 
 Freshness: after a write, the API server's answer is the newest pod. Until the watch

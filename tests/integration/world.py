@@ -17,7 +17,7 @@ import anyio
 from kubernetes_asyncio import client
 
 from probemarker.api.crd import build_crd
-from probemarker.app import Daemon
+from probemarker.app import Daemon, client_settings
 from probemarker.kube.client import KubeClient
 from probemarker.kube.config import load_kubeconfig
 from probemarker.settings import RunSettings
@@ -265,8 +265,10 @@ def settings(sim: SimCluster, **over: Any) -> RunSettings:
 @contextlib.asynccontextmanager
 async def running_daemon(sim: SimCluster, **over: Any) -> AsyncIterator[Daemon]:
     """The real daemon, in-process, against `sim`; stopped (gracefully) on exit."""
-    async with KubeClient(await load_kubeconfig(sim.kubeconfig_path)) as kube:
-        daemon = Daemon(kube, settings(sim, **over))
+    run = settings(sim, **over)
+    connection = await load_kubeconfig(sim.kubeconfig_path)
+    async with KubeClient(connection, settings=client_settings(run)) as kube:
+        daemon = Daemon(kube, run)
         stop = anyio.Event()
         async with anyio.create_task_group() as group:
             group.start_soon(lambda: daemon.run(stop=stop))

@@ -336,6 +336,7 @@ async def test_a_full_queue_drops_and_counts_but_repeats_take_no_room(env: Env) 
         succeeded(recorder, note=note)
     succeeded(recorder, note="a")  # a repeat of a queued series
     assert (recorder.stats.recorded, recorder.stats.dropped) == (4, 1)
+    assert recorder.stats.queued_max == 2  # the peak, for the metrics
     async with sending(recorder):
         pass
     assert [(e["note"], e.get("series", {}).get("count")) for e in await env.events()] == [

@@ -12,6 +12,20 @@ def test_defaults_and_node_from_downward_api() -> None:
     assert settings == RunSettings(node="n1")
 
 
+def test_write_budgets_default_to_the_kubelets() -> None:
+    # kubelet: kubeAPIQPS 50, kubeAPIBurst 100; eventRecordQPS 50, eventBurst 100.
+    settings = RunSettings(node="n")
+    assert (settings.write_qps, settings.write_burst) == (50.0, 100)
+    assert (settings.event_qps, settings.event_burst) == (50.0, 100)
+
+
+def test_the_event_budget_is_its_own_setting() -> None:
+    env = {"PROBEMARKER_EVENT_QPS": "2.5", "PROBEMARKER_EVENT_BURST": "7"}
+    settings = parse_run_settings(["--node", "n", "--event-burst", "9"], env)
+    assert (settings.event_qps, settings.event_burst) == (2.5, 9)
+    assert (settings.write_qps, settings.write_burst) == (50.0, 100)
+
+
 def test_flags_win_over_environment() -> None:
     env = {"PROBEMARKER_NODE": "env-node", "PROBEMARKER_MAX_CONCURRENT_PROBES": "8"}
     settings = parse_run_settings(["--node", "flag-node", "--namespaces", "b,a,a"], env)
@@ -25,6 +39,9 @@ def test_flags_win_over_environment() -> None:
     [
         pytest.param([], {}, "no node name", id="no-node"),
         pytest.param(["--node", "n", "--write-qps", "0"], {}, "--write-qps='0'", id="qps"),
+        pytest.param(
+            ["--node", "n"], {"PROBEMARKER_EVENT_BURST": "0"}, "EVENT_BURST='0'", id="event-burst"
+        ),
         pytest.param(
             ["--node", "n"],
             {"PROBEMARKER_MAX_CONCURRENT_PROBES": "many"},

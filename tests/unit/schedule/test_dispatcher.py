@@ -1,5 +1,5 @@
 """The dispatcher on a manual clock: runs at their due times, wake-up on an earlier
-entry, the cap with exact counts, late runs counted, one run per key at a time, cancel,
+entry, the cap with exact counts, late runs and waits for a slot counted apart, one run per key at a time, cancel,
 stop with grace, a raising callback, and cancellation of `run()` leaving nothing behind."""
 
 from __future__ import annotations
@@ -175,21 +175,57 @@ async def test_the_cap_with_exact_counts() -> None:
         assert dispatcher.stats.runs_started == dispatcher.stats.runs_finished == 5
 
 
-async def test_late_runs_are_counted() -> None:
+async def test_a_run_held_back_by_the_cap_waits_for_a_slot_and_is_not_late() -> None:
     async with dispatching(max_concurrent=1, late_after=1.0) as (dispatcher, clock, runs):
         runs.blocked.add("first")
         dispatcher.schedule("first", T0 + 1)
         dispatcher.schedule("second", T0 + 1.5)
         clock.advance(1)  # on time
         await until(lambda: runs.keys == ["first"])
-        clock.advance(3)  # "second" is due at +1.5 but the cap holds it
+        clock.advance(0.5)  # "second" is due and found due, but the cap holds it
         await settle(dispatcher, clock)
         assert dispatcher.waiting == 1
+        clock.advance(2.5)
+        await settle(dispatcher, clock)
         runs.release("first")
         await until(lambda: runs.keys == ["first", "second"])
-        assert runs.calls[1] == ("second", T0 + 1.5, T0 + 4)
-        assert dispatcher.stats.late == 1
-        assert dispatcher.stats.lateness_max == pytest.approx(2.5)
+        assert runs.calls[1] == ("second", T0 + 1.5, T0 + 4)  # 2.5 s after its due
+        stats = dispatcher.stats
+        assert (stats.late, stats.lateness_max) == (0, 0.0)  # not the probe's doing
+        assert (stats.slot_waits, stats.slot_wait_max) == (1, pytest.approx(2.5))
+        assert stats.runs_started == 2
+
+
+async def test_a_run_whose_previous_run_overran_is_late() -> None:
+    async with dispatching(max_concurrent=10, late_after=1.0) as (dispatcher, clock, runs):
+        runs.blocked.add("a")
+        dispatcher.schedule("a", T0 + 1)
+        clock.advance(1)
+        await until(lambda: runs.keys == ["a"])
+        dispatcher.schedule("a", T0 + 2)  # its next slot, while the first run goes on
+        clock.advance(3)
+        await settle(dispatcher, clock)
+        runs.release("a")  # 2 s past the next slot
+        await until(lambda: len(runs.calls) == 2)
+        stats = dispatcher.stats
+        assert (stats.late, stats.lateness_max) == (1, pytest.approx(2.0))
+        assert (stats.slot_waits, stats.slot_wait_max) == (0, 0.0)
+
+
+async def test_a_loop_woken_late_counts_the_run_late() -> None:
+    async with dispatching(max_concurrent=1, late_after=1.0) as (dispatcher, clock, runs):
+        runs.blocked.add("first")
+        dispatcher.schedule("first", T0 + 1)
+        dispatcher.schedule("second", T0 + 1.5)
+        clock.advance(1)
+        await until(lambda: runs.keys == ["first"])
+        clock.advance(3)  # the loop sees "second" only at +4 (as a busy loop would)
+        await settle(dispatcher, clock)
+        runs.release("first")
+        await until(lambda: runs.keys == ["first", "second"])
+        stats = dispatcher.stats
+        assert (stats.late, stats.lateness_max) == (1, pytest.approx(2.5))
+        assert (stats.slot_waits, stats.slot_wait_max) == (1, 0.0)  # held, for no time
 
 
 async def test_a_key_never_runs_twice_at_once() -> None:
