@@ -162,18 +162,24 @@ def test_the_binding_gives_the_role_to_the_daemon_service_account_only() -> None
 # -- kustomize ------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH (kubectl kustomize)")
-def test_kubectl_kustomize_renders_every_listed_object_unchanged() -> None:
+def kustomize(directory: Path) -> list[dict[str, Any]]:
+    """The documents `kubectl kustomize DIRECTORY` renders."""
     assert KUBECTL is not None
     done = subprocess.run(
-        [KUBECTL, "kustomize", str(MANIFESTS)],
+        [KUBECTL, "kustomize", str(directory)],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    rendered = [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
+    return [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH (kubectl kustomize)")
+def test_kubectl_kustomize_renders_every_listed_object_unchanged() -> None:
+    assert KUBECTL is not None
+    rendered = kustomize(MANIFESTS)
     expected = [doc for path in listed_files() for doc in documents(path)]
     by_identity = {identity(doc): doc for doc in rendered}
     assert sorted(by_identity) == sorted(identity(doc) for doc in expected)
@@ -250,15 +256,7 @@ def test_an_overlay_with_the_kruise_component_renders(tmp_path: Path) -> None:
             }
         )
     )
-    done = subprocess.run(
-        [KUBECTL, "kustomize", str(overlay)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    rendered = [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
+    rendered = kustomize(overlay)
     (role,) = [doc for doc in rendered if doc["kind"] == "ClusterRole"]
     assert set(grants(rules_of(role))) == EXPECTED | KRUISE_GRANTS
     assert len(rendered) == len([doc for path in listed_files() for doc in documents(path)])
