@@ -428,7 +428,7 @@ class PodWriter:
             backoff = state.scope_backoff or Backoff(self.settings.scope_backoff, rng=self._rng)
             state.scope_backoff = backoff
             state.scope_until = self._clock.now() + backoff.next_delay()
-            self._refused(view, _cause(err))
+            self._refused(view, refusal_cause(err))
         state.scope = narrower
         self.stats.narrowed += 1
         log.warning(
@@ -474,9 +474,11 @@ class _Reread(enum.Enum):
     REPLACED = "replaced"  # gone, or another pod under the name: forgotten
 
 
-def _cause(err: ApiInvalid) -> str:
+def refusal_cause(err: ApiInvalid) -> str:
     """The server's reason for refusing a write, for the pod's Warning event."""
-    causes = "; ".join(
+    # A real API server may list one cause several times (1.32 gives the annotation
+    # total three times, from the metadata and the pod status validations): once each.
+    causes = dict.fromkeys(
         f"{c.field}: {c.message}" if c.field else c.message for c in err.causes if c.message
     )
-    return causes or err.message
+    return "; ".join(causes) or err.message
