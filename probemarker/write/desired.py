@@ -211,26 +211,36 @@ class _Pass:
         """Keep what `owner` wrote, where it still holds the value written; `only`:
         just the keys in it, and only those nobody has claimed (a hand-over)."""
         pod = self.pod
-        for board, recorded, current, want in (
-            (self.labels, owned.labels, pod.labels, None if only is None else only.labels),
-            (
-                self.annotations,
-                owned.annotations,
-                pod.annotations,
-                None if only is None else only.annotations,
-            ),
-        ):
-            for key, token in sorted(recorded.items()):
-                if want is not None and (key not in want or key in board.winners):
-                    continue
-                if holds(current.get(key), token):
-                    board.claim(owner, key, current[key])
+        labels, annotations, conditions = (
+            (None, None, None) if only is None else (only.labels, only.annotations, only.conditions)
+        )
+        _keep(self.labels, owner, owned.labels, pod.labels, labels)
+        _keep(self.annotations, owner, owned.annotations, pod.annotations, annotations)
         type_ = owned.condition
-        if type_ is None or (only is not None and type_ not in only.conditions):
+        if type_ is None or not _wanted(self.conditions, type_, conditions):
             return
         found = our_condition(pod, type_)
-        if found is not None and not (only is not None and type_ in self.conditions.winners):
+        if found is not None:
             self.conditions.claim(owner, type_, str(found.get("status")))
+
+
+def _wanted(board: _Board, key: str, only: set[str] | None) -> bool:
+    """Whether a holding owner keeps `key`: always, or in a hand-over (`only`) when
+    the key is to be handed over and nobody has claimed it."""
+    return only is None or (key in only and key not in board.winners)
+
+
+def _keep(
+    board: _Board,
+    owner: OwnerRef,
+    recorded: Mapping[str, str],
+    current: Mapping[str, str],
+    only: set[str] | None,
+) -> None:
+    """`owner` claims the recorded keys it keeps that still hold the value written."""
+    for key, token in sorted(recorded.items()):
+        if _wanted(board, key, only) and holds(current.get(key), token):
+            board.claim(owner, key, current[key])
 
 
 @dataclass(slots=True)
