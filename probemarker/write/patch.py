@@ -44,7 +44,7 @@ from probemarker.pods import PodView
 from probemarker.write.desired import DesiredCondition, DesiredPod
 from probemarker.write.ownership import OWNED_KEY
 
-__all__ = ["build_patch", "changes_of", "escape_pointer", "guards"]
+__all__ = ["build_patch", "changes_of", "condition_text", "escape_pointer", "guards"]
 
 _CONDITIONS: Final = "/status/conditions"
 Op = dict[str, Any]
@@ -80,7 +80,7 @@ def _map_ops(path: str, current: Mapping[str, str], desired: Mapping[str, str | 
     return ops
 
 
-def _text(condition: Mapping[str, Any], name: str) -> str:
+def condition_text(condition: Mapping[str, Any], name: str) -> str:
     """A string field; absent reads as "" (the API server drops empty reason/message)."""
     value = condition.get(name)
     return value if isinstance(value, str) else ""
@@ -107,15 +107,16 @@ def _update_ops(
     index: int, current: Mapping[str, Any], want: DesiredCondition, now: str
 ) -> list[Op]:
     fields = {"status": want.status, "reason": want.reason, "message": want.message}
-    status_changed = _text(current, "status") != want.status
-    if status_changed or _text(current, "message") != want.message:
+    status_changed = condition_text(current, "status") != want.status
+    if status_changed or condition_text(current, "message") != want.message:
         fields["lastProbeTime"] = now
     if status_changed:
         fields["lastTransitionTime"] = now
     changed = {
         name: value
         for name, value in fields.items()
-        if (_text(current, name) if name in ("reason", "message") else current.get(name)) != value
+        if (condition_text(current, name) if name in ("reason", "message") else current.get(name))
+        != value
     }
     if not changed:
         return []
@@ -152,7 +153,7 @@ def _condition_ops(
             ops += _update_ops(at, current[at], want, now)
     for index in sorted(removals, reverse=True):
         ops += [
-            _test(index, _text(current[index], "type")),
+            _test(index, condition_text(current[index], "type")),
             {"op": "remove", "path": f"{_CONDITIONS}/{index}"},
         ]
     if added and not current:
@@ -221,7 +222,7 @@ def _condition_changes(current: Mapping[str, Any] | None, want: DesiredCondition
     if want is None:
         return current is not None
     return current is None or any(
-        _text(current, name) != value
+        condition_text(current, name) != value
         for name, value in (
             ("status", want.status),
             ("reason", want.reason),

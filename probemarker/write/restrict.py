@@ -36,6 +36,7 @@ from typing import Any
 from probemarker.pods import PodView
 from probemarker.write.desired import DesiredCondition, DesiredPod
 from probemarker.write.ownership import OWNED_KEY, Owned, holds, parse_record, render_record
+from probemarker.write.patch import condition_text
 
 __all__ = ["Scope", "hold_messages", "restrict"]
 
@@ -54,11 +55,6 @@ class Scope(enum.IntEnum):
         return Scope(self + 1) if self < Scope.CONDITIONS_ONLY else None
 
 
-def _text(condition: Mapping[str, Any], name: str) -> str:
-    value = condition.get(name)
-    return value if isinstance(value, str) else ""
-
-
 def hold_messages(desired: DesiredPod, pod: PodView) -> DesiredPod:
     """`desired`, with the pod's own message on every condition that keeps its status
     and reason (a message-only change held back)."""
@@ -69,9 +65,9 @@ def hold_messages(desired: DesiredPod, pod: PodView) -> DesiredPod:
             want is not None
             and current is not None
             and current.get("status") == want.status
-            and _text(current, "reason") == want.reason
+            and condition_text(current, "reason") == want.reason
         ):
-            want = replace(want, message=_text(current, "message"))
+            want = replace(want, message=condition_text(current, "message"))
         conditions[type_] = want
     return replace(desired, conditions=MappingProxyType(conditions))
 
