@@ -295,13 +295,13 @@ class PodWriter:
         now = self._clock.now()
         if desired is not None and desired.revisit_after is not None:
             self._queue.at(uid, now + desired.revisit_after)
-        target = None if desired is None else self._target(uid, state, view, desired, now)
-        ops = [] if target is None else build_patch(pod=view, desired=target, now=self._now_text())
-        if target is None or not ops:
+        to_send = None if desired is None else self._to_send(uid, state, view, desired, now)
+        if to_send is None or not to_send[1]:
             self.stats.unchanged += 1
             state.rereads = 0
             self._queue.hold(uid, 0.0)
             return
+        target, ops = to_send
         try:
             answer = await patch_pod_status(
                 self._client,
@@ -316,23 +316,23 @@ class PodWriter:
             return
         self._written(uid, state, view, target, answer)
 
-    def _target(
+    def _to_send(
         self, uid: PodUID, state: _PodState, view: PodView, desired: DesiredPod, now: float
-    ) -> DesiredPod | None:
-        """What to send of `desired` now: within the scope a refusal left, and without
-        a message-only change before its time (then None, and a flush at that time)."""
+    ) -> tuple[DesiredPod, list[dict[str, Any]]] | None:
+        """What to send of `desired` now, and its patch: within the scope a refusal left,
+        and without a message-only change before its time (then None, and a flush at
+        that time)."""
         if state.scope is not Scope.FULL and now >= state.scope_until:
             state.scope = Scope.FULL  # time to try the full patch again
         target = restrict(desired, view, state.scope)
-        if now >= state.messages_due or self._final:
-            return target
+        ops = build_patch(pod=view, desired=target, now=self._now_text())
+        if not ops or now >= state.messages_due or self._final:
+            return target, ops
         if build_patch(pod=view, desired=hold_messages(target, view), now=""):
-            return target  # a real change goes now, with every message
-        if build_patch(pod=view, desired=target, now=""):
-            self.stats.messages_held += 1
-            self._queue.at(uid, state.messages_due)
-            return None
-        return target
+            return target, ops  # a real change goes now, with every message
+        self.stats.messages_held += 1
+        self._queue.at(uid, state.messages_due)
+        return None
 
     def _written(
         self,
