@@ -105,7 +105,8 @@ class MarkerTable:
                 markers[ref] = read_marker(obj, api_version=self._api_version)
             except InvalidMarker as err:
                 spec = obj.get("spec")
-                if self._invalid.get(ref) != spec:  # once per content, not per resync
+                # Once per content, not per resync (a marker with no spec at all too).
+                if ref not in self._invalid or self._invalid[ref] != spec:
                     self._invalid[ref] = spec
                     invalid = err
             else:

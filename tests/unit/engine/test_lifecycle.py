@@ -157,3 +157,14 @@ def pod_view_of(rig: Rig) -> Any:
     found = rig.engine.lookup(UID)
     assert found is not None
     return found[0]
+
+
+async def test_a_marker_without_a_spec_is_reported_once() -> None:
+    """A looser CRD (Kruise's) stores a marker with no spec at all: one warning, however
+    often a re-list delivers it again."""
+    async with running() as rig:
+        entry = marker_entry()
+        del entry.obj["spec"]
+        for _ in range(3):
+            rig.engine.sync_marker(entry.key, entry)
+        assert [e[:2] for e in rig.sink.events] == [("PodProbeMarker", "InvalidMarker")]
