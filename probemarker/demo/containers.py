@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import stat
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -87,14 +88,12 @@ class ContainerFiles:
 
 def map_command(command: Sequence[str], paths: Mapping[str, str]) -> tuple[str, ...]:
     """`command` with each container path of `paths` replaced by its host path, also
-    inside an argument (`sh -c 'cat /var/run/db/role'`); longer paths first."""
-    order = sorted(paths, key=len, reverse=True)
-    out = []
-    for arg in command:
-        for path in order:
-            arg = arg.replace(path, paths[path])
-        out.append(arg)
-    return tuple(out)
+    inside an argument (`sh -c 'cat /var/run/db/role'`); in one pass (a host path,
+    which ends with its container path, is never mapped again), longer paths first."""
+    if not paths:
+        return tuple(command)
+    pattern = re.compile("|".join(re.escape(p) for p in sorted(paths, key=len, reverse=True)))
+    return tuple(pattern.sub(lambda found: paths[found.group(0)], arg) for arg in command)
 
 
 class MappedExec:

@@ -267,7 +267,7 @@ def summary_lines(totals: Totals, steps: Sequence[Step], seen: Iterable[Seen]) -
             continue
         lines.append(f"    step {number}: {step.title}")
         for item in items:
-            took = "not seen" if item.after is None else f"{item.after:5.1f} s"
+            took = "not seen" if item.after is None else f"{item.after:6.1f} s"
             lines.append(f"      {took}  {item.pod} {item.marks} ({item.pace})")
     states = ", ".join(f"{n} {s}" for s, n in sorted(totals.transitions.items()))
     count = sum(totals.transitions.values())

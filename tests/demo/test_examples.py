@@ -155,7 +155,9 @@ def test_columns_of_a_namespace(namespace: str, columns: tuple[Mark, ...]) -> No
     ("marker", "probe", "message"),
     [
         pytest.param("nope", "idle", "no example marker named nope", id="marker"),
-        pytest.param("game-server-idle", "nope", "marker game-server-idle has no probe nope", id="probe"),
+        pytest.param(
+            "game-server-idle", "nope", "marker game-server-idle has no probe nope", id="probe"
+        ),
     ],
 )
 def test_find_probe_names_what_is_missing(marker: str, probe: str, message: str) -> None:

@@ -88,11 +88,21 @@ def event(**over: Any) -> dict[str, Any]:
     [
         pytest.param(
             event(),
-            (
-                "games/game-0",
-                "ProbeFailed: game-server-idle/idle on container game-server: Failed: match: busy",
-            ),
+            ("games/game-0", "ProbeFailed: match: busy"),
             id="daemon",
+        ),
+        pytest.param(
+            event(
+                reason="ProbeSucceeded",
+                message="database-role/primary on container database: Succeeded",
+            ),
+            ("games/game-0", "ProbeSucceeded"),
+            id="no-message",
+        ),
+        pytest.param(
+            event(reason="PortNotFound", message="m/web on container app: port 'x' is not..."),
+            ("games/game-0", "PortNotFound: m/web on container app: port 'x' is not..."),
+            id="not-a-transition",
         ),
         pytest.param(
             event(reason="ProbeSucceeded", message="m", series={"count": 2}),
@@ -135,7 +145,10 @@ def state(marks: dict[Mark, str], ev: str | None = None) -> PodState:
             {"games/game-0": state({IDLE: "false", COST: "10"})},
             [
                 Change(
-                    "games/game-0", "annotation controller.kubernetes.io/pod-deletion-cost", "-10", "10"
+                    "games/game-0",
+                    "annotation controller.kubernetes.io/pod-deletion-cost",
+                    "-10",
+                    "10",
                 ),
                 Change("games/game-0", "label gameserver-idle", "true", "false"),
             ],
@@ -183,10 +196,7 @@ def test_the_board_follows_the_cast_and_keeps_the_last_daemon_event() -> None:
     board.see_event(event())
     board.see_event(event(reportingComponent="kubelet", reason="Started"))
     assert dict(board.snapshot()) == {
-        "games/game-0": PodState(
-            MappingProxyType({IDLE: "true"}),
-            "ProbeFailed: game-server-idle/idle on container game-server: Failed: match: busy",
-        )
+        "games/game-0": PodState(MappingProxyType({IDLE: "true"}), "ProbeFailed: match: busy")
     }
     board.see_pod(pod(), deleted=True)
     assert board.snapshot()["games/game-0"].marks == {}
