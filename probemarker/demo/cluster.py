@@ -21,7 +21,7 @@ from kubernetes_asyncio import client
 
 from probemarker.api import rules
 from probemarker.api.crd import build_crd
-from probemarker.demo.containers import ContainerFiles, MappedExec
+from probemarker.demo.containers import ContainerFiles, DemoError, MappedExec
 from probemarker.demo.examples import Example
 from probemarker.demo.scenario import DemoPod
 from probemarker.observe.logging import configure_logging
@@ -102,7 +102,14 @@ def daemon_logs(path: Path) -> Iterator[None]:
     write to `path`, JSON lines and text lines; before and after, as they were."""
     saved = structlog.get_config()
     root = logging.getLogger()
-    with path.open("a", encoding="utf-8") as stream:
+    try:
+        opened = path.open("a", encoding="utf-8")
+    except OSError as err:
+        raise DemoError(
+            f"cannot open the log file {path}: {err.strerror or err}; "
+            "name a file in a directory that exists (--log-file FILE)"
+        ) from err
+    with opened as stream:
         handler = logging.StreamHandler(stream)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.addHandler(handler)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import shutil
 import signal
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import anyio
 from kubernetes_asyncio import client
@@ -43,6 +43,7 @@ from probemarker.settings import RunSettings
 from probemarker.sim import SimCluster
 from probemarker.sim.server.discovery import EVENTS
 from probemarker.sim.server.discovery import PODS as POD_RESOURCE
+from probemarker.sim.store.resourcetype import ResourceType
 from probemarker.sim.store.watchcache import WatchEvent
 
 EXIT_OK, EXIT_NOT_SEEN, EXIT_UNUSABLE, EXIT_STOPPED = 0, 1, 2, 130
@@ -60,7 +61,7 @@ class DemoOptions:
 async def _follow(show: Show, sim: SimCluster) -> None:
     """Feed the board from the sim's store: every pod, every event (until cancelled)."""
 
-    async def watch(resource: Any, see: Any) -> None:
+    async def watch(resource: ResourceType, see: Callable[[WatchEvent], None]) -> None:
         stream = sim.store.watch(resource)
         try:
             async for event in stream:

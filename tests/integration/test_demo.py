@@ -5,6 +5,7 @@ it gracefully (exit 130), still with a summary and nothing left behind."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import signal
@@ -28,14 +29,19 @@ def in_order(lines: list[str], wanted: list[str]) -> bool:
 
 
 async def test_the_demo_in_a_pipe_plays_every_step_and_leaves_nothing_behind(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the scratch and the sim's dir
+    log = tmp_path_factory.mktemp("kept") / "daemon.log"
     logging_before = structlog.get_config()
     out, err = io.StringIO(), io.StringIO()
     with anyio.fail_after(45):
         code = await run_demo(
-            DemoOptions(fast=True), out=out, err=err, environ={}, stop=anyio.Event()
+            DemoOptions(fast=True, log_file=str(log)),
+            out=out,
+            err=err,
+            environ={},
+            stop=anyio.Event(),
         )
     text = out.getvalue()
     assert (code, err.getvalue()) == (0, ""), text
@@ -79,6 +85,24 @@ async def test_the_demo_in_a_pipe_plays_every_step_and_leaves_nothing_behind(
     assert lines[-1].startswith("  left behind: nothing (")
     assert os.listdir(tmp_path) == []
     assert structlog.get_config() == logging_before
+    decided = [json.loads(line) for line in log.read_text().splitlines() if "probe.decided" in line]
+    assert len(decided) == 11
+
+
+async def test_a_log_file_that_cannot_be_opened_is_one_line_and_nothing_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    missing = tmp_path / "no-such-dir" / "daemon.log"
+    out, err = io.StringIO(), io.StringIO()
+    options = DemoOptions(fast=True, log_file=str(missing))
+    code = await run_demo(options, out=out, err=err, environ={}, stop=anyio.Event())
+    assert code == 2
+    assert err.getvalue().splitlines() == [
+        f"probemarker demo: cannot open the log file {missing}: No such file or directory; "
+        "name a file in a directory that exists (--log-file FILE)"
+    ]
+    assert os.listdir(tmp_path) == []
 
 
 async def test_ctrl_c_stops_the_demo_gracefully_and_cleans_up(tmp_path: Path) -> None:
