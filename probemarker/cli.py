@@ -1,4 +1,4 @@
-"""The `probemarker` command: run, validate, crd, sim.
+"""The `probemarker` command: run, validate, crd, sim, demo.
 
 Stage: edge (I/O). Parses arguments, reads files, prints results; the decisions are
 made in `probemarker.api`. Exit codes of `validate`: 0 no PodProbeMarker is invalid
@@ -79,6 +79,36 @@ def _parser() -> argparse.ArgumentParser:
         help="the simulated API server (see docs/sim.md); 'probemarker sim --help'",
         add_help=False,
     )
+    demo = commands.add_parser(
+        "demo",
+        help="watch the daemon mark pods on a simulated cluster (needs the sim extra)",
+        description="Start a simulated cluster in this process, create pods whose "
+        "containers answer from files in a scratch directory, apply the three example "
+        "markers (manifests/examples/), run the daemon, and play a scenario that changes "
+        "the answers (idle -> busy, a primary failover, a readiness gate closing and "
+        "opening) while a live table shows what the daemon writes on the pods. It ends by "
+        "itself (about a minute; --fast: about 15 s) or on Ctrl-C, prints a summary and "
+        "removes everything it made. In a pipe it prints one line per change. Exit 0: the "
+        "scenario played to the end; 1: a change was not seen in time; 2: it cannot run "
+        "here; 130: stopped by Ctrl-C. Exec commands run on this host (see docs/demo.md).",
+    )
+    demo.add_argument(
+        "--fast",
+        action="store_true",
+        help="apply copies of the examples whose probes run every second with no initial "
+        "delay (thresholds unchanged) instead of the examples' own timings",
+    )
+    demo.add_argument(
+        "--plain",
+        action="store_true",
+        help="one line per change even on a terminal (no table, no colours)",
+    )
+    demo.add_argument(
+        "--log-file",
+        metavar="FILE",
+        help="append the daemon's log (JSON lines) to FILE and keep it; by default it goes "
+        "to the scratch directory and is removed with it",
+    )
     return parser
 
 
@@ -100,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return validate_files(args.files, out=sys.stdout, err=sys.stderr)
     if args.command == "run":
         return run_command(args)
+    if args.command == "demo":
+        return demo_command(args)
     if args.command == "crd":
         sys.stdout.write(render_crd())
         return EXIT_OK
@@ -138,6 +170,27 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    """`probemarker demo`: the simulated cluster, the daemon and a scenario; see docs/demo.md."""
+    try:
+        from probemarker.demo.runner import DemoOptions
+        from probemarker.demo.runner import main as demo_main
+    except ModuleNotFoundError as exc:
+        sys.stderr.write(
+            f"probemarker demo: missing module {exc.name!r}; the demo runs the simulated API "
+            "server, which needs the sim extra: pip install 'probemarker[sim]'\n"
+        )
+        return EXIT_UNREADABLE
+    options = DemoOptions(fast=args.fast, plain=args.plain, log_file=args.log_file)
+    try:
+        return anyio.run(
+            lambda: demo_main(options, out=sys.stdout, err=sys.stderr, environ=os.environ)
+        )
+    except KeyboardInterrupt:  # Ctrl-C before the demo receives signals itself
+        return EXIT_INTERRUPTED
 
 
 class _StoppedStarting(BaseException):

@@ -1,0 +1,154 @@
+"""The example markers the demo applies, and what each probe state writes onto a pod.
+
+Stage: demo data (pure, but for reading the package's own files). Input: the YAML files
+in `probemarker/demo/examples/`, byte-for-byte copies of `manifests/examples/`
+(tests/demo/test_examples.py keeps them so; they are package data because an installed
+probemarker has no `manifests/`). Output: `Example` values (the body as applied and the
+parsed `Marker`), the pod fields a probe state sets (`marks_for`), the columns of a
+namespace (`columns_of`), how long the daemon may take to decide a state
+(`decide_bound`) and how that pace reads (`pace_text`).
+
+`fast=True` gives copies with `periodSeconds: 1` and `initialDelaySeconds: 0` (the
+thresholds and timeouts unchanged): the same decisions, in seconds instead of a minute.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Literal
+
+import yaml
+
+from probemarker.api.model import Marker, ProbeSpec, ProbeState, Timing
+from probemarker.api.parse import parse_marker
+
+FILES = ("game-server-idle.yaml", "primary-secondary.yaml", "readiness-gate.yaml")
+READY = "Ready"  # the kubelet's condition: a readiness gate holds it False until True
+
+MarkKind = Literal["label", "annotation", "condition"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Mark:
+    """One field of a pod the demo shows: a label, an annotation or a condition."""
+
+    kind: MarkKind
+    key: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.key}"
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One example marker: its file name, the body applied, and the parsed marker."""
+
+    file: str
+    body: Mapping[str, Any]
+    marker: Marker
+
+    @property
+    def namespace(self) -> str:
+        return self.marker.ref.namespace
+
+    @property
+    def name(self) -> str:
+        return self.marker.ref.name
+
+
+def example_text(file: str) -> str:
+    """The text of an example file, as installed with the package."""
+    return resources.files("probemarker.demo").joinpath("examples", file).read_text("utf-8")
+
+
+def load_examples(*, fast: bool = False) -> tuple[Example, ...]:
+    """The three examples, parsed and validated (each file holds one marker)."""
+    found = []
+    for file in FILES:
+        body = yaml.safe_load(example_text(file))
+        if fast:
+            body = quicken(body)
+        found.append(Example(file=file, body=body, marker=parse_marker(body)))
+    return tuple(found)
+
+
+def quicken(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a marker body whose probes run every second, with no initial delay."""
+    out = copy.deepcopy(dict(body))
+    for entry in out["spec"]["probes"]:
+        entry["probe"]["periodSeconds"] = 1
+        entry["probe"]["initialDelaySeconds"] = 0
+    return out
+
+
+def find_probe(examples: Iterable[Example], marker: str, probe: str) -> ProbeSpec:
+    """The probe `probe` of the example named `marker`; KeyError names what is missing."""
+    for example in examples:
+        if example.name == marker:
+            for spec in example.marker.probes:
+                if spec.name == probe:
+                    return spec
+            raise KeyError(f"marker {marker} has no probe {probe}")
+    raise KeyError(f"no example marker named {marker}")
+
+
+def marks_for(probe: ProbeSpec, state: ProbeState) -> dict[Mark, str]:
+    """What the daemon writes onto a pod when `probe` is decided `state`."""
+    out: dict[Mark, str] = {}
+    for policy in probe.policies:
+        if policy.state is state:
+            out.update({Mark("label", k): v for k, v in policy.labels.items()})
+            out.update({Mark("annotation", k): v for k, v in policy.annotations.items()})
+    if probe.condition_type:
+        out[Mark("condition", probe.condition_type)] = (
+            "True" if state is ProbeState.SUCCEEDED else "False"
+        )
+    return out
+
+
+def columns_of(examples: Iterable[Example], namespace: str) -> tuple[Mark, ...]:
+    """The fields the markers of `namespace` write, in the order they declare them,
+    then the pod's Ready condition (which a readiness gate holds)."""
+    seen: dict[Mark, None] = {}
+    for example in examples:
+        if example.namespace != namespace:
+            continue
+        for probe in example.marker.probes:
+            for state in (ProbeState.SUCCEEDED, ProbeState.FAILED):
+                seen.update(dict.fromkeys(marks_for(probe, state)))
+    seen[Mark("condition", READY)] = None
+    return tuple(seen)
+
+
+def _threshold(timing: Timing, state: ProbeState) -> int:
+    if state is ProbeState.SUCCEEDED:
+        return timing.success_threshold
+    return timing.failure_threshold
+
+
+def decide_bound(timing: Timing, state: ProbeState, *, slack: float = 10.0) -> float:
+    """Seconds within which a change of answer must be decided `state`: the initial
+    delay, one period before the first run, then `threshold` runs, each of which may
+    take its timeout, and `slack` for the writes (a generous bound, not a forecast)."""
+    runs = _threshold(timing, state)
+    return (
+        timing.initial_delay_seconds
+        + timing.period_seconds
+        + runs * (timing.period_seconds + timing.timeout_seconds)
+        + slack
+    )
+
+
+def pace_text(timing: Timing, state: ProbeState, *, first: bool = False) -> str:
+    """How the decision is paced, e.g. `3 failures, every 10 s`; `first`: a probe's first
+    decision, which also waits for the initial delay (`..., after 10 s initial delay`)."""
+    runs = _threshold(timing, state)
+    word = "success" if state is ProbeState.SUCCEEDED else "failure"
+    plural = "es" if word == "success" else "s"
+    text = f"{runs} {word}{plural if runs != 1 else ''}, every {timing.period_seconds} s"
+    if first and timing.initial_delay_seconds:
+        text += f", after a {timing.initial_delay_seconds} s initial delay"
+    return text

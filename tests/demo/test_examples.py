@@ -1,0 +1,198 @@
+"""The demo's example markers: the same files as manifests/examples/, parsed, and what
+each probe state writes onto a pod, with its pace and bound."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probemarker.api.model import ProbeState, Timing
+from probemarker.demo.examples import (
+    FILES,
+    Mark,
+    columns_of,
+    decide_bound,
+    example_text,
+    find_probe,
+    load_examples,
+    marks_for,
+    pace_text,
+    quicken,
+)
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "manifests" / "examples"
+S, F = ProbeState.SUCCEEDED, ProbeState.FAILED
+COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+def test_the_packaged_examples_are_the_manifests_examples() -> None:
+    assert sorted(p.name for p in EXAMPLES_DIR.glob("*.yaml")) == sorted(FILES)
+    for name in FILES:
+        assert example_text(name) == (EXAMPLES_DIR / name).read_text(encoding="utf-8"), (
+            f"probemarker/demo/examples/{name} differs from manifests/examples/{name}: "
+            "copy the manifest over it"
+        )
+
+
+def test_the_examples_load_as_three_markers_in_their_namespaces() -> None:
+    examples = load_examples()
+    assert [(e.namespace, e.name) for e in examples] == [
+        ("games", "game-server-idle"),
+        ("databases", "database-role"),
+        ("web", "upstream-gate"),
+    ]
+    assert find_probe(examples, "game-server-idle", "idle").timing == Timing(
+        initial_delay_seconds=10,
+        timeout_seconds=3,
+        period_seconds=10,
+        success_threshold=1,
+        failure_threshold=3,
+    )
+
+
+def test_fast_copies_run_every_second_and_keep_thresholds_and_timeouts() -> None:
+    slow, fast = load_examples(), load_examples(fast=True)
+    for before, after in zip(slow, fast, strict=True):
+        for a, b in zip(before.marker.probes, after.marker.probes, strict=True):
+            assert (b.timing.period_seconds, b.timing.initial_delay_seconds) == (1, 0)
+            assert b.timing.success_threshold == a.timing.success_threshold
+            assert b.timing.failure_threshold == a.timing.failure_threshold
+            assert b.timing.timeout_seconds == a.timing.timeout_seconds
+            assert b.policies == a.policies
+
+
+def test_quicken_leaves_its_input_alone() -> None:
+    body = {"spec": {"probes": [{"probe": {"periodSeconds": 10, "initialDelaySeconds": 5}}]}}
+    quick = quicken(body)
+    assert body["spec"]["probes"][0]["probe"] == {"periodSeconds": 10, "initialDelaySeconds": 5}
+    assert quick["spec"]["probes"][0]["probe"] == {"periodSeconds": 1, "initialDelaySeconds": 0}
+
+
+@pytest.mark.parametrize(
+    ("marker", "probe", "state", "marks"),
+    [
+        pytest.param(
+            "game-server-idle",
+            "idle",
+            S,
+            {Mark("label", "gameserver-idle"): "true", Mark("annotation", COST): "-10"},
+            id="idle",
+        ),
+        pytest.param(
+            "game-server-idle",
+            "idle",
+            F,
+            {Mark("label", "gameserver-idle"): "false", Mark("annotation", COST): "10"},
+            id="busy",
+        ),
+        pytest.param(
+            "database-role",
+            "primary",
+            S,
+            {Mark("label", "db.example.com/role"): "primary"},
+            id="primary",
+        ),
+        pytest.param(
+            "database-role",
+            "primary",
+            F,
+            {Mark("label", "db.example.com/role"): "secondary"},
+            id="secondary",
+        ),
+        pytest.param(
+            "upstream-gate",
+            "upstream",
+            S,
+            {Mark("condition", "example.com/upstream-reachable"): "True"},
+            id="gate-open",
+        ),
+        pytest.param(
+            "upstream-gate",
+            "upstream",
+            F,
+            {Mark("condition", "example.com/upstream-reachable"): "False"},
+            id="gate-closed",
+        ),
+    ],
+)
+def test_marks_for_a_state(
+    marker: str, probe: str, state: ProbeState, marks: dict[Mark, str]
+) -> None:
+    assert marks_for(find_probe(load_examples(), marker, probe), state) == marks
+
+
+@pytest.mark.parametrize(
+    ("namespace", "columns"),
+    [
+        pytest.param(
+            "games",
+            (
+                Mark("label", "gameserver-idle"),
+                Mark("annotation", COST),
+                Mark("condition", "Ready"),
+            ),
+            id="games",
+        ),
+        pytest.param(
+            "databases",
+            (Mark("label", "db.example.com/role"), Mark("condition", "Ready")),
+            id="databases",
+        ),
+        pytest.param(
+            "web",
+            (Mark("condition", "example.com/upstream-reachable"), Mark("condition", "Ready")),
+            id="web",
+        ),
+        pytest.param("elsewhere", (Mark("condition", "Ready"),), id="no-marker"),
+    ],
+)
+def test_columns_of_a_namespace(namespace: str, columns: tuple[Mark, ...]) -> None:
+    assert columns_of(load_examples(), namespace) == columns
+
+
+@pytest.mark.parametrize(
+    ("marker", "probe", "message"),
+    [
+        pytest.param("nope", "idle", "no example marker named nope", id="marker"),
+        pytest.param(
+            "game-server-idle", "nope", "marker game-server-idle has no probe nope", id="probe"
+        ),
+    ],
+)
+def test_find_probe_names_what_is_missing(marker: str, probe: str, message: str) -> None:
+    with pytest.raises(KeyError, match=message):
+        find_probe(load_examples(), marker, probe)
+
+
+GAME = Timing(
+    initial_delay_seconds=10,
+    timeout_seconds=3,
+    period_seconds=10,
+    success_threshold=1,
+    failure_threshold=3,
+)
+GATE = Timing(timeout_seconds=2, period_seconds=5, success_threshold=2, failure_threshold=3)
+
+
+@pytest.mark.parametrize(
+    ("timing", "state", "first", "text", "bound"),
+    [
+        pytest.param(GAME, F, False, "3 failures, every 10 s", 10 + 10 + 3 * 13 + 10, id="busy"),
+        pytest.param(
+            GAME,
+            S,
+            True,
+            "1 success, every 10 s, after a 10 s initial delay",
+            10 + 10 + 13 + 10,
+            id="first-idle",
+        ),
+        pytest.param(GATE, S, False, "2 successes, every 5 s", 5 + 2 * 7 + 10, id="gate-open"),
+        pytest.param(GATE, S, True, "2 successes, every 5 s", 5 + 2 * 7 + 10, id="no-delay"),
+    ],
+)
+def test_pace_and_bound(
+    timing: Timing, state: ProbeState, first: bool, text: str, bound: float
+) -> None:
+    assert pace_text(timing, state, first=first) == text
+    assert decide_bound(timing, state) == bound

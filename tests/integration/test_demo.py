@@ -1,0 +1,137 @@
+"""`probemarker demo` end to end, with the examples' fast copies (`--fast`): in a pipe it
+prints every scripted change and the summary, and leaves nothing behind; Ctrl-C stops
+it gracefully (exit 130), still with a summary and nothing left behind."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+import pytest
+import structlog
+
+from probemarker.demo.runner import DemoOptions, run_demo
+from tests.rbac_check import REPO
+
+
+def in_order(lines: list[str], wanted: list[str]) -> bool:
+    """Each of `wanted` ends some line, in this order."""
+    found = iter(lines)
+    return all(any(line.endswith(w) for line in found) for w in wanted)
+
+
+async def test_the_demo_in_a_pipe_plays_every_step_and_leaves_nothing_behind(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the scratch and the sim's dir
+    log = tmp_path_factory.mktemp("kept") / "daemon.log"
+    logging_before = structlog.get_config()
+    out, err = io.StringIO(), io.StringIO()
+    with anyio.fail_after(45):
+        code = await run_demo(
+            DemoOptions(fast=True, log_file=str(log)),
+            out=out,
+            err=err,
+            environ={},
+            stop=anyio.Event(),
+        )
+    text = out.getvalue()
+    assert (code, err.getvalue()) == (0, ""), text
+    assert "\x1b" not in text  # no colours, no cursor movement
+    lines = text.splitlines()
+    for number in range(1, 6):
+        assert any(f"s step {number}/5: " in line for line in lines), number
+        assert any(f"s step {number} done in " in line for line in lines), number
+    assert in_order(
+        lines,
+        [
+            "games/game-0 label gameserver-idle: - -> true",
+            "games/game-0 label gameserver-idle: true -> false",
+        ],
+    )
+    assert in_order(
+        lines, ["games/game-0 annotation controller.kubernetes.io/pod-deletion-cost: -10 -> 10"]
+    )
+    assert in_order(
+        lines,
+        [
+            "databases/db-0 label db.example.com/role: - -> primary",
+            "databases/db-0 label db.example.com/role: primary -> secondary",
+        ],
+    )
+    assert in_order(lines, ["databases/db-1 label db.example.com/role: secondary -> primary"])
+    assert in_order(
+        lines,
+        [
+            "web/web-0 condition Ready: False -> True",
+            "web/web-0 condition example.com/upstream-reachable: True -> False",
+            "web/web-0 condition Ready: True -> False",
+            "web/web-0 condition example.com/upstream-reachable: False -> True",
+            "web/web-0 condition Ready: False -> True",
+        ],
+    )
+    assert in_order(lines, ["games/game-0 event ProbeFailed: match: busy"])
+    assert "summary: the scenario played to the end, after" in text
+    assert "not seen" not in text
+    # 6 first decisions and 5 changes (more only if a slow machine timed a run out); each
+    # transition is one pod write: the daemon writes a pod only when a decision changes.
+    figures = re.search(r"daemon: \d+ probe runs, (\d+) transitions .*, (\d+) pod writes", text)
+    assert figures is not None, text
+    transitions, writes = int(figures.group(1)), int(figures.group(2))
+    assert transitions >= 11
+    assert writes == transitions
+    assert lines[-1].startswith("  left behind: nothing (")
+    assert os.listdir(tmp_path) == []
+    assert structlog.get_config() == logging_before
+    decided = [json.loads(line) for line in log.read_text().splitlines() if "probe.decided" in line]
+    assert len(decided) == 11
+
+
+async def test_a_log_file_that_cannot_be_opened_is_one_line_and_nothing_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    missing = tmp_path / "no-such-dir" / "daemon.log"
+    out, err = io.StringIO(), io.StringIO()
+    options = DemoOptions(fast=True, log_file=str(missing))
+    code = await run_demo(options, out=out, err=err, environ={}, stop=anyio.Event())
+    assert code == 2
+    assert err.getvalue().splitlines() == [
+        f"probemarker demo: cannot open the log file {missing}: No such file or directory; "
+        "name a file in a directory that exists (--log-file FILE)"
+    ]
+    assert os.listdir(tmp_path) == []
+
+
+async def test_ctrl_c_stops_the_demo_gracefully_and_cleans_up(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path), "TERM": "dumb"}
+    command = [sys.executable, "-m", "probemarker", "demo", "--fast"]
+    lines: list[str] = []
+    with anyio.fail_after(45):
+        async with await anyio.open_process(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        ) as process:
+            assert process.stdout is not None
+            buffered = ""
+            async for chunk in process.stdout:
+                buffered += chunk.decode()
+                *complete, buffered = buffered.split("\n")
+                lines += complete
+                if any("s step 2/5: " in line for line in complete):
+                    process.send_signal(signal.SIGINT)
+            lines += [buffered] if buffered else []
+            code = await process.wait()
+    text = "\n".join(lines)
+    assert code == 130, text
+    assert re.search(r"summary: stopped during step [2-5] of 5, after", text), text
+    assert "step 5 done" not in text
+    assert lines[-1].startswith("  left behind: nothing ("), text
+    assert os.listdir(tmp_path) == []
