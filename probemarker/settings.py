@@ -171,19 +171,49 @@ def _nonnegative(value: float) -> float:
     return value
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per setting, its variable and default in the help text."""
+@dataclass(frozen=True, slots=True)
+class SettingDoc:
+    """One setting as `--help` and docs/configuration.md show it."""
+
+    name: str
+    flag: str
+    env: str
+    metavar: str
+    default: str  # as shown: 'none' when unset means nothing more
+    help: str
+
+
+def describe() -> list[SettingDoc]:
+    """Every setting, in declaration order: the one source of `--help` and the
+    configuration reference (`python -m probemarker.settings_reference`)."""
     defaults = RunSettings()
+    described = []
     for item in fields(RunSettings):
         default = getattr(defaults, item.name)
         shown = ",".join(default) if isinstance(default, tuple) else default
         shown = _DEFAULT_TEXT.get(item.name, shown)
+        described.append(
+            SettingDoc(
+                name=item.name,
+                flag=flag_name(item.name),
+                env=env_name(item.name),
+                metavar=metavar(item),
+                default=str(shown) if shown not in ("", None) else "none",
+                help=_HELP[item.name],
+            )
+        )
+    return described
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting, its variable and default in the help text."""
+    for doc in describe():
         parser.add_argument(
-            flag_name(item.name),
-            dest=item.name,
+            doc.flag,
+            dest=doc.name,
             default=None,
-            metavar=metavar(item),
-            help=f"{_HELP[item.name]} [${env_name(item.name)}; default: {shown or 'none'}]",
+            metavar=doc.metavar,
+            help=f"{doc.help} [${doc.env}; default: {doc.default}]",
         )
 
 

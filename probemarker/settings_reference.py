@@ -1,0 +1,66 @@
+"""docs/configuration.md, rendered from the settings object.
+
+Stage: none (documentation). `python -m probemarker.settings_reference > docs/configuration.md`
+writes it; a test compares the file with `render()`, so a setting added, renamed or
+re-described without regenerating the page fails CI.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from probemarker.settings import SettingDoc, describe
+
+COMMAND = "python -m probemarker.settings_reference > docs/configuration.md"
+
+_HEAD = f"""\
+# Configuration reference
+
+<!-- Generated from probemarker/settings.py by `{COMMAND}`;
+     do not edit by hand (tests/unit/test_configuration_doc.py checks it is current). -->
+
+`probemarker run` takes every setting as a flag or as an environment variable
+`PROBEMARKER_*`; a flag wins over its variable, a variable over the default. A value that
+cannot be used (`nan`, `inf`, a negative wait, an unknown choice) stops the daemon
+before it starts, with one line naming the flag or variable, the value and what is
+accepted (exit 2). `probemarker run --help` prints the same list.
+
+In the DaemonSet (`manifests/daemonset.yaml`) set them as `env:` entries or `args:`.
+
+| Flag | Variable | Default | Meaning |
+|---|---|---|---|
+"""
+
+_TAIL = """
+## Variables read besides these
+
+- `NODE_NAME`: the node name when neither `--node` nor `PROBEMARKER_NODE` is set. The
+  DaemonSet sets it from the downward API (`fieldRef: spec.nodeName`).
+- `KUBECONFIG`: kubectl's variable (a list of files, merged as kubectl merges them),
+  read when neither `--kubeconfig` nor `PROBEMARKER_KUBECONFIG` is set. With none of the
+  three the daemon uses the in-cluster configuration: the pod's service-account token
+  (re-read as the kubelet rotates it), CA and `KUBERNETES_SERVICE_HOST`/`_PORT`.
+"""
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def row(doc: SettingDoc) -> str:
+    return (
+        f"| `{doc.flag} {doc.metavar}` | `{doc.env}` | {_cell(doc.default)} | {_cell(doc.help)} |"
+    )
+
+
+def render() -> str:
+    return _HEAD + "\n".join(row(doc) for doc in describe()) + "\n" + _TAIL
+
+
+def main() -> int:
+    sys.stdout.write(render())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
