@@ -1,9 +1,8 @@
 """The example markers the demo applies, and what each probe state writes onto a pod.
 
-Stage: demo data (pure, but for reading the package's own files). Input: the YAML files
-in `probemarker/demo/examples/`, byte-for-byte copies of `manifests/examples/`
-(tests/demo/test_examples.py keeps them so; they are package data because an installed
-probemarker has no `manifests/`). Output: `Example` values (the body as applied and the
+Stage: demo data (pure, but for reading the example files). Input: the YAML files of
+`manifests/examples/` (in a wheel: package data at `probemarker/demo/examples/`, put
+there by pyproject.toml's force-include). Output: `Example` values (the body as applied and the
 parsed `Marker`), the pod fields a probe state sets (`marks_for`), the columns of a
 namespace (`columns_of`), how long the daemon may take to decide a state
 (`decide_bound`) and how that pace reads (`pace_text`).
@@ -18,6 +17,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
@@ -59,9 +59,19 @@ class Example:
         return self.marker.ref.name
 
 
+# A checkout (an editable install, the tests) reads manifests/examples/ itself; a wheel
+# carries the same files as package data (pyproject.toml: force-include), because an
+# installed probemarker has no manifests/.
+CHECKOUT_EXAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "examples"
+
+
 def example_text(file: str) -> str:
-    """The text of an example file, as installed with the package."""
-    return resources.files("probemarker.demo").joinpath("examples", file).read_text("utf-8")
+    """The text of an example file: manifests/examples/ as shipped in the wheel, or in
+    the checkout this module runs from."""
+    packaged = resources.files("probemarker.demo").joinpath("examples", file)
+    if packaged.is_file():
+        return packaged.read_text("utf-8")
+    return (CHECKOUT_EXAMPLES / file).read_text("utf-8")
 
 
 def load_examples(*, fast: bool = False) -> tuple[Example, ...]:

@@ -1,8 +1,9 @@
-"""The demo's example markers: the same files as manifests/examples/, parsed, and what
+"""The demo's example markers: manifests/examples/ unchanged, parsed, and what
 each probe state writes onto a pod, with its pace and bound."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -26,13 +27,17 @@ S, F = ProbeState.SUCCEEDED, ProbeState.FAILED
 COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
-def test_the_packaged_examples_are_the_manifests_examples() -> None:
+def test_the_demo_applies_the_manifests_examples_unchanged() -> None:
     assert sorted(p.name for p in EXAMPLES_DIR.glob("*.yaml")) == sorted(FILES)
     for name in FILES:
-        assert example_text(name) == (EXAMPLES_DIR / name).read_text(encoding="utf-8"), (
-            f"probemarker/demo/examples/{name} differs from manifests/examples/{name}: "
-            "copy the manifest over it"
-        )
+        assert example_text(name) == (EXAMPLES_DIR / name).read_text(encoding="utf-8")
+
+
+def test_the_wheel_carries_the_examples_for_the_demo() -> None:
+    """An installed probemarker has no manifests/: the wheel maps them into the package."""
+    config = tomllib.loads((EXAMPLES_DIR.parents[1] / "pyproject.toml").read_text())
+    include = config["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert include["manifests/examples"] == "probemarker/demo/examples"
 
 
 def test_the_examples_load_as_three_markers_in_their_namespaces() -> None:
