@@ -175,7 +175,7 @@ class Daemon:
         )
         self.events = EventRecorder(client, node_name=settings.node, limiter=self.event_limiter)
         send, receive = anyio.create_memory_object_stream[PodUID](math.inf)
-        self._marks = send
+        self._marks, self._marks_received = send, receive
         self.http = HTTPGetHandler()
         self.tcp = TCPSocketHandler()
         self.grpc = GRPCHandler()  # grpcio is loaded by the first grpc probe, if any
@@ -254,6 +254,16 @@ class Daemon:
         """Until `stop` is set; then the graceful shutdown. `stop` is looked at from the
         first moment: a daemon that never syncs (API server unreachable, CRD missing)
         still stops at once."""
+        try:
+            await self._run(stop)
+        finally:
+            # What the stages close, for a daemon stopped before they ran (a stop before
+            # the first LISTs, a metrics port in use).
+            self.pods.close()
+            self.markers.close()
+            self._marks_received.close()
+
+    async def _run(self, stop: anyio.Event) -> None:
         async with (
             self._marks,
             self.http,

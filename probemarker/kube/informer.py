@@ -203,6 +203,12 @@ class Informer(Generic[T]):
         now = self._clock.now()
         return max((now - unit.due_by for unit in self._units), default=-math.inf)
 
+    def close(self) -> None:
+        """Close both ends of `changes`: for an owner that stops before `run()` ran or
+        before it read them (idempotent; `run()` and the consumer close their own)."""
+        self._send.close()
+        self.changes.close()
+
     def _expect(self, unit: _Unit, seconds: float) -> None:
         """The wait starting now ends by its own deadline within `seconds`."""
         unit.due_by = self._clock.now() + seconds

@@ -205,3 +205,18 @@ async def test_no_server_when_the_address_is_0(world: World) -> None:
         assert daemon.metrics_port is None
         assert not daemon.serving.is_set()
         assert daemon.snapshot().probes == 0  # the numbers are there for whoever asks
+
+
+async def test_a_daemon_stopped_before_it_is_ready_closes_everything(
+    http: aiohttp.ClientSession,
+) -> None:
+    """The server, the informers' streams, the writer's: nothing is left open (an
+    unclosed stream is a ResourceWarning, an error in this suite)."""
+    async with SimCluster(node_names=("node-1",)) as sim:
+        async with started_daemon(sim, metrics_address=LOCAL) as daemon:
+            await wait_for(lambda: daemon.markers.problem is not None)
+            port = daemon.metrics_port
+            assert (await get(http, port, "/readyz"))[0] == 503
+        assert not daemon.ready.is_set()
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await get(http, port, "/readyz")
