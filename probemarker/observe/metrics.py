@@ -92,6 +92,11 @@ def _one(name: str, doc: str, value: float) -> CounterMetricFamily:
     return CounterMetricFamily(P + name, doc, value=value)
 
 
+def _ones(*rows: tuple[str, str, float]) -> list[Metric]:
+    """A counter without labels per (name, doc, value)."""
+    return [_one(name, doc, value) for name, doc, value in rows]
+
+
 def families(snap: Snapshot) -> list[Metric]:
     """Every metric family of `snap` (pure)."""
     return [
@@ -140,41 +145,38 @@ def _probe_families(snap: Snapshot) -> list[Metric]:
         ),
         _gauge("probes_tracked", "Probes the daemon runs on this node's pods.", snap.probes),
         _gauge("probes_running", "Probe runs in progress.", snap.running),
-        *(
-            _one(name, doc, value)
-            for name, doc, value in (
-                ("probe_runs_started_total", "Probe runs started.", dispatch.runs_started),
-                (
-                    "probe_late_starts_total",
-                    "Runs that could start only >1s after their slot.",
-                    dispatch.late,
-                ),
-                (
-                    "probe_slot_waits_total",
-                    "Runs that waited for a free slot under --max-concurrent-probes.",
-                    dispatch.slot_waits,
-                ),
-                (
-                    "probe_missed_slots_total",
-                    "Periods skipped: a run overran or started late.",
-                    engine.missed_slots,
-                ),
-                (
-                    "probe_results_dropped_total",
-                    "Results of runs whose probe changed or went away meanwhile.",
-                    engine.dropped_results,
-                ),
-                (
-                    "probe_run_errors_total",
-                    "Runs whose callback raised (a bug; logged).",
-                    dispatch.errors,
-                ),
-                (
-                    "probe_runs_cancelled_total",
-                    "Runs cancelled when the shutdown grace ran out.",
-                    dispatch.cancelled,
-                ),
-            )
+        *_ones(
+            ("probe_runs_started_total", "Probe runs started.", dispatch.runs_started),
+            (
+                "probe_late_starts_total",
+                "Runs that could start only >1s after their slot.",
+                dispatch.late,
+            ),
+            (
+                "probe_slot_waits_total",
+                "Runs that waited for a free slot under --max-concurrent-probes.",
+                dispatch.slot_waits,
+            ),
+            (
+                "probe_missed_slots_total",
+                "Periods skipped: a run overran or started late.",
+                engine.missed_slots,
+            ),
+            (
+                "probe_results_dropped_total",
+                "Results of runs whose probe changed or went away meanwhile.",
+                engine.dropped_results,
+            ),
+            (
+                "probe_run_errors_total",
+                "Runs whose callback raised (a bug; logged).",
+                dispatch.errors,
+            ),
+            (
+                "probe_runs_cancelled_total",
+                "Runs cancelled when the shutdown grace ran out.",
+                dispatch.cancelled,
+            ),
         ),
         _gauge(
             "probe_lateness_max_seconds", "The latest any run could start.", dispatch.lateness_max
@@ -197,45 +199,42 @@ def _write_families(writer: WriterStats, depth: int) -> list[Metric]:
             ["outcome"],
             outcomes,
         ),
-        *(
-            _one(name, doc, value)
-            for name, doc, value in (
-                (
-                    "pod_flushes_total",
-                    "Pods whose desired state was computed for a write.",
-                    writer.flushes,
-                ),
-                (
-                    "pod_flushes_unchanged_total",
-                    "Flushes that needed no request.",
-                    writer.unchanged,
-                ),
-                (
-                    "pod_messages_held_total",
-                    "Flushes whose only change, a message, was held back.",
-                    writer.messages_held,
-                ),
-                (
-                    "pod_write_retries_total",
-                    "Writes scheduled again after an error (with backoff).",
-                    writer.retries,
-                ),
-                (
-                    "pod_rereads_total",
-                    "Pods read again after a conflict or a failed test.",
-                    writer.rereads,
-                ),
-                (
-                    "pod_writes_narrowed_total",
-                    "Refused (422) writes answered with a smaller patch.",
-                    writer.narrowed,
-                ),
-                (
-                    "pods_replaced_total",
-                    "Pods found re-created under the same name.",
-                    writer.replaced,
-                ),
-            )
+        *_ones(
+            (
+                "pod_flushes_total",
+                "Pods whose desired state was computed for a write.",
+                writer.flushes,
+            ),
+            (
+                "pod_flushes_unchanged_total",
+                "Flushes that needed no request.",
+                writer.unchanged,
+            ),
+            (
+                "pod_messages_held_total",
+                "Flushes whose only change, a message, was held back.",
+                writer.messages_held,
+            ),
+            (
+                "pod_write_retries_total",
+                "Writes scheduled again after an error (with backoff).",
+                writer.retries,
+            ),
+            (
+                "pod_rereads_total",
+                "Pods read again after a conflict or a failed test.",
+                writer.rereads,
+            ),
+            (
+                "pod_writes_narrowed_total",
+                "Refused (422) writes answered with a smaller patch.",
+                writer.narrowed,
+            ),
+            (
+                "pods_replaced_total",
+                "Pods found re-created under the same name.",
+                writer.replaced,
+            ),
         ),
         _gauge("write_queue_depth", "Pods waiting for a write.", depth),
     ]
@@ -305,25 +304,22 @@ def _event_families(events: EventStats) -> list[Metric]:
             ["action"],
             [(("create",), events.created), (("patch",), events.patched)],
         ),
-        *(
-            _one(name, doc, value)
-            for name, doc, value in (
-                (
-                    "events_dropped_total",
-                    "Event observations dropped: the queue was full.",
-                    events.dropped,
-                ),
-                (
-                    "events_failed_total",
-                    "Event writes refused or unanswered (not retried).",
-                    events.failed,
-                ),
-                (
-                    "events_evicted_total",
-                    "Event series forgotten to keep the cache bounded.",
-                    events.evicted,
-                ),
-            )
+        *_ones(
+            (
+                "events_dropped_total",
+                "Event observations dropped: the queue was full.",
+                events.dropped,
+            ),
+            (
+                "events_failed_total",
+                "Event writes refused or unanswered (not retried).",
+                events.failed,
+            ),
+            (
+                "events_evicted_total",
+                "Event series forgotten to keep the cache bounded.",
+                events.evicted,
+            ),
         ),
         _gauge(
             "events_queued_max", "The most event series ever waiting at once.", events.queued_max
