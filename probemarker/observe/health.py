@@ -20,6 +20,7 @@ failure (an API server it cannot reach, a CRD not installed).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -85,13 +86,14 @@ class Heartbeat:
     def __init__(self, *, clock: Clock, interval: float) -> None:
         self._clock = clock
         self.interval = interval
-        self.last = clock.now()  # when it last woke
+        self.last = math.inf  # when it last woke (or started); inf: not running
         self.lag = 0.0  # how late that was
 
     def __repr__(self) -> str:
         return f"Heartbeat(interval={self.interval:g}, lag={self.lag:.3f})"
 
     async def run(self) -> None:
+        self.last = self._clock.now()
         while True:
             before = self._clock.now()
             await self._clock.sleep(self.interval)

@@ -2,7 +2,8 @@
 
 Stage: edge (output). Input: the listen address (`--metrics-address`), the `Health`
 answers, the metrics registry. Output: one aiohttp server for as long as the `async
-with` lasts; `port` is the port bound (port 0 asks the kernel for a free one).
+with` lasts; `port` is the port bound (port 0 asks the kernel for a free one; on
+every interface, `:0`, IPv4 and IPv6 may get different ones: `port` is the first).
 
 - /healthz: 200 while the event loop wakes timers on time and no informer loop is hung
   past its own deadline, else 503; the body says which (health.py). The kubelet's

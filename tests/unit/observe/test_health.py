@@ -142,6 +142,14 @@ async def test_heartbeat_measures_how_late_the_loop_wakes_it() -> None:
         group.cancel_scope.cancel()
 
 
+def test_a_heartbeat_not_running_is_not_late() -> None:
+    """With no server there is no heartbeat; the lag gauge must not grow for it."""
+    clock = FakeClock()
+    heartbeat = Heartbeat(clock=clock, interval=1.0)
+    clock.advance(100.0)
+    assert heartbeat.late() == 0.0
+
+
 # -- the informer's side: its deadlines, scripted ---------------------------------------
 
 INFO = RequestInfo("list", "pods")

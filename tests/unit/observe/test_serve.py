@@ -33,8 +33,10 @@ class Parts:
         self.clock = FakeClock()
         self.pods, self.markers = FakeInformer("pods"), FakeInformer("podprobemarkers")
         self.ready, self.stopping = anyio.Event(), anyio.Event()
+        heartbeat = Heartbeat(clock=self.clock, interval=1.0)
+        heartbeat.last = self.clock.now()  # as if its task had just woken it
         self.health = Health(
-            heartbeat=Heartbeat(clock=self.clock, interval=1.0),
+            heartbeat=heartbeat,
             informers=(self.pods, self.markers),
             ready=self.ready,
             stopping=self.stopping,
