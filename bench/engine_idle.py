@@ -286,6 +286,9 @@ async def _daemon_main(
     # The wiring before issue 15, for bench/engine_budget.py: events took their tokens
     # from the status writes' bucket.
     shared_budget = overrides.pop("events_share_write_budget", False)
+    # The health and metrics server runs, as in a cluster (its memory counts), on a free
+    # port: benches may run side by side.
+    overrides.setdefault("metrics_address", "127.0.0.1:0")
     settings = RunSettings(node=NODE, **overrides)  # the connection is made here
     connection = await connect(sim, incluster=incluster)
     async with KubeClient(connection, settings=client_settings(settings)) as kube:

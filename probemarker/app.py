@@ -16,6 +16,10 @@ change streams, the dispatcher starts probes and the writer starts writing. Ever
 pod is planned once at start: what changed while the daemon was down (a marker
 deleted, a pod relabelled) is cleaned up then, and a pod that matches is not written.
 
+The health and metrics server (`--metrics-address`, observe/serve.py) listens first,
+before the informers list, so /healthz answers while the daemon waits for an API server
+or a CRD, and /readyz says what it waits for; it closes last, after the shutdown.
+
 Shutdown (SIGTERM/SIGINT, at any stage): stop starting probes, give running ones and
 pending writes `shutdown_grace_seconds`, write queued events, exit 0. Before the first
 LISTs there is nothing to finish, so it stops at once. A second signal exits at once
@@ -50,7 +54,11 @@ from probemarker.kube.projection import pod_projection
 from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
 from probemarker.kube.resources import PODS
 from probemarker.markers import marker_projection, marker_resource
+from probemarker.observe.address import parse_listen_address
+from probemarker.observe.health import Health, HealthSettings, Heartbeat
+from probemarker.observe.metrics import InformerSnapshot, Snapshot, build_registry
 from probemarker.observe.repeats import Repeats
+from probemarker.observe.serve import MetricsServer
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.grpc import GRPCHandler
 from probemarker.probe.handler import ProbeHandler
@@ -120,7 +128,14 @@ def client_settings(settings: RunSettings) -> ClientSettings:
 class Daemon:
     """The running daemon: its parts, for `run_daemon` and for tests to look into."""
 
-    def __init__(self, client: KubeClient, settings: RunSettings, *, clock: Clock = MONOTONIC):
+    def __init__(
+        self,
+        client: KubeClient,
+        settings: RunSettings,
+        *,
+        clock: Clock = MONOTONIC,
+        health: HealthSettings | None = None,
+    ):
         if client.settings.exec_connections < settings.max_concurrent_probes:
             raise ValueError(
                 f"the client has {client.settings.exec_connections} exec connections for "
@@ -128,6 +143,7 @@ class Daemon:
                 "client_settings(settings)"
             )
         self.settings = settings
+        self._client = client
         group = settings.marker_group
         repeats = Repeats()  # an unreachable server: one line a minute, not one per informer
         server = client.connection.server
@@ -159,7 +175,7 @@ class Daemon:
         )
         self.events = EventRecorder(client, node_name=settings.node, limiter=self.event_limiter)
         send, receive = anyio.create_memory_object_stream[PodUID](math.inf)
-        self._marks = send
+        self._marks, self._marks_received = send, receive
         self.http = HTTPGetHandler()
         self.tcp = TCPSocketHandler()
         self.grpc = GRPCHandler()  # grpcio is loaded by the first grpc probe, if any
@@ -196,6 +212,38 @@ class Daemon:
             refused=Reporter(self.events).write_refused,
         )
         self.ready = anyio.Event()
+        self.stopping = anyio.Event()  # set when the graceful shutdown starts
+        health = health or HealthSettings()
+        self.heartbeat = Heartbeat(clock=clock, interval=health.heartbeat)
+        self.health = Health(
+            heartbeat=self.heartbeat,
+            informers=(self.pods, self.markers),
+            ready=self.ready,
+            stopping=self.stopping,
+            settings=health,
+        )
+        self.metrics = build_registry(self.snapshot)
+        self.serving = anyio.Event()  # set once the health and metrics server listens
+        self.metrics_port: int | None = None  # the port it listens on
+
+    def snapshot(self) -> Snapshot:
+        """The counters for a scrape, read at once (observe/metrics.py)."""
+        dispatcher = self.engine.dispatcher
+        return Snapshot(
+            engine=self.engine.stats,
+            probes=self.engine.probe_count,
+            running=dispatcher.running,
+            dispatch=dispatcher.stats,
+            writer=self.writer.stats,
+            write_depth=self.writer.depth,
+            informers=[
+                InformerSnapshot(i.name, i.counters, i.synced.is_set())
+                for i in (self.pods, self.markers)
+            ],
+            requests=self._client.requests,
+            events=self.events.stats,
+            loop_lag=self.heartbeat.late(),
+        )
 
     def _mark(self, uid: PodUID) -> None:
         """The engine's marks, to the writer; after shutdown there is no one to tell."""
@@ -206,11 +254,22 @@ class Daemon:
         """Until `stop` is set; then the graceful shutdown. `stop` is looked at from the
         first moment: a daemon that never syncs (API server unreachable, CRD missing)
         still stops at once."""
+        try:
+            await self._run(stop)
+        finally:
+            # What the stages close, for a daemon stopped before they ran (a stop before
+            # the first LISTs, a metrics port in use).
+            self.pods.close()
+            self.markers.close()
+            self._marks_received.close()
+
+    async def _run(self, stop: anyio.Event) -> None:
         async with (
             self._marks,
             self.http,
             self.tcp,
             self.grpc,
+            self._serving(),
             anyio.create_task_group() as inputs,
         ):
             inputs.start_soon(self.pods.run)
@@ -218,6 +277,7 @@ class Daemon:
             inputs.start_soon(self.events.run)
             if not await self._synced_unless(stop):
                 # Nothing has been planned, probed or written yet: nothing to finish.
+                self.stopping.set()
                 log.info("daemon.stopping", stage="starting")
                 inputs.cancel_scope.cancel()
                 return
@@ -232,6 +292,24 @@ class Daemon:
                 await stop.wait()
                 await self._shut_down(stages)
             inputs.cancel_scope.cancel()
+
+    @contextlib.asynccontextmanager
+    async def _serving(self) -> AsyncIterator[None]:
+        """/healthz, /readyz and /metrics, with the heartbeat /healthz reads; nothing
+        when `--metrics-address` is 0."""
+        address = parse_listen_address(self.settings.metrics_address)
+        if address is None:
+            yield
+            return
+        server = MetricsServer(address, health=self.health, registry=self.metrics)
+        async with server, anyio.create_task_group() as beats:
+            beats.start_soon(self.heartbeat.run)
+            self.metrics_port = server.port
+            self.serving.set()
+            try:
+                yield
+            finally:
+                beats.cancel_scope.cancel()
 
     async def _synced_unless(self, stop: anyio.Event) -> bool:
         """True once both stores hold their first LIST; False if `stop` is set first."""
@@ -258,6 +336,7 @@ class Daemon:
 
     async def _shut_down(self, stages: anyio.abc.TaskGroup) -> None:
         grace = self.settings.shutdown_grace_seconds
+        self.stopping.set()
         log.info("daemon.stopping", grace_seconds=grace)
         with anyio.move_on_after(grace, shield=True):
             await self.engine.dispatcher.stop(grace=grace)

@@ -153,10 +153,11 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         from probemarker.app import run_daemon  # the daemon's imports, only when it runs
         from probemarker.kube.config import ConfigError
+        from probemarker.observe.serve import MetricsServerError
 
         try:
             return anyio.run(run_daemon, resolved)
-        except ConfigError as exc:
+        except (ConfigError, MetricsServerError) as exc:
             sys.stderr.write(f"probemarker run: {exc}\n")
             return EXIT_UNREADABLE
     except _StoppedStarting as stopped:

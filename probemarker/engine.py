@@ -43,6 +43,7 @@ from probemarker.kube.cache import Entry, ObjectKey
 from probemarker.kube.ratelimit import Clock
 from probemarker.markers import MarkerTable
 from probemarker.match import diff_matches, match_pod
+from probemarker.observe.histogram import Histogram
 from probemarker.pods import ContainerFacts, PodView, pod_view
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
@@ -78,6 +79,9 @@ class EngineSettings:
 @dataclass(slots=True)
 class EngineStats:
     runs: Counter[tuple[str, str]] = field(default_factory=Counter)  # (handler, result)
+    # How long handlers took, by handler kind: runs that reached a handler only (not a
+    # container not running, a missing port, a handler this build lacks).
+    durations: dict[str, Histogram] = field(default_factory=dict)
     transitions: Counter[str] = field(default_factory=Counter)  # by new state
     missed_slots: int = 0  # periods skipped because a run overran or started late
     dropped_results: int = 0  # results of runs whose probe changed or went away
@@ -275,11 +279,19 @@ class Engine:
                     pod_ip=pod.view.pod_ip,
                     ports=facts.ports,
                 )
+                started = self._clock.now()
                 outcome = await self._runner.run(spec, target)
+                self._observe_duration(action_kind(spec.handler), self._clock.now() - started)
             self.stats.runs[(action_kind(spec.handler), str(outcome.result))] += 1
             self._apply(key, spec, outcome)
         finally:
             self._book_next(key, due)
+
+    def _observe_duration(self, kind: str, seconds: float) -> None:
+        histogram = self.stats.durations.get(kind)
+        if histogram is None:
+            histogram = self.stats.durations[kind] = Histogram()
+        histogram.observe(seconds)
 
     async def _blocked(
         self, key: ProbeKey, probe: _Probe, view: PodView, facts: ContainerFacts

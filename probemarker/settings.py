@@ -18,6 +18,7 @@ from typing import Any
 
 from probemarker.api import rules
 from probemarker.api.names import dns1123_label_problems
+from probemarker.observe.address import parse_listen_address
 
 ENV_PREFIX = "PROBEMARKER_"
 
@@ -44,6 +45,8 @@ class RunSettings:
     shutdown_grace_seconds: float = 10.0
     log_format: str = "auto"  # auto (console on a terminal, else JSON), json, console
     log_level: str = "info"
+    # /healthz, /readyz and /metrics; "0": no server (observe/address.py says what parses).
+    metrics_address: str = ":9808"
 
 
 _HELP: Mapping[str, str] = {
@@ -67,6 +70,9 @@ _HELP: Mapping[str, str] = {
     "shutdown_grace_seconds": "on SIGTERM: time for running probes and pending writes",
     "log_format": "auto, json or console",
     "log_level": "debug, info, warning or error",
+    "metrics_address": "where /healthz, /readyz and /metrics listen: HOST:PORT, :PORT "
+    "(every interface) or [IPV6]:PORT; port 0 takes any free port (127.0.0.1:0); "
+    "0 alone turns the server off",
 }
 
 # What an unset setting means, where its empty default would say nothing.
@@ -86,6 +92,7 @@ _METAVARS: Mapping[str, str] = {
     "marker_group": "GROUP",
     "log_format": "FORMAT",
     "log_level": "LEVEL",
+    "metrics_address": "ADDRESS",
 }
 
 
@@ -148,6 +155,11 @@ def _namespaces(text: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _listen_address(text: str) -> str:
+    parse_listen_address(text)  # refuses what cannot be listened on, saying why
+    return text.strip()
+
+
 _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "namespaces": _namespaces,
     "marker_group": _choice(rules.GROUP, rules.KRUISE_GROUP),
@@ -162,6 +174,7 @@ _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "shutdown_grace_seconds": lambda text: _nonnegative(float(text)),
     "log_format": _choice("auto", "json", "console"),
     "log_level": _choice("debug", "info", "warning", "error"),
+    "metrics_address": _listen_address,
 }
 
 

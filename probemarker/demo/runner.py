@@ -93,6 +93,7 @@ def daemon_settings(sim: SimCluster) -> RunSettings:
         node=NODE,
         shutdown_grace_seconds=2.0,
         log_format="json",
+        metrics_address="0",  # a demo must not take :9808 from a daemon on this host
     )
 
 

@@ -234,8 +234,9 @@ class KubeClient:
         self.tls_sessions = SessionCache(max_age=self.settings.tls_session_max_age)
         self._ssl: ssl.SSLContext | None = None
         self._pools: _Pools | None = None
-        # Answers by (verb, HTTP status; 0 = no answer), for the metrics.
-        self.requests: Counter[tuple[str, int]] = Counter()
+        # Answers by (verb, resource as RBAC spells it, HTTP status; 0 = no answer), for
+        # the metrics: `pods/status`, `podprobemarkers.probemarker.io`; never a name.
+        self.requests: Counter[tuple[str, str, int]] = Counter()
 
     def __repr__(self) -> str:
         return f"KubeClient({self.connection.server!r})"
@@ -288,10 +289,10 @@ class KubeClient:
         try:
             yield
         except ApiError as err:
-            self.requests[(info.verb, err.code)] += 1
+            self.requests[(info.verb, info.full_resource, err.code)] += 1
             raise
         except KubeError:
-            self.requests[(info.verb, 0)] += 1
+            self.requests[(info.verb, info.full_resource, 0)] += 1
             raise
 
     async def _headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -339,7 +340,7 @@ class KubeClient:
                     allow_redirects=False,
                     **self._server_hostname(),
                 )
-            self.requests[(info.verb, response.status)] += 1
+            self.requests[(info.verb, info.full_resource, response.status)] += 1
             if response.status >= 400:
                 raise await self._error_of(response, info)
             return response
@@ -515,5 +516,5 @@ class KubeClient:
                     )
         finally:
             _HANDSHAKE_BODY.reset(token)
-        self.requests[(info.verb, 101)] += 1
+        self.requests[(info.verb, info.full_resource, 101)] += 1
         return ws

@@ -28,6 +28,14 @@ Each scope unit (all namespaces, or one namespace of a set) runs its own loop:
    `observe.repeats`): an unreachable server names its address, a resource the server
    does not serve (a CRD not installed) says so and what to do.
 
+Liveness (`overdue`, `problem`): each loop notes the time by which its current wait
+must end on its own: a LIST page's deadline, a watch's read deadline (timeoutSeconds
+plus the margin, from its last line), a backoff's end. A loop past that time by much
+is hung (a deadline that did not fire), which a restart of the process fixes; a loop
+that keeps failing and retrying is not hung (a restart would not bring the API server
+back), it says why in `problem` until the server answers again. Waiting for its own
+consumer to take changes is not a hang either: no deadline applies then.
+
 Invariants: per key, changes reach the stream in the order the server made them;
 a re-list emits only differences (cache.py); the store holds projections only;
 every task lives in `run`'s task group, and cancelling `run` closes the stream.
@@ -36,6 +44,7 @@ every task lives in `run`'s task group, and cancelling `run` closes the stream.
 from __future__ import annotations
 
 import builtins
+import math
 import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -88,6 +97,9 @@ class _Unit:
     resource_version: str = ""  # the last seen one
     list_from: str | None = "0"  # the resourceVersion to LIST from next; None: watch
     synced: bool = False
+    # Clock time by which the current wait ends by a deadline of its own (see the module
+    # docstring); inf while no deadline applies (not started, or waiting for the consumer).
+    due_by: float = math.inf
 
 
 def _too_large(err: ApiError) -> bool:
@@ -155,6 +167,10 @@ class Informer(Generic[T]):
         self.counters = InformerCounters()
         self._started = False
         self._synced_units = 0
+        self._units: builtins.list[_Unit] = []
+        # Why the last LIST or WATCH failed, as its log line says; None once the server
+        # answers again. For the readiness endpoint: what a daemon not ready waits for.
+        self.problem: str | None = None
 
     def __repr__(self) -> str:
         return f"Informer({self.name!r}, units={len(self.namespaces)}, {self._store!r})"
@@ -181,6 +197,22 @@ class Informer(Generic[T]):
         """Return once the store holds the first LIST of every scope unit."""
         await self.synced.wait()
 
+    def overdue(self) -> float:
+        """Seconds the most overdue loop is past the time its wait should have ended by
+        a deadline of its own (negative: none is); see the module docstring."""
+        now = self._clock.now()
+        return max((now - unit.due_by for unit in self._units), default=-math.inf)
+
+    def close(self) -> None:
+        """Close both ends of `changes`: for an owner that stops before `run()` ran or
+        before it read them (idempotent; `run()` and the consumer close their own)."""
+        self._send.close()
+        self.changes.close()
+
+    def _expect(self, unit: _Unit, seconds: float) -> None:
+        """The wait starting now ends by its own deadline within `seconds`."""
+        unit.due_by = self._clock.now() + seconds
+
     # -- running -----------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -191,6 +223,7 @@ class Informer(Generic[T]):
         async with self._send, anyio.create_task_group() as group:
             for namespace in self.namespaces:
                 unit = _Unit(namespace, Backoff(self.settings.backoff, rng=self._rng))
+                self._units.append(unit)
                 group.start_soon(self._run_unit, unit, name=f"informer {self.name} {namespace}")
 
     async def _run_unit(self, unit: _Unit) -> None:
@@ -229,6 +262,7 @@ class Informer(Generic[T]):
         if not listing:
             self.counters.restarts += 1
         self._log_failure(unit, err, listing=listing, delay=delay)
+        self._expect(unit, delay)
         await self._clock.sleep(delay)
 
     def _where(self, unit: _Unit) -> dict[str, str]:
@@ -249,6 +283,7 @@ class Informer(Generic[T]):
         )
         key = failure.key or (self.name, str(unit.namespace), failure.event, type(err).__name__)
         self._failure_keys.add(key)
+        self.problem = failure.fields.get("message") or f"{failure.event}: {err}"
         held = self._repeats.due(key, self._clock.now())
         if held is None:
             return
@@ -266,12 +301,13 @@ class Informer(Generic[T]):
         for key in self._failure_keys:
             self._repeats.clear(key)
         self._failure_keys.clear()
+        self.problem = None
 
     # -- LIST --------------------------------------------------------------------------
 
     async def _list(self, unit: _Unit) -> None:
         assert unit.list_from is not None
-        entries, resource_version = await self._list_all(unit.namespace, unit.list_from)
+        entries, resource_version = await self._list_all(unit, unit.list_from)
         changes = self._store.replace(
             entries, namespace=unit.namespace, resource_version=resource_version
         )
@@ -294,12 +330,13 @@ class Informer(Generic[T]):
             changes=len(changes),
             resource_version=resource_version,
         )
-        await self._emit(changes)
+        await self._emit(unit, changes)
 
     async def _list_all(
-        self, namespace: str | None, resource_version: str
+        self, unit: _Unit, resource_version: str
     ) -> tuple[builtins.list[Entry[T]], str]:
         """Every object of a unit, following continue tokens; the list's resourceVersion."""
+        namespace = unit.namespace
         path, info = self.resource.path(namespace), self.resource.info("list", namespace)
         # Page where the server pages: a list from a given version (not ""/"0") is sent
         # whole, so the watch cache serves it (reflector.go sets PageSize 0 there).
@@ -310,6 +347,7 @@ class Informer(Generic[T]):
         entries: builtins.list[Entry[T]] = []
         while True:
             try:
+                self._expect(unit, self.settings.list_deadline)
                 page = await self._client.request(
                     "GET", path, info=info, params=params, deadline=self.settings.list_deadline
                 )
@@ -347,6 +385,9 @@ class Informer(Generic[T]):
         ]
         path, info = self.resource.path(unit.namespace), self.resource.info("watch", unit.namespace)
         started, lines = self._clock.now(), 0
+        # The connection, the answer's head and every line after it: each within the
+        # client's read deadline (timeoutSeconds + margin) of the previous one.
+        self._expect(unit, timeout + settings.read_margin)
         async with self._client.stream_lines(
             path, info=info, params=params, read_timeout=timeout + settings.read_margin
         ) as stream:
@@ -355,6 +396,7 @@ class Informer(Generic[T]):
             async for line in stream:
                 lines += 1
                 await self._handle_line(unit, line, info)
+                self._expect(unit, timeout + settings.read_margin)
         if not lines and self._clock.now() - started < settings.short_watch:
             raise ShortWatch("the server closed the watch at once without a line", request=info)
         # A normal close (the server's timeoutSeconds): resume where we are.
@@ -389,12 +431,13 @@ class Informer(Generic[T]):
             ) from err
         changes = self._store.apply(event.type, entry)
         unit.resource_version = entry.resource_version
-        await self._emit(changes)
+        await self._emit(unit, changes)
 
-    async def _emit(self, changes: builtins.list[Change[T]]) -> None:
+    async def _emit(self, unit: _Unit, changes: builtins.list[Change[T]]) -> None:
         self.counters.changes += len(changes)
         if not self._emitting:
             return
+        unit.due_by = math.inf  # waiting for our own consumer: no deadline of ours applies
         try:
             for change in changes:
                 await self._send.send(change)

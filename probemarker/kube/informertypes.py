@@ -80,6 +80,6 @@ class InformerCounters:
     changes: int = 0  # changes emitted (after projection and re-list diffs)
     errors: Counter[str] = field(default_factory=Counter)  # by error class name
     # Clock time of the last sign of life: a LIST, a watch opened or ended normally, a
-    # watch line (bookmarks included). A health check may call the informer stuck when
-    # this is older than watch_timeout_max + read_margin + the backoff maximum.
+    # watch line (bookmarks included). Whether a loop is hung is `Informer.overdue()`:
+    # a loop failing and retrying makes no progress either, but is not hung.
     last_progress: float = 0.0

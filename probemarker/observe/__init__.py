@@ -1,1 +1,2 @@
-"""Observe: logging setup (metrics and health endpoints come with the production issue)."""
+"""Observe: logging setup, health (/healthz, /readyz) and metrics (/metrics), and the
+server that answers them (serve.py)."""

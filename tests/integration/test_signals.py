@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
 import orjson
 import pytest
@@ -86,9 +87,12 @@ class DaemonProcess:
 def _environment() -> dict[str, str]:
     """This process's environment without anything that would choose another server."""
     drop = ("KUBECONFIG", "NODE_NAME", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
-    return {
+    env = {
         k: v for k, v in os.environ.items() if k not in drop and not k.startswith("PROBEMARKER_")
     }
+    # The health and metrics server on a free port (never the fixed default in a test).
+    env["PROBEMARKER_METRICS_ADDRESS"] = "127.0.0.1:0"
+    return env
 
 
 @asynccontextmanager
@@ -214,6 +218,23 @@ async def test_sigterm_when_running(world: World, variable: str | None) -> None:
         line = await proc.wait_event("daemon.ready")
         assert line["node"] == "node-1"
         await _stops_cleanly(proc, signal.SIGTERM)
+
+
+async def test_the_process_answers_health_until_it_stops(tmp_path: Path) -> None:
+    """/readyz names the missing CRD, /healthz stays 200 meanwhile; the port is gone
+    after the stop."""
+    async with SimCluster(node_names=("node-1",)) as sim, daemon(sim.kubeconfig_path) as proc:
+        port = (await proc.wait_event("metrics.serving"))["port"]
+        await proc.wait_event("informer.not_served")
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{port}/readyz") as response:
+                assert response.status == 503
+                assert "the PodProbeMarker CRD is not installed" in await response.text()
+            async with session.get(f"http://127.0.0.1:{port}/healthz") as response:
+                assert response.status == 200
+        await _stops_cleanly(proc, signal.SIGTERM)
+    with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
+        probe.connect(("127.0.0.1", port))
 
 
 @pytest.mark.parametrize(

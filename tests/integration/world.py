@@ -20,6 +20,8 @@ from probemarker.api.crd import build_crd
 from probemarker.app import Daemon, client_settings
 from probemarker.kube.client import KubeClient
 from probemarker.kube.config import load_kubeconfig
+from probemarker.kube.ratelimit import MONOTONIC, Clock
+from probemarker.observe.health import HealthSettings
 from probemarker.settings import RunSettings
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
@@ -258,23 +260,40 @@ def settings(sim: SimCluster, **over: Any) -> RunSettings:
         write_burst=100,
         # A deleted marker is cleaned up at once here; the tests of the delay set it.
         cleanup_delay_seconds=0.0,
+        # No health and metrics server (never the fixed default port in a test); the
+        # tests of the server ask for one on 127.0.0.1:0.
+        metrics_address="0",
     )
     return replace(base, **over)
 
 
 @contextlib.asynccontextmanager
-async def running_daemon(sim: SimCluster, **over: Any) -> AsyncIterator[Daemon]:
-    """The real daemon, in-process, against `sim`; stopped (gracefully) on exit."""
+async def started_daemon(
+    sim: SimCluster,
+    *,
+    health: HealthSettings | None = None,
+    clock: Clock = MONOTONIC,
+    **over: Any,
+) -> AsyncIterator[Daemon]:
+    """The real daemon, in-process, against `sim`, started but maybe not ready yet;
+    stopped (gracefully) on exit."""
     run = settings(sim, **over)
     connection = await load_kubeconfig(sim.kubeconfig_path)
     async with KubeClient(connection, settings=client_settings(run)) as kube:
-        daemon = Daemon(kube, run)
+        daemon = Daemon(kube, run, clock=clock, health=health)
         stop = anyio.Event()
         async with anyio.create_task_group() as group:
             group.start_soon(lambda: daemon.run(stop=stop))
-            with anyio.fail_after(10):
-                await daemon.ready.wait()
             try:
                 yield daemon
             finally:
                 stop.set()
+
+
+@contextlib.asynccontextmanager
+async def running_daemon(sim: SimCluster, **over: Any) -> AsyncIterator[Daemon]:
+    """The real daemon, in-process, against `sim`, once ready; stopped on exit."""
+    async with started_daemon(sim, **over) as daemon:
+        with anyio.fail_after(10):
+            await daemon.ready.wait()
+        yield daemon

@@ -55,7 +55,7 @@ async def test_request_returns_parsed_json(client: KubeClient) -> None:
     await create(client, pod("a"))
     listed = await client.request("GET", PODS, info=LIST)
     assert listed["kind"] == "PodList"
-    assert client.requests == {("create", 201): 1, ("list", 200): 1}
+    assert client.requests == {("create", "pods", 201): 1, ("list", "pods", 200): 1}
     assert [p["metadata"]["name"] for p in listed["items"]] == ["a"]  # type: ignore[index]
 
 
@@ -86,7 +86,7 @@ async def test_each_status_maps_to_its_error(
     with pytest.raises(cls) as caught:
         await client.request("GET", PODS, info=LIST)
     assert caught.value.code == code
-    assert client.requests[("list", code)] == (2 if code == 401 else 1)
+    assert client.requests[("list", "pods", code)] == (2 if code == 401 else 1)
     if code in (429, 503):
         assert caught.value.retry_after == 2.0
 

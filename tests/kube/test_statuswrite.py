@@ -99,7 +99,7 @@ async def test_a_patch_applies_labels_annotations_and_a_condition(env: Env) -> N
     assert stored["metadata"]["labels"] == {"app": "game", "probemarker.io/idle": "true"}
     assert stored["metadata"]["annotations"] == {"cost": "-100"}
     assert stored["status"]["conditions"][-1]["type"] == PROBE_CONDITION
-    assert env.client.requests[("patch", 200)] == 1
+    assert env.client.requests[("patch", "pods/status", 200)] == 1
     assert env.limiter.granted == 1
 
 

@@ -3,6 +3,7 @@ line on stderr (exit 2), never a traceback; KUBECONFIG is read as kubectl reads 
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -75,3 +76,28 @@ def test_kubeconfig_problems_are_one_line(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("probemarker run: ")
     assert needle in line
+
+
+def test_a_metrics_port_in_use_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server listens before the first request, so a dead API server does not
+    matter: the port is refused first, with the flag and what to do."""
+    with socket.socket() as dead, socket.socket() as taken:
+        dead.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        server = f"http://127.0.0.1:{dead.getsockname()[1]}"
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        path = tmp_path / "kubeconfig"
+        path.write_text(
+            "clusters: [{name: c, cluster: {server: '" + server + "'}}]\n"
+            "users: [{name: u, user: {}}]\n"
+            "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+            "current-context: x\n"
+        )
+        argv = ["run", "--kubeconfig", str(path), "--metrics-address", address]
+        assert main([*argv, "--log-format", "json"]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith(f"probemarker run: --metrics-address='{address}': cannot listen: ")
+    assert last.endswith("or 0 to turn the server off")

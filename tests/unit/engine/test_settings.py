@@ -149,6 +149,7 @@ def test_help_shows_what_each_flag_takes(monkeypatch: pytest.MonkeyPatch) -> Non
         "--write-coalesce-seconds SECONDS",
         "--shutdown-grace-seconds SECONDS",
         "--log-level LEVEL",
+        "--metrics-address ADDRESS",
     ):
         assert usage in text
     assert "VALUE" not in text

@@ -1,0 +1,346 @@
+"""The Prometheus metrics: the daemon's own counters, read when scraped.
+
+Stage: observation. Input: a `Snapshot` of the counters the parts keep anyway
+(`EngineStats`, `DispatchStats`, `WriterStats`, `InformerCounters`, `EventStats`, the
+client's requests) and a few gauges, taken when Prometheus scrapes. Output: metric
+families (`families`, pure) for a private `CollectorRegistry` (`build_registry`), never
+the global default one, so several daemons in one process (the tests) never collide.
+
+Names follow Prometheus' conventions: the `probemarker_` prefix, `_total` on
+counters, seconds as the unit. Labels have a small fixed set of values (a probe kind,
+a result, a state, an informer, a verb, a resource, an HTTP code, an error class):
+never a pod, a namespace, a marker or a UID, so the number of series does not grow
+with the cluster. docs/operations.md lists every metric with example queries.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from probemarker import __version__
+from probemarker.engine import EngineStats
+from probemarker.kube.events import EventStats
+from probemarker.kube.informertypes import InformerCounters
+from probemarker.schedule.dispatcher import DispatchStats
+from probemarker.write.writer import WriterStats
+
+__all__ = ["InformerSnapshot", "Snapshot", "build_registry", "error_label", "families"]
+
+P = "probemarker_"
+
+
+@dataclass(frozen=True, slots=True)
+class InformerSnapshot:
+    name: str
+    counters: InformerCounters
+    synced: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a scrape reads; the objects are the live ones, read at once, in the loop."""
+
+    engine: EngineStats
+    probes: int  # probes tracked (one per pod, container, marker and probe)
+    running: int  # probe runs in progress
+    dispatch: DispatchStats
+    writer: WriterStats
+    write_depth: int  # pods waiting for a flush
+    informers: Sequence[InformerSnapshot]
+    requests: Mapping[tuple[str, str, int], int]  # (verb, resource, code; 0: no answer)
+    events: EventStats
+    loop_lag: float  # seconds the event loop was late waking the heartbeat
+
+
+def error_label(class_name: str) -> str:
+    """`ApiConflict` -> `conflict`, `ApiPatchTestFailed` -> `patch_test_failed`."""
+    name = class_name.removeprefix("Api") or class_name
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _le(bound: float) -> str:
+    """A bucket's upper bound as the exposition writes it: `0.005`, `1.0`, `+Inf`."""
+    return "+Inf" if math.isinf(bound) else repr(bound)
+
+
+def _counter(
+    name: str, doc: str, labels: Sequence[str], values: Iterable[tuple[Sequence[str], float]]
+) -> CounterMetricFamily:
+    family = CounterMetricFamily(P + name, doc, labels=labels)
+    for label_values, value in sorted(values):
+        family.add_metric(label_values, value)
+    return family
+
+
+def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(P + name, doc, value=value)
+
+
+def _one(name: str, doc: str, value: float) -> CounterMetricFamily:
+    return CounterMetricFamily(P + name, doc, value=value)
+
+
+def _ones(*rows: tuple[str, str, float]) -> list[Metric]:
+    """A counter without labels per (name, doc, value)."""
+    return [_one(name, doc, value) for name, doc, value in rows]
+
+
+def families(snap: Snapshot) -> list[Metric]:
+    """Every metric family of `snap` (pure)."""
+    return [
+        *_build_info(),
+        *_probe_families(snap),
+        *_write_families(snap.writer, snap.write_depth),
+        *_api_families(snap),
+        *_event_families(snap.events),
+        _gauge(
+            "event_loop_lag_seconds", "How late the event loop last woke a timer.", snap.loop_lag
+        ),
+    ]
+
+
+def _build_info() -> list[Metric]:
+    info = GaugeMetricFamily(
+        P + "build_info", "The running build: 1, with its version.", labels=["version", "python"]
+    )
+    info.add_metric([__version__, platform.python_version()], 1)
+    return [info]
+
+
+def _probe_families(snap: Snapshot) -> list[Metric]:
+    engine, dispatch = snap.engine, snap.dispatch
+    durations = HistogramMetricFamily(
+        P + "probe_duration_seconds",
+        "How long probe handlers took, by kind (exec, httpGet, tcpSocket, grpc).",
+        labels=["kind"],
+    )
+    for kind, histogram in sorted(engine.durations.items()):
+        buckets = [(_le(bound), float(n)) for bound, n in histogram.cumulative()]
+        durations.add_metric([kind], buckets, histogram.sum)
+    return [
+        _counter(
+            "probe_runs_total",
+            "Probe runs by kind and result (Succeeded, Failed, Unknown).",
+            ["kind", "result"],
+            (((kind, result), n) for (kind, result), n in engine.runs.items()),
+        ),
+        durations,
+        _counter(
+            "transitions_total",
+            "Decided probe states reached (a threshold met), by the new state.",
+            ["state"],
+            (((state,), n) for state, n in engine.transitions.items()),
+        ),
+        _gauge("probes_tracked", "Probes the daemon runs on this node's pods.", snap.probes),
+        _gauge("probes_running", "Probe runs in progress.", snap.running),
+        *_ones(
+            ("probe_runs_started_total", "Probe runs started.", dispatch.runs_started),
+            (
+                "probe_late_starts_total",
+                "Runs that could start only >1s after their slot.",
+                dispatch.late,
+            ),
+            (
+                "probe_slot_waits_total",
+                "Runs that waited for a free slot under --max-concurrent-probes.",
+                dispatch.slot_waits,
+            ),
+            (
+                "probe_missed_slots_total",
+                "Periods skipped: a run overran or started late.",
+                engine.missed_slots,
+            ),
+            (
+                "probe_results_dropped_total",
+                "Results of runs whose probe changed or went away meanwhile.",
+                engine.dropped_results,
+            ),
+            (
+                "probe_run_errors_total",
+                "Runs whose callback raised (a bug; logged).",
+                dispatch.errors,
+            ),
+            (
+                "probe_runs_cancelled_total",
+                "Runs cancelled when the shutdown grace ran out.",
+                dispatch.cancelled,
+            ),
+        ),
+        _gauge(
+            "probe_lateness_max_seconds", "The latest any run could start.", dispatch.lateness_max
+        ),
+        _gauge(
+            "probe_slot_wait_max_seconds",
+            "The longest wait for a free slot.",
+            dispatch.slot_wait_max,
+        ),
+    ]
+
+
+def _write_families(writer: WriterStats, depth: int) -> list[Metric]:
+    outcomes = [(("written",), writer.writes)]
+    outcomes += [((error_label(name),), n) for name, n in writer.failures.items()]
+    return [
+        _counter(
+            "pod_writes_total",
+            "pods/status patches by outcome: written, or the error the API server answered.",
+            ["outcome"],
+            outcomes,
+        ),
+        *_ones(
+            (
+                "pod_flushes_total",
+                "Pods whose desired state was computed for a write.",
+                writer.flushes,
+            ),
+            (
+                "pod_flushes_unchanged_total",
+                "Flushes that needed no request.",
+                writer.unchanged,
+            ),
+            (
+                "pod_messages_held_total",
+                "Flushes whose only change, a message, was held back.",
+                writer.messages_held,
+            ),
+            (
+                "pod_write_retries_total",
+                "Writes scheduled again after an error (with backoff).",
+                writer.retries,
+            ),
+            (
+                "pod_rereads_total",
+                "Pods read again after a conflict or a failed test.",
+                writer.rereads,
+            ),
+            (
+                "pod_writes_narrowed_total",
+                "Refused (422) writes answered with a smaller patch.",
+                writer.narrowed,
+            ),
+            (
+                "pods_replaced_total",
+                "Pods found re-created under the same name.",
+                writer.replaced,
+            ),
+        ),
+        _gauge("write_queue_depth", "Pods waiting for a write.", depth),
+    ]
+
+
+def _api_families(snap: Snapshot) -> list[Metric]:
+    requests = _counter(
+        "api_requests_total",
+        "Requests to the API server by verb, resource and HTTP code (<error>: no answer).",
+        ["verb", "resource", "code"],
+        (
+            ((verb, resource, str(code) if code else "<error>"), n)
+            for (verb, resource, code), n in snap.requests.items()
+        ),
+    )
+    per_informer: dict[str, list[tuple[Sequence[str], float]]] = {}
+    errors: list[tuple[Sequence[str], float]] = []
+    synced = GaugeMetricFamily(
+        P + "informer_synced", "1 once the informer holds its first list.", labels=["informer"]
+    )
+    for informer in sorted(snap.informers, key=lambda i: i.name):
+        c, name = informer.counters, informer.name
+        fields = {
+            "lists": c.lists,
+            "watches": c.watches,
+            "watch_restarts": c.restarts,
+            "expired": c.gone,
+            "watch_events": c.events,
+            "bookmarks": c.bookmarks,
+        }
+        for field, value in fields.items():
+            per_informer.setdefault(field, []).append(((name,), value))
+        errors += [((name, error_label(err)), n) for err, n in c.errors.items()]
+        synced.add_metric([name], 1 if informer.synced else 0)
+    docs = {
+        "lists": "Complete LISTs; more than one per watched namespace means re-lists.",
+        "watches": "WATCH requests the API server accepted.",
+        "watch_restarts": "Watches that ended (closed, failed or expired) and started again.",
+        "expired": "410 Gone answers (too old a resourceVersion), each followed by a LIST.",
+        "watch_events": "ADDED, MODIFIED and DELETED events received.",
+        "bookmarks": "BOOKMARK events received.",
+    }
+    return [
+        requests,
+        *(
+            _counter(
+                f"informer_{field}_total", docs[field], ["informer"], per_informer.get(field, [])
+            )
+            for field in docs
+        ),
+        _counter(
+            "informer_errors_total",
+            "Failed LISTs and WATCHes by informer and error.",
+            ["informer", "error"],
+            errors,
+        ),
+        synced,
+    ]
+
+
+def _event_families(events: EventStats) -> list[Metric]:
+    return [
+        _one("events_recorded_total", "Event observations accepted for writing.", events.recorded),
+        _counter(
+            "events_written_total",
+            "Events written: created, or patched (a repeat's count).",
+            ["action"],
+            [(("create",), events.created), (("patch",), events.patched)],
+        ),
+        *_ones(
+            (
+                "events_dropped_total",
+                "Event observations dropped: the queue was full.",
+                events.dropped,
+            ),
+            (
+                "events_failed_total",
+                "Event writes refused or unanswered (not retried).",
+                events.failed,
+            ),
+            (
+                "events_evicted_total",
+                "Event series forgotten to keep the cache bounded.",
+                events.evicted,
+            ),
+        ),
+        _gauge(
+            "events_queued_max", "The most event series ever waiting at once.", events.queued_max
+        ),
+    ]
+
+
+class _Collector:
+    """Takes a snapshot per scrape (prometheus_client's custom collector protocol)."""
+
+    def __init__(self, snapshot: Callable[[], Snapshot]) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterable[Metric]:
+        return families(self._snapshot())
+
+
+def build_registry(snapshot: Callable[[], Snapshot]) -> CollectorRegistry:
+    """A registry of the daemon's metrics and the process' own (memory, CPU, open
+    files: prometheus_client's `process_*` from /proc, nothing where there is none)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Collector(snapshot))
+    ProcessCollector(registry=registry)
+    return registry
