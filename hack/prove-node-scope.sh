@@ -17,7 +17,8 @@
 #    bound to that pod (so it carries node-a), and one bound to nothing;
 # 3. runs `probemarker run --node node-a` under the bound token with a marker whose exec
 #    probe succeeds: the daemon writes its label, annotation, condition and ownership
-#    record on `web` through the policy;
+#    record on `web` through the policy; then the marker is deleted and the daemon
+#    removes all of it, through the policy too;
 # 4. sends, with the same token, each write the policy must deny and checks the answer is
 #    a 403 naming the reason; and a few writes it must allow.
 # Exits non-zero on the first answer that is not the expected one. Leaves the policy
@@ -106,7 +107,7 @@ pod() { # pod NS NAME SERVICEACCOUNT LABEL
   "${K[@]}" create -f - >/dev/null <<P
 apiVersion: v1
 kind: Pod
-metadata: {name: $2, namespace: $1, labels: {app: $4}}
+metadata: {name: $2, namespace: $1, labels: {app: $4}, annotations: {example.com/team: shop}}
 spec:
   serviceAccountName: $3
   automountServiceAccountToken: false
@@ -223,25 +224,39 @@ spec:
           annotations: {controller.kubernetes.io/pod-deletion-cost: "-5"}
       podConditionType: example.com/Up
 M
-show "${PROBEMARKER[@]}" run --kubeconfig "$WORK/bound.kubeconfig" --node node-a --log-format console
+show "${PROBEMARKER[@]}" run --kubeconfig "$WORK/bound.kubeconfig" --node node-a --cleanup-delay-seconds 0 --log-format console
 PROBEMARKER_METRICS_ADDRESS=0 "${PROBEMARKER[@]}" run --kubeconfig "$WORK/bound.kubeconfig" \
-  --node node-a --log-format console >"$WORK/daemon.log" 2>&1 &
+  --node node-a --cleanup-delay-seconds 0 --log-format console >"$WORK/daemon.log" 2>&1 &
 DAEMON_PID=$!
-for _ in $(seq 120); do
-  [[ $("${K[@]}" -n $NS get pod web -o jsonpath='{.metadata.labels.proof\.example\.com/up}') == true ]] && break
-  kill -0 $DAEMON_PID 2>/dev/null || { cat "$WORK/daemon.log"; fail "the daemon exited"; }
-  sleep 0.5
-done
-sleep 1 # the pod `far` matches the marker too but is on node-b: the daemon never sees it
-kill -TERM $DAEMON_PID; wait $DAEMON_PID || true; DAEMON_PID=
-grep -E 'write\.|probe\.decided|denied|Forbidden' "$WORK/daemon.log" | sed 's/^/  daemon: /' || true
-run "${K[@]}" -n $NS get pod web -o jsonpath='labels: {.metadata.labels}{"\n"}annotations: {.metadata.annotations}{"\n"}conditions: {range .status.conditions[*]}{.type}={.status} {end}{"\n"}'
-[[ $("${K[@]}" -n $NS get pod web -o jsonpath='{.metadata.labels.proof\.example\.com/up}') == true ]] ||
-  fail "the daemon did not write its label"
+label() { "${K[@]}" -n $NS get pod web -o jsonpath='{.metadata.labels.proof\.example\.com/up}'; }
+await() { # await WHAT CMD...: until CMD succeeds (60 s), while the daemon runs
+  local what=$1; shift
+  for _ in $(seq 120); do
+    "$@" && return 0
+    kill -0 $DAEMON_PID 2>/dev/null || { cat "$WORK/daemon.log"; fail "the daemon exited"; }
+    sleep 0.5
+  done
+  cat "$WORK/daemon.log"; fail "$what"
+}
+show_web() {
+  run "${K[@]}" -n $NS get pod web -o jsonpath='labels: {.metadata.labels}{"\n"}annotations: {.metadata.annotations}{"\n"}conditions: {range .status.conditions[*]}{.type}={.status} {end}{"\n"}'
+}
+await "the daemon did not write its label" eval '[[ $(label) == true ]]'
+show_web
 [[ $("${K[@]}" -n $NS get pod web -o jsonpath='{.status.conditions[?(@.type=="example.com/Up")].status}') == True ]] ||
   fail "the daemon did not write its condition"
 [[ -n $("${K[@]}" -n $NS get pod web -o jsonpath='{.metadata.annotations.probemarker\.io/owned}') ]] ||
   fail "the daemon did not write its ownership record"
+# The pod `far` matches the marker too, but it is on node-b: the daemon never sees it.
+echo "-- the marker is deleted: the daemon removes what it wrote, through the policy too"
+run "${K[@]}" -n $NS delete ppm proof
+await "the daemon did not remove its label" eval '[[ -z $(label) ]]'
+await "the daemon did not remove its record" eval \
+  '[[ -z $("${K[@]}" -n $NS get pod web -o jsonpath="{.metadata.annotations.probemarker\.io/owned}") ]]'
+show_web
+kill -TERM $DAEMON_PID; wait $DAEMON_PID || true; DAEMON_PID=
+grep -E 'write\.|probe\.decided|denied|Forbidden' "$WORK/daemon.log" | sed 's/^/  daemon: /' || true
+grep -qE 'write\.(retry|refused)' "$WORK/daemon.log" && fail "a write of the daemon was refused"
 
 echo "== 4. the same token: what the policy denies"
 expect_denied "a pod on another node" "probemarker may write only pods on its own node (token node: node-a, pod node: node-b)" \
@@ -273,7 +288,7 @@ expect_denied "a user with no extra at all (impersonated)" "probemarker's token 
 
 echo "== 5. what it allows: labels, annotations and conditions of its own node's pods"
 expect_allowed "an app.kubernetes.io/ label and a controller.kubernetes.io/ annotation, next to an untouched kubernetes.io/ label" \
-  status_patch "$bound" $NS web '[{"op":"add","path":"/metadata/labels/app.kubernetes.io~1part-of","value":"proof"},{"op":"replace","path":"/metadata/annotations/controller.kubernetes.io~1pod-deletion-cost","value":"7"}]'
+  status_patch "$bound" $NS web '[{"op":"add","path":"/metadata/labels/app.kubernetes.io~1part-of","value":"proof"},{"op":"add","path":"/metadata/annotations/controller.kubernetes.io~1pod-deletion-cost","value":"7"}]'
 expect_allowed "a condition of its own type" \
   status_patch "$bound" $NS web '[{"op":"add","path":"/status/conditions/-","value":{"type":"example.com/Other","status":"True"}}]'
 expect_allowed "another user (admin) is not matched" \
