@@ -130,12 +130,20 @@ class ApiUnauthorized(ApiError):
     """401: the credentials were refused (after one re-read of the token)."""
 
 
+# How kube-apiserver words a refusal by admission rather than by the authorizer: a
+# ValidatingAdmissionPolicy (policy/validating/dispatcher.go) or a webhook
+# (webhook/errors/statuserror.go). Both are 403s whose fix is not in RBAC.
+_ADMISSION_REFUSALS = ("ValidatingAdmissionPolicy '", "admission webhook ")
+
+
 class ApiForbidden(ApiError):
     """403: RBAC (or an admission policy) refused the request."""
 
     def __str__(self) -> str:
         hint = ""
-        if self.request is not None:
+        if any(text in self.message for text in _ADMISSION_REFUSALS):
+            hint = "; refused by admission, not by RBAC (the message says why; docs/security.md)"
+        elif self.request is not None:
             hint = (
                 f"; the service account needs verb {self.request.verb!r} on "
                 f"{self.request.full_resource!r}"

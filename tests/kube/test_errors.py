@@ -121,6 +121,21 @@ def test_forbidden_names_verb_resource_namespace_and_the_fix() -> None:
     assert "manifests/rbac/" in text
 
 
+def test_a_refusal_by_an_admission_policy_does_not_point_at_rbac() -> None:
+    """The node-scope policy's 403 (docs/security.md): the role is fine, the write is not."""
+    message = (
+        "pods \"gs-1\" is forbidden: ValidatingAdmissionPolicy 'probemarker-node-scope' with "
+        "binding 'probemarker-node-scope' denied request: probemarker may write only pods on "
+        "its own node (token node: node-a, pod node: node-b)"
+    )
+    text = str(error_from_response(403, status(403, "Forbidden", message), {}, PATCH))
+    assert message in text
+    assert "needs verb" not in text
+    assert text.endswith(
+        "; refused by admission, not by RBAC (the message says why; docs/security.md)"
+    )
+
+
 def test_group_resource_is_spelt_as_rbac_does() -> None:
     info = RequestInfo("watch", "podprobemarkers", group="probemarker.io")
     error = error_from_response(403, b"", {}, info)
