@@ -32,6 +32,8 @@
 #   --pip-conf FILE     pip configuration for the build (an index or a mirror)
 #                       [$PROBEMARKER_BUILD_PIP_CONF; none: pip's default, PyPI]
 #   --isolation MODE    podman build --isolation [$PROBEMARKER_BUILD_ISOLATION; chroot]
+#   --no-cache          build every step anew and keep no intermediate image
+#                       (podman build --layers=false); the base is still reused
 #   --no-verify         build only
 #   --smoke auto|yes|no run the daemon from the image against the sim [auto: when the
 #                       sim's Python and kubectl are there]
@@ -169,13 +171,16 @@ EOF
   fi
   kill -TERM "$daemon"
   wait "$daemon" || rc=$?
-  kill "$sim" && wait "$sim" 2>/dev/null || true
+  kill "$sim" 2>/dev/null || true
+  wait "$sim" 2>/dev/null || true
   [[ $rc -eq 0 ]] || fail "the daemon exited $rc after SIGTERM; its log: $(tail -20 "$work/daemon.log")"
   umount "$root/$account_dir"
   say "as $user, in-cluster config, NODE_NAME=node-1: the daemon labelled pod smoke-0 from an exec probe, then exited 0 on SIGTERM ($(wc -l <"$work/daemon.log") log lines)"
 }
 
 if [[ "${1:-}" == __verify ]]; then
+  # A failed check leaves no sim or daemon behind (they would keep the namespace).
+  trap 'jobs -p | xargs -r kill 2>/dev/null || true' EXIT
   verify_inside "$2"
   exit 0
 fi
@@ -195,6 +200,7 @@ if [[ -z "$ca" && -s /etc/ssl/certs/ca-certificates.crt ]]; then ca=/etc/ssl/cer
 pip_conf="${PROBEMARKER_BUILD_PIP_CONF:-}"
 isolation="${PROBEMARKER_BUILD_ISOLATION:-chroot}"
 verify=yes
+layers=true
 smoke=auto
 sim_python="${PROBEMARKER_SIM_PYTHON:-python3}"
 
@@ -211,6 +217,7 @@ while [[ $# -gt 0 ]]; do
     --pip-conf) pip_conf="$(value "$@")"; shift 2 ;;
     --isolation) isolation="$(value "$@")"; shift 2 ;;
     --no-verify) verify=no; shift ;;
+    --no-cache) layers=false; shift ;;
     --smoke) smoke="$(value "$@")"; shift 2 ;;
     --sim-python) sim_python="$(value "$@")"; shift 2 ;;
     -h | --help) usage; exit 0 ;;
@@ -267,7 +274,7 @@ revision="$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)"
 if [[ "$revision" != unknown && -n "$(git -C "$repo" status --porcelain 2>/dev/null)" ]]; then
   revision="$revision-dirty"
 fi
-build=(podman build --isolation "$isolation" --file "$repo/Containerfile" --tag "$full"
+build=(podman build --isolation "$isolation" --layers="$layers" --file "$repo/Containerfile" --tag "$full"
   --build-arg "BASE_IMAGE=$base" --build-arg "VERSION=$version"
   --label "org.opencontainers.image.revision=$revision"
   --label "org.opencontainers.image.created=$(date -u +%Y-%m-%dT%H:%M:%SZ)")
