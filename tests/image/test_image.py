@@ -54,7 +54,7 @@ def test_the_user_is_numeric_and_not_root() -> None:
 
 
 def test_the_final_stage_takes_the_builders_environment_and_runs_no_pip() -> None:
-    _, (builder, final) = load()
+    _, (_builder, final) = load()
     assert f"--from=builder {VENV} {VENV}" in final.all("COPY")
     assert not [run for run in final.all("RUN") if "pip" in run]
     assert final.env()["PATH"].startswith(f"{VENV}/bin:")
