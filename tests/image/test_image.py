@@ -228,4 +228,3 @@ def test_the_image_builds_and_runs_read_only_as_its_user() -> None:
         assert size, said[-2000:]
     finally:
         subprocess.run(["podman", "rmi", "--force", ref], capture_output=True, timeout=120)
-
