@@ -169,13 +169,17 @@ EOF
     kill "$daemon" "$sim" 2>/dev/null || true
     fail "the daemon from the image did not label the pod within 60 s; its log: $(tail -20 "$work/daemon.log")"
   fi
+  # The resident memory of the image's daemon (one pod, one probe): beside the figures
+  # of bench/daemonset_resources.py, which runs the daemon from a checkout.
+  local rss
+  rss="$(awk '/^VmRSS|^VmHWM/ {printf "%s %.1f MiB ", $1, $2 / 1024}' "/proc/$daemon/status")"
   kill -TERM "$daemon"
   wait "$daemon" || rc=$?
   kill "$sim" 2>/dev/null || true
   wait "$sim" 2>/dev/null || true
   [[ $rc -eq 0 ]] || fail "the daemon exited $rc after SIGTERM; its log: $(tail -20 "$work/daemon.log")"
   umount "$root/$account_dir"
-  say "as $user, in-cluster config, NODE_NAME=node-1: the daemon labelled pod smoke-0 from an exec probe, then exited 0 on SIGTERM ($(wc -l <"$work/daemon.log") log lines)"
+  say "as $user, in-cluster config, NODE_NAME=node-1: the daemon labelled pod smoke-0 from an exec probe, then exited 0 on SIGTERM ($(wc -l <"$work/daemon.log") log lines; ${rss% })"
 }
 
 if [[ "${1:-}" == __verify ]]; then
