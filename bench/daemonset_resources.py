@@ -31,9 +31,10 @@ Phases, one daemon through the first three:
 In every window VmRSS is sampled each second (least, mean, most); VmHWM is read at its
 end. The request suggested for memory is the loaded mean, rounded up; for CPU the
 loaded share of a core, rounded up; the limit, the highest VmHWM of all phases times
---margin. Where prometheus-client is installed, a fresh process measures what importing
-it and making the metrics' families costs (the metrics server is not in this daemon
-yet; its cost goes on top).
+--margin, each with what this run's daemon does not load on top ("extras"): fresh
+processes measure the RSS that importing prometheus-client and making the metrics'
+families adds (the metrics server is not in this daemon yet), and importing grpcio (a
+node with grpc probes).
 
     python bench/daemonset_resources.py                    # about 6 minutes
     python bench/daemonset_resources.py --pods 250         # a node with maxPods 250
@@ -214,38 +215,53 @@ def wait_labels(sim: Child, pods: int, value: str) -> float:
     return time.monotonic() - began
 
 
-def prometheus_cost() -> dict[str, float] | None:
-    """RSS of a fresh interpreter before and after importing prometheus_client and making
-    ~20 metric families (a counter, gauge or histogram each, a few label sets)."""
-    code = """
+# What the daemon loads beyond this run: a fresh interpreter imports what the daemon
+# imports, then the extra, and prints its VmRSS before and after (MiB).
+_EXTRA = """
 import sys
 def rss():
     for line in open('/proc/self/status'):
-        if line.startswith('VmRSS:'): return int(line.split()[1]) * 1024
-import aiohttp, structlog, orjson  # the daemon's imports, so only what is new counts
+        if line.startswith('VmRSS:'): return int(line.split()[1]) / 1024
+import probemarker.app  # the daemon's own imports, so only what is new counts
 before = rss()
 try:
-    import prometheus_client as p
+%s
 except ImportError:
     print('none'); sys.exit()
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-registry = CollectorRegistry()
-for i in range(7):
-    c = Counter(f'c{i}_total', 'x', ['kind', 'result'], registry=registry)
-    g = Gauge(f'g{i}', 'x', ['kind'], registry=registry)
-    h = Histogram(f'h{i}_seconds', 'x', ['kind'], registry=registry)
-    for kind in ('exec', 'httpGet', 'tcpSocket', 'grpc'):
-        c.labels(kind, 'Succeeded').inc(); g.labels(kind).set(1); h.labels(kind).observe(0.01)
-generate_latest(registry)
 print(before, rss())
 """
+EXTRAS = {
+    # the metrics endpoint: prometheus-client and ~20 metric families with a few label sets
+    "metrics": """
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+    registry = CollectorRegistry()
+    for i in range(7):
+        c = Counter(f'c{i}_total', 'x', ['kind', 'result'], registry=registry)
+        g = Gauge(f'g{i}', 'x', ['kind'], registry=registry)
+        h = Histogram(f'h{i}_seconds', 'x', ['kind'], registry=registry)
+        for kind in ('exec', 'httpGet', 'tcpSocket', 'grpc'):
+            c.labels(kind, 'Succeeded').inc(); g.labels(kind).set(1); h.labels(kind).observe(0.01)
+    generate_latest(registry)""",
+    # the first grpc probe: grpcio's C core and the health-checking stub (probe/grpc.py)
+    "grpc": """
+    import grpc, grpc.aio, grpc_health.v1.health_pb2, grpc_health.v1.health_pb2_grpc""",
+}
+
+
+def extra_cost(name: str) -> float | None:
+    """MiB of RSS that loading EXTRAS[name] adds, or None where it is not installed."""
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", _EXTRA % EXTRAS[name]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     if done.stdout.strip() == "none":
         return None
-    before, after = (int(x) for x in done.stdout.split())
-    return {"before": before, "after": after}
+    before, after = (float(x) for x in done.stdout.split())
+    return after - before
 
 
 # --- the run -------------------------------------------------------------------------------
@@ -298,7 +314,7 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             if child is not None:
                 child.close()
         scratch.cleanup()
-    out["prometheus"] = prometheus_cost()
+    out["extras"] = {name: extra_cost(name) for name in EXTRAS}
     return out
 
 
@@ -346,13 +362,18 @@ def report(args: argparse.Namespace, out: dict[str, Any]) -> None:
         f"{took2:.2f} s; the restarted daemon was ready in {out['restart_ready']:.1f} s; "
         f"log: {out['log_lines']} lines, {out['log_bytes'] / 1024:.0f} KiB in all"
     )
-    prom = out["prometheus"]
+    said = {
+        "metrics": "prometheus-client imported and ~20 metric families made (the metrics "
+        "endpoint, not in this daemon yet)",
+        "grpc": "grpcio and the health stub imported (the first grpc probe loads them)",
+    }
     extra = 0.0
-    if prom is None:
-        print("prometheus-client: not installed here, its cost not measured")
-    else:
-        extra = (prom["after"] - prom["before"]) / MiB
-        print(f"prometheus-client imported and ~20 metric families made: +{extra:.1f} MiB RSS")
+    for name, cost in out["extras"].items():
+        if cost is None:
+            print(f"{said[name]}: not installed here, not measured")
+        else:
+            extra += cost
+            print(f"{said[name]}: +{cost:.1f} MiB RSS")
     peak = max(out[k]["hwm"] for k in labels) / MiB
     cpu = max(out[k]["cpu"] / out[k]["wall"] for k in ("loaded", "restart")) * 1000
     memory_request = round_up(out["loaded"]["rss_mean"] / MiB + extra, 8)
@@ -360,9 +381,9 @@ def report(args: argparse.Namespace, out: dict[str, Any]) -> None:
     limit = round_up((peak + extra) * args.margin, 32)
     print(
         f"suggested: requests cpu {cpu_request:.0f}m (loaded {cpu:.0f}m), memory "
-        f"{memory_request:.0f}Mi (loaded mean {out['loaded']['rss_mean'] / MiB:.1f} MiB"
-        f"{f' + {extra:.1f} metrics' if extra else ''}); limit memory {limit:.0f}Mi "
-        f"(peak VmHWM {peak:.1f} MiB{f' + {extra:.1f}' if extra else ''} x {args.margin:g})"
+        f"{memory_request:.0f}Mi (loaded mean {out['loaded']['rss_mean'] / MiB:.1f} MiB + "
+        f"{extra:.1f} extras); limit memory {limit:.0f}Mi (peak VmHWM {peak:.1f} MiB + "
+        f"{extra:.1f} extras, x {args.margin:g})"
     )
 
 

@@ -402,6 +402,44 @@ def test_an_overlay_sets_its_own_image_by_the_bases_new_name(tmp_path: Path) -> 
     assert dig(ds, MAIN)["image"] == "registry.example/pm:dev"
 
 
+def doc_overlays(path: Path) -> list[dict[str, Any]]:
+    """The Kustomizations with an `images:` entry in a Markdown file's yaml blocks."""
+    blocks = re.findall(r"```yaml\n(.*?)```", path.read_text(), flags=re.DOTALL)
+    docs = [yaml.safe_load(block) for block in blocks]
+    return [d for d in docs if isinstance(d, dict) and d.get("kind") == "Kustomization"]
+
+
+INSTALLATION = REPO / "docs" / "installation.md"
+IMAGE_DOC = REPO / "docs" / "image.md"
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH (kubectl kustomize)")
+@pytest.mark.parametrize("path", [INSTALLATION, IMAGE_DOC], ids=["installation.md", "image.md"])
+def test_the_overlays_in_the_docs_set_the_image(path: Path, tmp_path: Path) -> None:
+    """An overlay beside a checkout of manifests/ (`../manifests`), as the docs write it,
+    renders the DaemonSet with the overlay's image (components that are not in this
+    checkout are left out)."""
+    overlays = doc_overlays(path)
+    assert any("images" in overlay for overlay in overlays), path
+    for overlay in overlays:
+        if "images" not in overlay:
+            continue
+        here = tmp_path / "overlay"
+        here.mkdir(exist_ok=True)
+        real = {"../manifests": os.path.relpath(MANIFESTS, here)}
+        resources = [real.get(r, r) for r in overlay["resources"]]
+        components = [
+            os.path.relpath(MANIFESTS / c.removeprefix("../manifests/"), here)
+            for c in overlay.get("components", [])
+            if (MANIFESTS / c.removeprefix("../manifests/")).is_dir()
+        ]
+        body = {**overlay, "resources": resources, "components": components}
+        (here / "kustomization.yaml").write_text(yaml.safe_dump(body))
+        (ds,) = [doc for doc in kustomize(here) if doc["kind"] == "DaemonSet"]
+        (entry,) = overlay["images"]
+        assert dig(ds, MAIN)["image"] == f"{entry['newName']}:{entry['newTag']}", path
+
+
 # -- the Kruise-group component -------------------------------------------------------
 
 KRUISE_GRANTS = {
