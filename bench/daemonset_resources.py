@@ -12,7 +12,7 @@ Processes, so each figure is the daemon's own:
 - the daemon: `python -m probemarker run --kubeconfig <the sim's> --node node-1`, a
   process of its own, default settings, JSON logs (PROBEMARKER_LOG_FORMAT=json) to a
   file, as a container's stdout goes to the runtime. Read from outside through
-  /proc/PID: VmRSS (resident now), VmHWM (the peak resident since it started), and
+  /proc/PID: VmRSS (resident now), VmHWM (the kernel's record of its peak), and
   utime+stime of /proc/PID/stat (every thread) over each window.
 
 Phases, one daemon through the first three:
@@ -30,8 +30,8 @@ Phases, one daemon through the first three:
 
 In every window VmRSS is sampled each second (least, mean, most); VmHWM is read at its
 end. The request suggested for memory is the loaded mean, rounded up; for CPU the
-loaded share of a core, rounded up; the limit, the highest VmHWM of all phases times
---margin, each with what this run's daemon does not load on top ("extras"): fresh
+loaded share of a core, rounded up; the limit, the highest VmHWM or sampled VmRSS of
+all phases times --margin, each with what this run's daemon does not load on top ("extras"): fresh
 processes measure the RSS that importing prometheus-client and making the metrics'
 families adds (the metrics server is not in this daemon yet), and importing grpcio (a
 node with grpc probes).
@@ -374,7 +374,9 @@ def report(args: argparse.Namespace, out: dict[str, Any]) -> None:
         else:
             extra += cost
             print(f"{said[name]}: +{cost:.1f} MiB RSS")
-    peak = max(out[k]["hwm"] for k in labels) / MiB
+    # VmHWM is the kernel's record, updated when memory is unmapped; memory handed back
+    # otherwise (madvise) can leave a sampled VmRSS above it: the peak is the higher.
+    peak = max(max(out[k]["hwm"], out[k]["rss_max"]) for k in labels) / MiB
     cpu = max(out[k]["cpu"] / out[k]["wall"] for k in ("loaded", "restart")) * 1000
     memory_request = round_up(out["loaded"]["rss_mean"] / MiB + extra, 8)
     cpu_request = round_up(cpu, 5)
@@ -382,7 +384,7 @@ def report(args: argparse.Namespace, out: dict[str, Any]) -> None:
     print(
         f"suggested: requests cpu {cpu_request:.0f}m (loaded {cpu:.0f}m), memory "
         f"{memory_request:.0f}Mi (loaded mean {out['loaded']['rss_mean'] / MiB:.1f} MiB + "
-        f"{extra:.1f} extras); limit memory {limit:.0f}Mi (peak VmHWM {peak:.1f} MiB + "
+        f"{extra:.1f} extras); limit memory {limit:.0f}Mi (peak {peak:.1f} MiB + "
         f"{extra:.1f} extras, x {args.margin:g})"
     )
 
