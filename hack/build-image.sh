@@ -163,14 +163,50 @@ spec:
     markerPolicy:
     - {state: Succeeded, labels: {smoke: ok}}
 EOF
+  # The one difference from the DaemonSet: the health and metrics server on a free port
+  # of this host's loopback (the chroot shares the host's network), not on :9808.
   env -i "${image_env[@]}" KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$port" \
-    NODE_NAME=node-1 PROBEMARKER_LOG_FORMAT=json \
+    NODE_NAME=node-1 PROBEMARKER_LOG_FORMAT=json PROBEMARKER_METRICS_ADDRESS=127.0.0.1:0 \
     chroot --userspec="$user" "$root" "${entry[@]}" >"$work/daemon.log" 2>&1 &
   daemon=$!
   if ! "${k[@]}" wait pod/smoke-0 --for=jsonpath='{.metadata.labels.smoke}'=ok --timeout=60s >/dev/null; then
     kill "$daemon" "$sim" 2>/dev/null || true
     fail "the daemon from the image did not label the pod within 60 s; its log: $(tail -20 "$work/daemon.log")"
   fi
+  # Its /healthz, /readyz and /metrics, on the port its `metrics.serving` line names
+  # (a daemon without the server says so and passes).
+  local endpoints
+  if ! endpoints="$("$VERIFY_SIM_PYTHON" - "$work/daemon.log" 2>&1 <<'EOF'
+import json, sys, urllib.error, urllib.request
+port = None
+for line in open(sys.argv[1]):
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        continue
+    if isinstance(entry, dict) and entry.get("event") == "metrics.serving":
+        port = entry.get("port")
+if port is None:
+    print("no health and metrics server in this daemon")
+    sys.exit(0)
+said = []
+for path in ("/healthz", "/readyz", "/metrics"):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+            status, body = answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        status, body = error.code, error.read().decode()
+    if status != 200 or (path == "/metrics" and "probemarker_" not in body):
+        print(f"{path} answered {status}: {body[:300]}")
+        sys.exit(1)
+    said.append(f"{path} 200")
+print(", ".join(said))
+EOF
+  )"; then
+    kill "$daemon" "$sim" 2>/dev/null || true
+    fail "the image's daemon's health and metrics endpoints: $endpoints"
+  fi
+
   # The resident memory of the image's daemon (one pod, one probe): beside the figures
   # of bench/daemonset_resources.py, which runs the daemon from a checkout.
   local rss
@@ -181,7 +217,7 @@ EOF
   wait "$sim" 2>/dev/null || true
   [[ $rc -eq 0 ]] || fail "the daemon exited $rc after SIGTERM; its log: $(tail -20 "$work/daemon.log")"
   umount "$root/$account_dir"
-  say "as $user, in-cluster config, NODE_NAME=node-1: the daemon labelled pod smoke-0 from an exec probe, then exited 0 on SIGTERM ($(wc -l <"$work/daemon.log") log lines; ${rss% })"
+  say "as $user, in-cluster config, NODE_NAME=node-1: the daemon labelled pod smoke-0 from an exec probe, then exited 0 on SIGTERM ($(wc -l <"$work/daemon.log") log lines; ${rss% }); $endpoints"
 }
 
 if [[ "${1:-}" == __verify ]]; then
