@@ -33,8 +33,9 @@ end. The request suggested for memory is the loaded mean, rounded up; for CPU th
 loaded share of a core, rounded up; the limit, the highest VmHWM or sampled VmRSS of
 all phases times --margin, each with what this run's daemon does not load on top ("extras"): fresh
 processes measure the RSS that importing prometheus-client and making the metrics'
-families adds (the metrics server is not in this daemon yet), and importing grpcio (a
-node with grpc probes).
+families adds (where the daemon has no metrics server; where it has one, it listens on
+a free loopback port and is scraped every 15 s in every window, its CPU counted), and
+importing grpcio (a node with grpc probes).
 
     python bench/daemonset_resources.py                    # about 6 minutes
     python bench/daemonset_resources.py --pods 250         # a node with maxPods 250
@@ -46,6 +47,7 @@ Prints the figures and the command that reproduces them.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import multiprocessing
 import os
@@ -56,6 +58,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,6 +109,8 @@ class Daemon:
             "PYTHONPATH": str(REPO),
             "PROBEMARKER_LOG_FORMAT": "json",
             "PROBEMARKER_LOG_LEVEL": "info",
+            # the health and metrics server, where the daemon has one, on a free port
+            "PROBEMARKER_METRICS_ADDRESS": "127.0.0.1:0",
         }
         self.offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as sink:
@@ -131,6 +136,17 @@ class Daemon:
             time.sleep(0.1)
         raise TimeoutError(f"the daemon was not ready within {within:g} s: {self.tail()}")
 
+    def metrics_port(self) -> int | None:
+        """The port of its `metrics.serving` line, or None (a daemon without the server)."""
+        for line in self.log.read_bytes()[self.offset :].splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and entry.get("event") == "metrics.serving":
+                return int(entry["port"])
+        return None
+
     def stop(self, within: float = 30) -> tuple[int, float]:
         """SIGTERM; (its exit code, seconds to exit)."""
         began = time.monotonic()
@@ -142,11 +158,26 @@ class Daemon:
         return "\n".join(self.log.read_text().splitlines()[-10:])
 
 
+SCRAPE_EVERY = 15.0  # a common Prometheus scrape interval
+
+
+def scrape(port: int) -> int:
+    """GET /metrics as Prometheus does; the size of the answer."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        return len(answer.read())
+
+
 def window(daemon: Daemon, seconds: float, *, every: float = 1.0) -> dict[str, Any]:
-    """CPU over `seconds`, VmRSS sampled each `every` s, VmHWM at the end."""
+    """CPU over `seconds`, VmRSS sampled each `every` s, VmHWM at the end; /metrics
+    scraped every SCRAPE_EVERY s where the daemon serves it (the daemon's CPU counts the
+    scrapes, as in a cluster)."""
+    port = daemon.metrics_port()
     cpu, began = proc_cpu(daemon.pid), time.monotonic()
-    rss = []
+    rss, scraped, last_scrape = [], [], -SCRAPE_EVERY
     while (elapsed := time.monotonic() - began) < seconds:
+        if port is not None and elapsed - last_scrape >= SCRAPE_EVERY:
+            scraped.append(scrape(port))
+            last_scrape = elapsed
         rss.append(proc_status(daemon.pid)["VmRSS"])
         time.sleep(min(every, max(0.0, seconds - elapsed)))
     used = proc_cpu(daemon.pid) - cpu
@@ -159,6 +190,8 @@ def window(daemon: Daemon, seconds: float, *, every: float = 1.0) -> dict[str, A
         "rss_mean": statistics.fmean(rss),
         "rss_max": max(rss),
         "hwm": status["VmHWM"],
+        "scrapes": len(scraped),
+        "scrape_bytes": max(scraped, default=0),
     }
 
 
@@ -314,7 +347,10 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
             if child is not None:
                 child.close()
         scratch.cleanup()
-    out["extras"] = {name: extra_cost(name) for name in EXTRAS}
+    served_metrics = out["loaded"]["scrapes"] > 0
+    out["extras"] = {
+        name: extra_cost(name) for name in EXTRAS if not (name == "metrics" and served_metrics)
+    }
     return out
 
 
@@ -362,6 +398,11 @@ def report(args: argparse.Namespace, out: dict[str, Any]) -> None:
         f"{took2:.2f} s; the restarted daemon was ready in {out['restart_ready']:.1f} s; "
         f"log: {out['log_lines']} lines, {out['log_bytes'] / 1024:.0f} KiB in all"
     )
+    if loaded["scrapes"]:
+        print(
+            f"/metrics: served by the daemon itself, scraped every {SCRAPE_EVERY:g} s "
+            f"({loaded['scrapes']} scrapes in the loaded window, {loaded['scrape_bytes']} bytes)"
+        )
     said = {
         "metrics": "prometheus-client imported and ~20 metric families made (the metrics "
         "endpoint, not in this daemon yet)",
