@@ -2,11 +2,14 @@
 permissions of SPEC §5, the binding gives it to the daemon's ServiceAccount only, and
 `kubectl kustomize manifests/` renders every object of the files it lists, unchanged.
 The component `components/kruise-group` adds exactly the rule `--marker-group
-apps.kruise.io` needs, and an overlay that includes it renders.
+apps.kruise.io` needs, and an overlay that includes it renders. The DaemonSet has every
+field the issue and SPEC §4/§5 ask for, runs as the image's user under the ServiceAccount
+the binding names, and kustomize's `images:` sets its image.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import shutil
@@ -159,6 +162,179 @@ def test_the_binding_gives_the_role_to_the_daemon_service_account_only() -> None
     assert identity(namespace) == ("v1", "Namespace", "", NAMESPACE)
 
 
+# -- the DaemonSet -----------------------------------------------------------------------
+
+DAEMONSET = "daemonset.yaml"
+CONTAINER = "probemarker"
+
+
+def dig(doc: Any, path: str) -> Any:
+    """`doc` at a dotted path; `[name]` picks the list item with that `name`."""
+    for part in path.split("."):
+        match = re.fullmatch(r"(\w+)\[([\w-]+)\]", part)
+        if match:
+            items = doc[match[1]]
+            (doc,) = [item for item in items if item.get("name") == match[2]]
+        else:
+            doc = doc.get(part) if isinstance(doc, dict) else None
+    return doc
+
+
+POD = "spec.template.spec"
+MAIN = f"{POD}.containers[{CONTAINER}]"
+
+# (path in the DaemonSet, the value it must hold): SPEC §4, §5 and issue 16.
+DAEMONSET_FIELDS = [
+    pytest.param("metadata.namespace", NAMESPACE, id="namespace"),
+    pytest.param(f"{POD}.serviceAccountName", "probemarker", id="service-account"),
+    pytest.param(f"{POD}.automountServiceAccountToken", True, id="token-mounted"),
+    pytest.param(f"{POD}.tolerations", [{"operator": "Exists"}], id="every-node"),
+    pytest.param(
+        f"{MAIN}.env[NODE_NAME].valueFrom",
+        {"fieldRef": {"fieldPath": "spec.nodeName"}},
+        id="node-name-downward-api",
+    ),
+    pytest.param(f"{MAIN}.env[PROBEMARKER_LOG_FORMAT].value", "json", id="json-logs"),
+    pytest.param(
+        f"{MAIN}.ports",
+        [{"name": "metrics", "containerPort": 9808, "protocol": "TCP"}],
+        id="metrics-port",
+    ),
+    pytest.param(
+        f"{MAIN}.livenessProbe.httpGet", {"path": "/healthz", "port": "metrics"}, id="liveness"
+    ),
+    pytest.param(
+        f"{MAIN}.readinessProbe.httpGet", {"path": "/readyz", "port": "metrics"}, id="readiness"
+    ),
+    pytest.param(f"{POD}.securityContext.runAsNonRoot", True, id="non-root"),
+    pytest.param(f"{POD}.securityContext.seccompProfile", {"type": "RuntimeDefault"}, id="seccomp"),
+    pytest.param(f"{MAIN}.securityContext.readOnlyRootFilesystem", True, id="read-only-root"),
+    pytest.param(
+        f"{MAIN}.securityContext.allowPrivilegeEscalation", False, id="no-privilege-escalation"
+    ),
+    pytest.param(f"{MAIN}.securityContext.capabilities", {"drop": ["ALL"]}, id="no-capabilities"),
+    pytest.param("spec.updateStrategy.type", "RollingUpdate", id="rolling-update"),
+    pytest.param("spec.updateStrategy.rollingUpdate.maxUnavailable", "10%", id="max-unavailable"),
+    pytest.param("spec.updateStrategy.rollingUpdate.maxSurge", 0, id="no-surge"),
+    # The restricted Pod Security Standard (namespace.yaml enforces it): none of these.
+    pytest.param(f"{POD}.hostNetwork", None, id="no-host-network"),
+    pytest.param(f"{POD}.hostPID", None, id="no-host-pid"),
+    pytest.param(f"{POD}.hostIPC", None, id="no-host-ipc"),
+    pytest.param(f"{POD}.volumes", None, id="no-volumes"),
+    pytest.param(f"{MAIN}.securityContext.privileged", None, id="not-privileged"),
+    # The image's entrypoint is `probemarker run`; a command would replace it.
+    pytest.param(f"{MAIN}.command", None, id="entrypoint-kept"),
+]
+
+
+def daemonset() -> dict[str, Any]:
+    return one(DAEMONSET)
+
+
+@pytest.mark.parametrize(("path", "expected"), DAEMONSET_FIELDS)
+def test_the_daemonset_holds(path: str, expected: Any) -> None:
+    assert dig(daemonset(), path) == expected
+
+
+def test_the_daemonset_runs_as_the_images_user() -> None:
+    from tests.image.containerfile import image_user
+
+    uid, gid = image_user()
+    context = dig(daemonset(), f"{POD}.securityContext")
+    assert (context["runAsUser"], context["runAsGroup"]) == (uid, gid)
+
+
+def test_the_daemonset_selects_its_own_pods() -> None:
+    ds = daemonset()
+    selector = ds["spec"]["selector"]["matchLabels"]
+    labels = ds["spec"]["template"]["metadata"]["labels"]
+    assert selector.items() <= labels.items()
+    assert labels["app.kubernetes.io/name"] == "probemarker"
+
+
+def test_the_daemonsets_account_is_the_one_the_binding_names() -> None:
+    ds = daemonset()
+    (subject,) = one("rbac/clusterrolebinding.yaml")["subjects"]
+    assert (subject["name"], subject["namespace"]) == (
+        dig(ds, f"{POD}.serviceAccountName"),
+        ds["metadata"]["namespace"],
+    )
+    assert identity(one("rbac/serviceaccount.yaml"))[2:] == (NAMESPACE, subject["name"])
+
+
+def test_the_metrics_port_is_the_settings_default() -> None:
+    from probemarker.settings import RunSettings
+
+    address = getattr(RunSettings(), "metrics_address", None)
+    if address is None:
+        pytest.skip("no metrics_address setting in this checkout (issue 16's metrics server)")
+    (port,) = dig(daemonset(), f"{MAIN}.ports")
+    assert address.rpartition(":")[2] == str(port["containerPort"])
+
+
+def test_the_grace_period_outlasts_the_daemons_shutdown() -> None:
+    from probemarker.settings import RunSettings
+
+    grace = dig(daemonset(), f"{POD}.terminationGracePeriodSeconds")
+    assert isinstance(grace, int)
+    # the daemon's grace, then its exit and the log lines of a slow node
+    assert grace >= RunSettings().shutdown_grace_seconds + 10
+
+
+MEBI = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+
+
+def quantity(text: str) -> float:
+    """A Kubernetes quantity of CPU (cores) or memory (bytes): 50m, 0.1, 96Mi, 1Gi."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(m|Ki|Mi|Gi)?", str(text))
+    assert match, f"not a quantity this test reads: {text!r}"
+    number, unit = float(match[1]), match[2]
+    if unit == "m":
+        return number / 1000
+    return number * MEBI.get(unit or "", 1)
+
+
+def test_the_resources_are_requests_and_a_memory_limit_without_a_cpu_limit() -> None:
+    resources = dig(daemonset(), f"{MAIN}.resources")
+    requests, limits = resources["requests"], resources["limits"]
+    assert set(requests) == {"cpu", "memory"}
+    # No CPU limit: throttling would start probes late; the request reserves the CPU.
+    assert set(limits) == {"memory"}
+    assert 0 < quantity(requests["cpu"]) <= 1
+    assert 0 < quantity(requests["memory"]) < quantity(limits["memory"])
+
+
+def test_the_resource_figures_say_where_they_come_from() -> None:
+    text = (MANIFESTS / DAEMONSET).read_text()
+    assert "bench/daemonset_resources.py" in text
+    assert "VmHWM" in text
+
+
+def test_the_probes_use_the_declared_port() -> None:
+    ports = {p["name"] for p in dig(daemonset(), f"{MAIN}.ports")}
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert dig(daemonset(), f"{MAIN}.{probe}.httpGet.port") in ports
+
+
+def test_the_namespace_enforces_the_restricted_pod_security_standard() -> None:
+    labels = one("namespace.yaml")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def images_entry() -> dict[str, Any]:
+    (entry,) = yaml.safe_load(KUSTOMIZATION.read_text())["images"]
+    return dict(entry)
+
+
+def test_the_image_entry_names_the_daemonsets_image_at_the_package_version() -> None:
+    from probemarker import __version__
+
+    entry = images_entry()
+    assert dig(daemonset(), f"{MAIN}.image") == entry["name"]
+    assert entry["newTag"] == __version__
+    assert entry["newName"]
+
+
 # -- kustomize ------------------------------------------------------------------------
 
 
@@ -176,16 +352,92 @@ def kustomize(directory: Path) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
 
 
+def with_image(doc: dict[str, Any], image: str) -> dict[str, Any]:
+    """`doc` (the DaemonSet) with its container's image replaced."""
+    out = copy.deepcopy(doc)
+    dig(out, MAIN)["image"] = image
+    return out
+
+
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH (kubectl kustomize)")
-def test_kubectl_kustomize_renders_every_listed_object_unchanged() -> None:
+def test_kubectl_kustomize_renders_every_listed_object_unchanged_but_the_image() -> None:
     assert KUBECTL is not None
     rendered = kustomize(MANIFESTS)
     expected = [doc for path in listed_files() for doc in documents(path)]
     by_identity = {identity(doc): doc for doc in rendered}
     assert sorted(by_identity) == sorted(identity(doc) for doc in expected)
     assert len(rendered) == len(expected)
+    entry = images_entry()
+    image = f"{entry['newName']}:{entry['newTag']}"
     for doc in expected:
+        if doc["kind"] == "DaemonSet":
+            assert dig(by_identity[identity(doc)], MAIN)["image"] == image
+            doc = with_image(doc, image)
         assert by_identity[identity(doc)] == doc, identity(doc)
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH (kubectl kustomize)")
+def test_an_overlay_sets_its_own_image_by_the_bases_new_name(tmp_path: Path) -> None:
+    """The base's `images:` applies first: an overlay matches the name it made (an entry
+    named `probemarker` would match nothing and change nothing)."""
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [os.path.relpath(MANIFESTS, overlay)],
+                "images": [
+                    {
+                        "name": images_entry()["newName"],
+                        "newName": "registry.example/pm",
+                        "newTag": "dev",
+                    }
+                ],
+            }
+        )
+    )
+    (ds,) = [doc for doc in kustomize(overlay) if doc["kind"] == "DaemonSet"]
+    assert dig(ds, MAIN)["image"] == "registry.example/pm:dev"
+
+
+def doc_overlays(path: Path) -> list[dict[str, Any]]:
+    """The Kustomizations with an `images:` entry in a Markdown file's yaml blocks."""
+    blocks = re.findall(r"```yaml\n(.*?)```", path.read_text(), flags=re.DOTALL)
+    docs = [yaml.safe_load(block) for block in blocks]
+    return [d for d in docs if isinstance(d, dict) and d.get("kind") == "Kustomization"]
+
+
+INSTALLATION = REPO / "docs" / "installation.md"
+IMAGE_DOC = REPO / "docs" / "image.md"
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH (kubectl kustomize)")
+@pytest.mark.parametrize("path", [INSTALLATION, IMAGE_DOC], ids=["installation.md", "image.md"])
+def test_the_overlays_in_the_docs_set_the_image(path: Path, tmp_path: Path) -> None:
+    """An overlay beside a checkout of manifests/ (`../manifests`), as the docs write it,
+    renders the DaemonSet with the overlay's image (components that are not in this
+    checkout are left out)."""
+    overlays = doc_overlays(path)
+    assert any("images" in overlay for overlay in overlays), path
+    for overlay in overlays:
+        if "images" not in overlay:
+            continue
+        here = tmp_path / "overlay"
+        here.mkdir(exist_ok=True)
+        real = {"../manifests": os.path.relpath(MANIFESTS, here)}
+        resources = [real.get(r, r) for r in overlay["resources"]]
+        components = [
+            os.path.relpath(MANIFESTS / c.removeprefix("../manifests/"), here)
+            for c in overlay.get("components", [])
+            if (MANIFESTS / c.removeprefix("../manifests/")).is_dir()
+        ]
+        body = {**overlay, "resources": resources, "components": components}
+        (here / "kustomization.yaml").write_text(yaml.safe_dump(body))
+        (ds,) = [doc for doc in kustomize(here) if doc["kind"] == "DaemonSet"]
+        (entry,) = overlay["images"]
+        assert dig(ds, MAIN)["image"] == f"{entry['newName']}:{entry['newTag']}", path
 
 
 # -- the Kruise-group component -------------------------------------------------------
