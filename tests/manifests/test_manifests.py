@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from probemarker.settings import parse_run_settings
 from probemarker.sim.server.accounting import RequestRecord
 from tests.rbac_check import (
     CLUSTER_ROLE,
@@ -455,7 +456,7 @@ def kruise_patch() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "kustomize.config.k8s.io/v1alpha1",
         "Component",
     )
-    (entry,) = component["patches"]
+    (entry,) = [e for e in component["patches"] if e["target"]["kind"] == "ClusterRole"]
     return entry["target"], yaml.safe_load(entry["patch"])
 
 
@@ -511,4 +512,9 @@ def test_an_overlay_with_the_kruise_component_renders(tmp_path: Path) -> None:
     rendered = kustomize(overlay)
     (role,) = [doc for doc in rendered if doc["kind"] == "ClusterRole"]
     assert set(grants(rules_of(role))) == EXPECTED | KRUISE_GRANTS
+    # ...and the daemon it grants reads Kruise's group: the DaemonSet says so.
+    (ds,) = [doc for doc in rendered if doc["kind"] == "DaemonSet"]
+    env = {e["name"]: e.get("value", "") for e in dig(ds, MAIN)["env"]}
+    settings = parse_run_settings([], env | {"NODE_NAME": "node-a"})
+    assert settings.marker_group == "apps.kruise.io"
     assert len(rendered) == len([doc for path in listed_files() for doc in documents(path)])
