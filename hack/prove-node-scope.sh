@@ -103,6 +103,7 @@ S
 )" >/dev/null
 }
 pod() { # pod NS NAME SERVICEACCOUNT LABEL
+  # Restricted-level fields: probemarker-system enforces the restricted Pod Security level.
   "${K[@]}" -n "$1" delete pod "$2" --ignore-not-found --force --grace-period=0 >/dev/null 2>&1
   "${K[@]}" create -f - >/dev/null <<P
 apiVersion: v1
@@ -111,7 +112,11 @@ metadata: {name: $2, namespace: $1, labels: {app: $4}, annotations: {example.com
 spec:
   serviceAccountName: $3
   automountServiceAccountToken: false
-  containers: [{name: main, image: registry.invalid/none:1}]
+  securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: main
+    image: registry.invalid/none:1
+    securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
 P
 }
 
