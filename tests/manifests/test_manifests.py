@@ -353,6 +353,22 @@ def kustomize(directory: Path) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(done.stdout) if doc is not None]
 
 
+def write_overlay(tmp_path: Path, components: tuple[Path, ...] = (), **fields: Any) -> Path:
+    """An overlay of manifests/ in `tmp_path/overlay`, with `components` and any other
+    kustomization fields, as an operator writes one beside a checkout."""
+    root = tmp_path / "overlay"
+    root.mkdir()
+    body: dict[str, Any] = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [os.path.relpath(MANIFESTS, root)],
+    }
+    if components:
+        body["components"] = [os.path.relpath(c, root) for c in components]
+    (root / "kustomization.yaml").write_text(yaml.safe_dump({**body, **fields}))
+    return root
+
+
 def with_image(doc: dict[str, Any], image: str) -> dict[str, Any]:
     """`doc` (the DaemonSet) with its container's image replaced."""
     out = copy.deepcopy(doc)
@@ -381,23 +397,11 @@ def test_kubectl_kustomize_renders_every_listed_object_unchanged_but_the_image()
 def test_an_overlay_sets_its_own_image_by_the_bases_new_name(tmp_path: Path) -> None:
     """The base's `images:` applies first: an overlay matches the name it made (an entry
     named `probemarker` would match nothing and change nothing)."""
-    overlay = tmp_path / "overlay"
-    overlay.mkdir()
-    (overlay / "kustomization.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                "kind": "Kustomization",
-                "resources": [os.path.relpath(MANIFESTS, overlay)],
-                "images": [
-                    {
-                        "name": images_entry()["newName"],
-                        "newName": "registry.example/pm",
-                        "newTag": "dev",
-                    }
-                ],
-            }
-        )
+    overlay = write_overlay(
+        tmp_path,
+        images=[
+            {"name": images_entry()["newName"], "newName": "registry.example/pm", "newTag": "dev"}
+        ],
     )
     (ds,) = [doc for doc in kustomize(overlay) if doc["kind"] == "DaemonSet"]
     assert dig(ds, MAIN)["image"] == "registry.example/pm:dev"
@@ -497,18 +501,7 @@ def test_the_patched_role_allows_the_kruise_marker_informer() -> None:
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH (kubectl kustomize)")
 def test_an_overlay_with_the_kruise_component_renders(tmp_path: Path) -> None:
     assert KUBECTL is not None
-    overlay = tmp_path / "overlay"
-    overlay.mkdir()
-    (overlay / "kustomization.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                "kind": "Kustomization",
-                "resources": [os.path.relpath(MANIFESTS, overlay)],
-                "components": [os.path.relpath(KRUISE_COMPONENT, overlay)],
-            }
-        )
-    )
+    overlay = write_overlay(tmp_path, components=(KRUISE_COMPONENT,))
     rendered = kustomize(overlay)
     (role,) = [doc for doc in rendered if doc["kind"] == "ClusterRole"]
     assert set(grants(rules_of(role))) == EXPECTED | KRUISE_GRANTS

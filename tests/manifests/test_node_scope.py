@@ -8,7 +8,6 @@ docs/security.md (hack/prove-node-scope.sh).
 from __future__ import annotations
 
 import copy
-import os
 import re
 import shutil
 from pathlib import Path
@@ -33,7 +32,7 @@ from tests.manifests.node_scope_samples import (
     request_of,
     stored_pod,
 )
-from tests.manifests.test_manifests import MANIFESTS, documents, kustomize
+from tests.manifests.test_manifests import MANIFESTS, documents, kustomize, write_overlay
 
 COMPONENT = MANIFESTS / "components" / "node-scope"
 POLICY_FILE = COMPONENT / "validatingadmissionpolicy.yaml"
@@ -510,23 +509,6 @@ def test_the_component_lists_the_policy_and_its_binding() -> None:
     }
 
 
-def overlay(tmp_path: Path, **fields: Any) -> Path:
-    root = tmp_path / "overlay"
-    root.mkdir()
-    (root / "kustomization.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                "kind": "Kustomization",
-                "resources": [os.path.relpath(MANIFESTS, root)],
-                "components": [os.path.relpath(COMPONENT, root)],
-                **fields,
-            }
-        )
-    )
-    return root
-
-
 def daemon_username(rendered: list[dict[str, Any]]) -> str:
     """The username of the ServiceAccount the rendered ClusterRoleBinding names."""
     (binding,) = [d for d in rendered if d["kind"] == "ClusterRoleBinding"]
@@ -542,7 +524,7 @@ def daemon_username(rendered: list[dict[str, Any]]) -> str:
 def test_an_overlay_with_the_component_renders_and_holds_its_daemon(
     tmp_path: Path, policy: Policy, fields: dict[str, Any]
 ) -> None:
-    rendered = kustomize(overlay(tmp_path, **fields))
+    rendered = kustomize(write_overlay(tmp_path, components=(COMPONENT,), **fields))
     kinds = [d["kind"] for d in rendered]
     assert (
         kinds.count("ValidatingAdmissionPolicy")
