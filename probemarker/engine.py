@@ -28,7 +28,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -81,7 +81,7 @@ class EngineStats:
     runs: Counter[tuple[str, str]] = field(default_factory=Counter)  # (handler, result)
     # How long handlers took, by handler kind: runs that reached a handler only (not a
     # container not running, a missing port, a handler this build lacks).
-    durations: dict[str, Histogram] = field(default_factory=dict)
+    durations: defaultdict[str, Histogram] = field(default_factory=lambda: defaultdict(Histogram))
     transitions: Counter[str] = field(default_factory=Counter)  # by new state
     missed_slots: int = 0  # periods skipped because a run overran or started late
     dropped_results: int = 0  # results of runs whose probe changed or went away
@@ -262,6 +262,7 @@ class Engine:
             if probe is None or pod is None:
                 return
             spec = probe.spec
+            kind = action_kind(spec.handler)
             facts = pod.view.containers.get(key.container)
             passage = gate(facts, spec.timing, now=self._wall())
             if passage is Gate.WAIT or facts is None:
@@ -281,17 +282,11 @@ class Engine:
                 )
                 started = self._clock.now()
                 outcome = await self._runner.run(spec, target)
-                self._observe_duration(action_kind(spec.handler), self._clock.now() - started)
-            self.stats.runs[(action_kind(spec.handler), str(outcome.result))] += 1
+                self.stats.durations[kind].observe(self._clock.now() - started)
+            self.stats.runs[(kind, str(outcome.result))] += 1
             self._apply(key, spec, outcome)
         finally:
             self._book_next(key, due)
-
-    def _observe_duration(self, kind: str, seconds: float) -> None:
-        histogram = self.stats.durations.get(kind)
-        if histogram is None:
-            histogram = self.stats.durations[kind] = Histogram()
-        histogram.observe(seconds)
 
     async def _blocked(
         self, key: ProbeKey, probe: _Probe, view: PodView, facts: ContainerFacts
