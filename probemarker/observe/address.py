@@ -16,6 +16,8 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
+from probemarker.probe.ports import join_host_port
+
 __all__ = ["OFF", "ListenAddress", "parse_listen_address"]
 
 OFF = "0"
@@ -35,9 +37,7 @@ class ListenAddress:
     port: int
 
     def __str__(self) -> str:
-        if self.host is None:
-            return f":{self.port}"
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        return f":{self.port}" if self.host is None else join_host_port(self.host, self.port)
 
 
 def parse_listen_address(text: str) -> ListenAddress | None:
