@@ -43,6 +43,8 @@ import structlog
 
 from probemarker.api import rules
 from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSocketAction
+from probemarker.cri.client import RuntimeClient, RuntimeInfo
+from probemarker.cri.endpoint import socket_path
 from probemarker.engine import Engine, EngineSettings
 from probemarker.identity import PodUID
 from probemarker.kube.cache import ObjectKey
@@ -59,6 +61,7 @@ from probemarker.observe.health import Health, HealthSettings, Heartbeat
 from probemarker.observe.metrics import InformerSnapshot, Snapshot, build_registry
 from probemarker.observe.repeats import Repeats
 from probemarker.observe.serve import MetricsServer
+from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.grpc import GRPCHandler
 from probemarker.probe.handler import ProbeHandler
@@ -70,6 +73,8 @@ from probemarker.settings import RunSettings
 from probemarker.write.writer import PodWriter, WriterSettings
 
 log = structlog.get_logger("probemarker.app")
+
+_RUNTIME_GREETING = 10.0  # seconds the start-up Version question may take
 
 Raw = dict[str, Any]
 T = TypeVar("T")
@@ -179,8 +184,12 @@ class Daemon:
         self.http = HTTPGetHandler()
         self.tcp = TCPSocketHandler()
         self.grpc = GRPCHandler()  # grpcio is loaded by the first grpc probe, if any
+        # --exec-backend cri: exec probes through the runtime socket, not pods/exec.
+        self.runtime: CRIExecHandler | None = None
+        if settings.exec_backend == "cri":
+            self.runtime = CRIExecHandler(RuntimeClient(socket_path(settings.cri_endpoint)))
         handlers: dict[type, ProbeHandler] = {
-            ExecAction: ExecHandler(client),
+            ExecAction: self.runtime or ExecHandler(client),
             HTTPGetAction: self.http,
             TCPSocketAction: self.tcp,
             GRPCAction: self.grpc,
@@ -269,12 +278,15 @@ class Daemon:
             self.http,
             self.tcp,
             self.grpc,
+            self.runtime or contextlib.nullcontext(),
             self._serving(),
             anyio.create_task_group() as inputs,
         ):
             inputs.start_soon(self.pods.run)
             inputs.start_soon(self.markers.run)
             inputs.start_soon(self.events.run)
+            if self.runtime is not None:
+                inputs.start_soon(self._greet_runtime, self.runtime)
             if not await self._synced_unless(stop):
                 # Nothing has been planned, probed or written yet: nothing to finish.
                 self.stopping.set()
@@ -292,6 +304,28 @@ class Daemon:
                 await stop.wait()
                 await self._shut_down(stages)
             inputs.cancel_scope.cancel()
+
+    async def _greet_runtime(self, runtime: CRIExecHandler) -> None:
+        """One line at start-up: the runtime that exec probes will use, or why it did not
+        answer (not fatal: probes are Unknown until it does, and it is asked again)."""
+        answer = await runtime.runtime(deadline=_RUNTIME_GREETING)
+        endpoint = self.settings.cri_endpoint
+        if isinstance(answer, RuntimeInfo):
+            log.info(
+                "cri.runtime",
+                endpoint=endpoint,
+                runtime=answer.name,
+                version=answer.version,
+                api=answer.api_version,
+            )
+        else:
+            log.warning(
+                "cri.unreachable",
+                endpoint=endpoint,
+                error=str(answer),
+                hint="exec probes stay Unknown until the runtime answers; is the socket "
+                "mounted and is the daemon allowed to connect? (docs/cri.md)",
+            )
 
     @contextlib.asynccontextmanager
     async def _serving(self) -> AsyncIterator[None]:

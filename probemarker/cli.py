@@ -147,6 +147,12 @@ def run_command(args: argparse.Namespace) -> int:
         sys.stderr.write(f"probemarker run: {exc}\n")
         return EXIT_UNREADABLE
     configure_logging(format=resolved.log_format, level=resolved.log_level)
+    if resolved.exec_backend == "cri":
+        from probemarker.cri.client import missing_library
+
+        if (missing := missing_library()) is not None:
+            sys.stderr.write(f"probemarker run: --exec-backend cri: {missing}\n")
+            return EXIT_UNREADABLE
     # Until the daemon receives signals itself (its first step), a SIGTERM or SIGINT
     # ends the start-up: nothing has been done that needs finishing.
     previous = {sig: signal.signal(sig, _stop_starting) for sig in STOP_SIGNALS}

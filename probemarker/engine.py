@@ -278,6 +278,7 @@ class Engine:
                     pod_uid=pod.view.uid,
                     container=key.container,
                     pod_ip=pod.view.pod_ip,
+                    container_id=facts.container_id,
                     ports=facts.ports,
                 )
                 started = self._clock.now()

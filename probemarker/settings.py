@@ -18,6 +18,7 @@ from typing import Any
 
 from probemarker.api import rules
 from probemarker.api.names import dns1123_label_problems
+from probemarker.cri.endpoint import DEFAULT_ENDPOINT, socket_path
 from probemarker.observe.address import parse_listen_address
 
 ENV_PREFIX = "PROBEMARKER_"
@@ -35,6 +36,8 @@ class RunSettings:
     namespaces: tuple[str, ...] = ()  # markers watched in these namespaces; () = all
     marker_group: str = rules.GROUP  # or apps.kruise.io: Kruise's CRD, its prober off
     max_concurrent_probes: int = 64
+    exec_backend: str = "api"  # api: pods/exec through the API server; cri: the runtime socket
+    cri_endpoint: str = DEFAULT_ENDPOINT
     write_qps: float = 50.0  # the kubelet's API budget (kubeAPIQPS, kubeAPIBurst)
     write_burst: int = 100
     event_qps: float = 50.0  # events' own budget, as the kubelet's eventRecordQPS/eventBurst
@@ -58,6 +61,11 @@ _HELP: Mapping[str, str] = {
     "namespaces": "comma-separated namespaces whose markers to watch",
     "marker_group": f"API group of the markers: {rules.GROUP} or {rules.KRUISE_GROUP}",
     "max_concurrent_probes": "probe runs at once on this node",
+    "exec_backend": "how exec probes run: api (pods/exec through the API server) or cri "
+    "(ExecSync on the node's container runtime socket, --cri-endpoint; needs the cri extra "
+    "and the socket mounted: docs/cri.md)",
+    "cri_endpoint": "the container runtime socket for --exec-backend cri, as "
+    "unix:///PATH (CRI-O: unix:///var/run/crio/crio.sock)",
     "write_qps": "pod status writes per second (client-side rate limit)",
     "write_burst": "pod status writes allowed in a burst",
     "event_qps": "event writes per second (a budget apart from the status writes)",
@@ -90,6 +98,8 @@ _METAVARS: Mapping[str, str] = {
     "node": "NAME",
     "namespaces": "NS[,NS...]",
     "marker_group": "GROUP",
+    "exec_backend": "BACKEND",
+    "cri_endpoint": "URL",
     "log_format": "FORMAT",
     "log_level": "LEVEL",
     "metrics_address": "ADDRESS",
@@ -155,6 +165,11 @@ def _namespaces(text: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _cri_endpoint(text: str) -> str:
+    socket_path(text)  # refuses what is not a unix socket URL, saying what to write
+    return text.strip()
+
+
 def _listen_address(text: str) -> str:
     parse_listen_address(text)  # refuses what cannot be listened on, saying why
     return text.strip()
@@ -164,6 +179,8 @@ _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "namespaces": _namespaces,
     "marker_group": _choice(rules.GROUP, rules.KRUISE_GROUP),
     "max_concurrent_probes": _positive(int),
+    "exec_backend": _choice("api", "cri"),
+    "cri_endpoint": _cri_endpoint,
     "write_qps": _positive(float),
     "write_burst": _positive(int),
     "event_qps": _positive(float),

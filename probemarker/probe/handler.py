@@ -29,6 +29,8 @@ class ProbeTarget:
     pod_uid: PodUID
     container: str
     pod_ip: str | None = None
+    # The pod status value, `<runtime>://<id>`; only the cri exec backend reads it.
+    container_id: str = ""
     ports: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     def __str__(self) -> str:

@@ -60,15 +60,15 @@ def test_the_final_stage_takes_the_builders_environment_and_runs_no_pip() -> Non
     assert final.env()["PATH"].startswith(f"{VENV}/bin:")
 
 
-def test_the_grpc_extra_is_installed_and_pyproject_defines_it() -> None:
+def test_the_grpc_and_cri_extras_are_installed_and_pyproject_defines_them() -> None:
     _, (builder, _final) = load()
     installs = [run for run in builder.all("RUN") if f"{VENV}/bin/pip install" in run]
     assert len(installs) == 1
-    assert '"${wheel}[grpc]"' in installs[0]
+    assert '"${wheel}[grpc,cri]"' in installs[0]
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    assert "grpc" in extras
+    assert {"grpc", "cri"} <= extras.keys()
 
 
 def test_modules_are_compiled_at_build_time_and_never_at_run_time() -> None:

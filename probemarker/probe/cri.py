@@ -1,0 +1,216 @@
+"""The cri exec handler: run the command through the node's container runtime (CRI).
+
+Stage: probe. Input: an `ExecAction`, the `ProbeTarget` (its `container_id` from the
+pod status) and the run's time limit. Output: an `Outcome`, never an exception but
+cancellation (and a `TypeError` for an action that is not exec, a bug in the caller).
+The calls are `probemarker.cri.client.RuntimeClient`'s; this module picks the
+container and maps the runtime's answer (`cri_outcome`, pure), as the api exec
+handler maps the API server's, so both backends judge a command alike:
+
+| the runtime's answer | outcome | message |
+|---|---|---|
+| exit 0 | Succeeded | stdout |
+| exit N != 0 | Failed | stderr, or stdout when stderr is empty, or "command exited with code N" |
+| DEADLINE_EXCEEDED (the runtime killed the command, or the call's deadline passed) | Failed | "command timed out after Ns" |
+| UNKNOWN from the runtime starting the command (missing executable, no permission) | Failed | the runtime's message |
+| UNKNOWN "container is in CONTAINER_EXITED state" (not running) | Failed | so |
+| an answer over the receive cap (RESOURCE_EXHAUSTED from grpc) | Failed | "output larger than N bytes" |
+| NOT_FOUND (the runtime no longer has that container: the pod status is behind) | Unknown | why |
+| UNAVAILABLE (socket absent or refusing), any other code | Unknown | the endpoint and the status |
+| a containerID of another runtime, or none | Unknown | which runtime, and the fix (logged once per pod) |
+| grpcio missing (the `cri` extra) | Unknown | which extra to install |
+
+The container: the kubelet writes `<runtime name>://<id>` into the pod status, with
+the name the runtime gives in its Version answer ("containerd", "cri-o"). The ID is
+used only when its scheme is the connected runtime's, so an exec never reaches a
+container of another runtime that happened to share an ID. The runtime's name is
+asked once (and again after a failure), bounded by the run's time limit.
+
+Timing: ExecSync carries the probe's timeout in whole seconds (the CRI's unit), so
+the runtime stops the command itself at the limit, as the kubelet's own exec probe
+does; the call's deadline is `_DEADLINE_MARGIN` later (inside the runner's grace), so
+the runtime's own DEADLINE_EXCEEDED usually arrives first. Either way: Failed, timed
+out. Output: 1 KiB kept per stream, the rest counted, as the api backend keeps it
+(`kube.execresult.CappedOutput`); the runtime sends at most the receive cap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import structlog
+
+from probemarker.api.model import ExecAction, Handler
+from probemarker.cri.client import CallFailed, NotConnected, Ran, RuntimeClient, RuntimeInfo
+from probemarker.identity import PodUID
+from probemarker.kube.execresult import CappedOutput, ExecExited
+from probemarker.probe.exec import exec_outcome
+from probemarker.probe.handler import OwnsConnections, ProbeTarget
+from probemarker.probe.outcome import Outcome
+from probemarker.probe.output import clean_message
+
+__all__ = ["CRIExecHandler", "ContainerRef", "container_ref", "cri_outcome", "exited"]
+
+log = structlog.get_logger(__name__)
+
+KEEP_BYTES = 1024  # kept per output stream (SPEC §2: 1 KiB), as the api backend
+_DEADLINE_MARGIN = 0.3  # seconds after the runtime's own timeout; < runner grace (0.5)
+_VERSION_LIMIT = 2.0  # seconds for the Version question, at most
+_WARNED_PODS = 4096  # pods remembered for the once-per-pod warning
+
+# Texts of an UNKNOWN status that say the runtime tried to start the command and the
+# container said no (containerd: "failed to exec in container: failed to start exec
+# ...: OCI runtime exec failed: exec failed: unable to start container process: exec:
+# \"nope\": executable file not found in $PATH: unknown").
+_START_FAILURES = ("OCI runtime exec failed", "executable file not found", "permission denied")
+# containerd's ExecSync on a container that is not running: "container is in
+# CONTAINER_EXITED state" (also CONTAINER_CREATED, CONTAINER_UNKNOWN).
+_NOT_RUNNING = "container is in CONTAINER_"
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerRef:
+    """A container ID in the runtime's terms (`id`), or why there is none (`problem`)."""
+
+    id: str = ""
+    problem: str = ""
+
+
+def container_ref(container_id: str, runtime: RuntimeInfo, *, endpoint: str) -> ContainerRef:
+    """The runtime's ID for the pod status value `container_id` (pure)."""
+    scheme, sep, bare = container_id.partition("://")
+    if not container_id:
+        return ContainerRef(problem="the pod status gives the container no containerID yet")
+    if not sep or not bare:
+        return ContainerRef(
+            problem=f"containerID {container_id!r} in the pod status is not <runtime>://<id>"
+        )
+    if scheme != runtime.name:
+        return ContainerRef(
+            problem=(
+                f"the container runs on {scheme!r} but --cri-endpoint {endpoint} is "
+                f"{runtime.name!r}: point --cri-endpoint at the {scheme} socket, or use "
+                "--exec-backend api on this node"
+            )
+        )
+    return ContainerRef(id=bare)
+
+
+def exited(ran: Ran, *, keep: int = KEEP_BYTES) -> ExecExited:
+    """`ran` as the api backend's exit value: `keep` bytes per stream, the rest counted."""
+    stdout, stderr = CappedOutput(keep=keep), CappedOutput(keep=keep)
+    stdout.feed(ran.stdout)
+    stderr.feed(ran.stderr)
+    out, out_dropped = stdout.decode()
+    err, err_dropped = stderr.decode()
+    return ExecExited(ran.exit_code, out, err, out_dropped, err_dropped)
+
+
+def cri_outcome(
+    answer: Ran | CallFailed | NotConnected,
+    *,
+    time_limit: float,
+    endpoint: str,
+    container: str,
+    max_receive: int,
+    keep: int = KEEP_BYTES,
+) -> Outcome:
+    """The outcome of one ExecSync answer (the table in the module docstring; pure)."""
+    match answer:
+        case Ran():
+            return exec_outcome(exited(answer, keep=keep), time_limit=time_limit)
+        case NotConnected(reason=reason):
+            return Outcome.unknown(reason)
+        case CallFailed(code="DEADLINE_EXCEEDED"):
+            return Outcome.failed(f"command timed out after {time_limit:g}s")
+        case CallFailed(code="UNKNOWN", details=details) if _NOT_RUNNING in details:
+            return Outcome.failed(clean_message(f"container {container} is not running: {details}"))
+        case CallFailed(code="UNKNOWN", details=details) if any(
+            text in details for text in _START_FAILURES
+        ):
+            return Outcome.failed(clean_message(details))
+        case CallFailed(code="RESOURCE_EXHAUSTED", details=details) if "larger than max" in details:
+            return Outcome.failed(
+                f"the command's output is larger than {max_receive} bytes, more than a "
+                "probe may answer with over the container runtime socket"
+            )
+        case CallFailed(code="NOT_FOUND", details=details):
+            return Outcome.unknown(
+                clean_message(
+                    f"the container runtime at {endpoint} has no container {container} "
+                    f"(the pod status may be behind): {details}"
+                )
+            )
+        case CallFailed():
+            return Outcome.unknown(clean_message(f"container runtime at {endpoint}: {answer}"))
+
+
+class CRIExecHandler(OwnsConnections):
+    """`ProbeHandler` for exec actions through a `RuntimeClient`; closes it on exit."""
+
+    def __init__(self, client: RuntimeClient, *, keep_bytes: int = KEEP_BYTES) -> None:
+        self._client = client
+        self._keep = keep_bytes
+        self._runtime: RuntimeInfo | None = None
+        self._warned: OrderedDict[PodUID, None] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"CRIExecHandler(client={self._client!r})"
+
+    async def unavailable(self) -> str | None:
+        return await self._client.unavailable()
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def runtime(self, *, deadline: float) -> RuntimeInfo | CallFailed | NotConnected:
+        """The connected runtime (asked once, and again after a failed answer)."""
+        if self._runtime is not None:
+            return self._runtime
+        answer = await self._client.version(deadline=deadline)
+        if isinstance(answer, RuntimeInfo):
+            self._runtime = answer
+        return answer
+
+    async def run(self, action: Handler, target: ProbeTarget, *, time_limit: float) -> Outcome:
+        if not isinstance(action, ExecAction):
+            raise TypeError(f"CRIExecHandler runs exec actions, not {type(action).__name__}")
+        endpoint = self._client.endpoint
+        runtime = await self.runtime(deadline=min(time_limit, _VERSION_LIMIT))
+        if isinstance(runtime, NotConnected):
+            return Outcome.unknown(runtime.reason)
+        if isinstance(runtime, CallFailed):
+            return Outcome.unknown(clean_message(f"container runtime at {endpoint}: {runtime}"))
+        ref = container_ref(target.container_id, runtime, endpoint=endpoint)
+        if ref.problem:
+            self._warn_once(target, ref.problem)
+            return Outcome.unknown(clean_message(f"container {target.container}: {ref.problem}"))
+        answer = await self._client.exec_sync(
+            ref.id,
+            action.command,
+            timeout_seconds=max(1, math.ceil(time_limit)),
+            deadline=time_limit + _DEADLINE_MARGIN,
+        )
+        return cri_outcome(
+            answer,
+            time_limit=time_limit,
+            endpoint=endpoint,
+            container=target.container,
+            max_receive=self._client.max_receive,
+            keep=self._keep,
+        )
+
+    def _warn_once(self, target: ProbeTarget, problem: str) -> None:
+        if target.pod_uid in self._warned:
+            return
+        self._warned[target.pod_uid] = None
+        if len(self._warned) > _WARNED_PODS:
+            self._warned.popitem(last=False)
+        log.warning(
+            "probe.cri_container_unusable",
+            pod=f"{target.namespace}/{target.pod}",
+            container=target.container,
+            problem=problem,
+        )

@@ -1,0 +1,128 @@
+"""The cri exec handler's decisions: which container, and what the runtime's answer means."""
+
+from __future__ import annotations
+
+import pytest
+
+from probemarker.cri.client import CallFailed, NotConnected, Ran, RuntimeInfo
+from probemarker.probe.cri import ContainerRef, container_ref, cri_outcome, exited
+from probemarker.probe.outcome import Outcome
+
+CONTAINERD = RuntimeInfo("containerd", "1.6.20", "v1")
+CRIO = RuntimeInfo("cri-o", "1.30.0", "v1")
+SOCK = "unix:///run/containerd/containerd.sock"
+ID = "0" * 63 + "f"
+
+
+@pytest.mark.parametrize(
+    ("container_id", "runtime", "expected"),
+    [
+        (f"containerd://{ID}", CONTAINERD, ContainerRef(id=ID)),
+        (f"cri-o://{ID}", CRIO, ContainerRef(id=ID)),
+        ("", CONTAINERD, "no containerID yet"),
+        (ID, CONTAINERD, "is not <runtime>://<id>"),
+        ("containerd://", CONTAINERD, "is not <runtime>://<id>"),
+        (
+            f"docker://{ID}",
+            CONTAINERD,
+            "the container runs on 'docker' but --cri-endpoint "
+            f"{SOCK} is 'containerd': point --cri-endpoint at the docker socket, or use "
+            "--exec-backend api on this node",
+        ),
+        (f"cri-o://{ID}", CONTAINERD, "runs on 'cri-o' but"),
+        (f"containerd://{ID}", CRIO, "runs on 'containerd' but"),
+    ],
+)
+def test_the_container_id_is_used_only_with_the_runtimes_own_scheme(
+    container_id: str, runtime: RuntimeInfo, expected: ContainerRef | str
+) -> None:
+    ref = container_ref(container_id, runtime, endpoint=SOCK)
+    if isinstance(expected, ContainerRef):
+        assert ref == expected
+    else:
+        assert ref.id == ""
+        assert expected in ref.problem
+
+
+def outcome(answer: Ran | CallFailed | NotConnected) -> Outcome:
+    return cri_outcome(answer, time_limit=2.0, endpoint=SOCK, container="app", max_receive=1024)
+
+
+MISSING = (
+    'failed to exec in container: failed to start exec "abc": OCI runtime exec failed: exec '
+    'failed: unable to start container process: exec: "nope": executable file not found in '
+    "$PATH: unknown"
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (Ran(0, b"idle\n", b""), Outcome.succeeded("idle")),
+        (Ran(0, b"", b"warn"), Outcome.succeeded("")),
+        (Ran(3, b"out", b"err"), Outcome.failed("err")),
+        (Ran(3, b"out", b" \x1b[0m "), Outcome.failed("out")),
+        (Ran(137, b"", b""), Outcome.failed("command exited with code 137")),
+        (Ran(1, b"\xff\xfe", b""), Outcome.failed("\ufffd\ufffd")),
+        (
+            CallFailed("DEADLINE_EXCEEDED", "timeout 2s exceeded"),
+            Outcome.failed("command timed out after 2s"),
+        ),
+        (
+            CallFailed("DEADLINE_EXCEEDED", "Deadline Exceeded"),
+            Outcome.failed("command timed out after 2s"),
+        ),
+        (CallFailed("UNKNOWN", MISSING), Outcome.failed(MISSING)),
+        (
+            CallFailed("UNKNOWN", "container is in CONTAINER_EXITED state"),
+            Outcome.failed("container app is not running: container is in CONTAINER_EXITED state"),
+        ),
+        (
+            CallFailed("RESOURCE_EXHAUSTED", "Received message larger than max (5000 vs. 1024)"),
+            Outcome.failed(
+                "the command's output is larger than 1024 bytes, more than a probe may answer "
+                "with over the container runtime socket"
+            ),
+        ),
+        (
+            CallFailed("NOT_FOUND", 'an error occurred when try to find container "x": not found'),
+            Outcome.unknown(
+                f"the container runtime at {SOCK} has no container app (the pod status may be "
+                'behind): an error occurred when try to find container "x": not found'
+            ),
+        ),
+        (
+            CallFailed("UNAVAILABLE", "failed to connect to all addresses"),
+            Outcome.unknown(
+                f"container runtime at {SOCK}: UNAVAILABLE: failed to connect to all addresses"
+            ),
+        ),
+        (
+            CallFailed("UNKNOWN", "failed to create exec io"),
+            Outcome.unknown(f"container runtime at {SOCK}: UNKNOWN: failed to create exec io"),
+        ),
+        (
+            CallFailed("RESOURCE_EXHAUSTED", "too many calls"),
+            Outcome.unknown(f"container runtime at {SOCK}: RESOURCE_EXHAUSTED: too many calls"),
+        ),
+        (CallFailed("CANCELLED", ""), Outcome.unknown(f"container runtime at {SOCK}: CANCELLED")),
+        (NotConnected("the cri extra is missing"), Outcome.unknown("the cri extra is missing")),
+    ],
+)
+def test_each_answer_of_the_runtime_has_one_outcome(
+    answer: Ran | CallFailed | NotConnected, expected: Outcome
+) -> None:
+    assert outcome(answer) == expected
+
+
+def test_output_is_kept_to_the_cap_and_the_rest_counted() -> None:
+    result = exited(Ran(0, b"a" * 5000, "é".encode() * 600), keep=1024)
+    assert (len(result.stdout), result.stdout_dropped) == (1024, 5000 - 1024)
+    # 512 two-byte characters fit; none is cut in half.
+    assert result.stderr == "é" * 512
+    assert result.stderr_dropped == 1200 - 1024
+
+
+def test_hostile_output_reaches_the_pod_cleaned() -> None:
+    stderr = "\x1b]0;title\x07\x1b[31mred\x1b[0m\x00\u202e".encode()
+    assert outcome(Ran(1, b"", stderr)) == Outcome.failed("red")
