@@ -15,7 +15,9 @@ __all__ = ["DEFAULT_ENDPOINT", "socket_path"]
 DEFAULT_ENDPOINT = "unix:///run/containerd/containerd.sock"
 _SCHEME = "unix://"
 _SUN_PATH_MAX = 107  # bytes of sockaddr_un.sun_path on Linux, less its NUL
-_EXAMPLES = "containerd: unix:///run/containerd/containerd.sock, CRI-O: unix:///var/run/crio/crio.sock"
+_EXAMPLES = (
+    "containerd: unix:///run/containerd/containerd.sock, CRI-O: unix:///var/run/crio/crio.sock"
+)
 
 
 def socket_path(endpoint: str) -> str:

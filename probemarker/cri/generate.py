@@ -32,9 +32,7 @@ def generate(out_dir: Path) -> list[Path]:
     from grpc_tools import protoc  # dev only: the test extra
 
     with tempfile.TemporaryDirectory() as scratch:
-        code = protoc.main(
-            ["protoc", f"-I{_ROOT}", f"--python_out={scratch}", PROTO]
-        )
+        code = protoc.main(["protoc", f"-I{_ROOT}", f"--python_out={scratch}", PROTO])
         if code != 0:
             raise RuntimeError(f"protoc failed with exit code {code} on {PROTO}")
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ line on stderr (exit 2), never a traceback; KUBECONFIG is read as kubectl reads 
 from __future__ import annotations
 
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -101,3 +102,15 @@ def test_a_metrics_port_in_use_is_one_line(
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith(f"probemarker run: --metrics-address='{address}': cannot listen: ")
     assert last.endswith("or 0 to turn the server off")
+
+
+def test_the_cri_backend_without_its_extra_stops_start_up_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "grpc", None)  # as if grpcio were not installed
+    assert main(["run", "--exec-backend", "cri", "--kubeconfig", "/nowhere"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        "probemarker run: --exec-backend cri: the cri exec backend needs the optional cri "
+        "extra: pip install 'probemarker[cri]' (ModuleNotFoundError: "
+    )

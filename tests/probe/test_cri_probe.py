@@ -1,0 +1,334 @@
+"""The cri exec handler and its client against a scripted runtime on a unix socket.
+
+A grpc.aio server serves `runtime.v1.RuntimeService` (Version, ExecSync) on a socket in
+the test's directory, its ExecSync scripted by the command: `echo WORDS`, `exit N`,
+`sleep S` (until the call ends; a cancelled call is recorded), `flood N` (N bytes of
+stdout), `fail CODE DETAILS` (the call ends with that grpc status). The mechanics are
+tested here: one channel shared by concurrent calls, cancellation reaching the
+runtime, the receive cap, a runtime that goes away and comes back, a closed handler,
+the missing extra. What a real runtime answers is tests/cri/'s (containerd and runc).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import grpc
+import grpc.aio
+import pytest
+from structlog.testing import capture_logs
+
+from probemarker.api.model import ExecAction, HTTPGetAction
+from probemarker.cri import client as client_module
+from probemarker.cri import runtime_v1_pb2 as pb
+from probemarker.cri.client import EXTRA_HINT, RuntimeClient
+from probemarker.identity import PodUID
+from probemarker.probe.cri import CRIExecHandler
+from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.outcome import Outcome, Result
+
+ID = "c0ffee" * 10 + "abcd"
+
+
+def target(container_id: str = f"containerd://{ID}", uid: str = "uid-1") -> ProbeTarget:
+    return ProbeTarget("default", "web", PodUID(uid), "app", container_id=container_id)
+
+
+def exec_(*argv: str) -> ExecAction:
+    return ExecAction(command=tuple(argv))
+
+
+@dataclass
+class Runtime:
+    """The scripted runtime: what it was asked, and the calls it saw cancelled."""
+
+    name: str = "containerd"
+    requests: list[pb.ExecSyncRequest] = field(default_factory=list)
+    versions: int = 0
+    cancelled: list[tuple[str, ...]] = field(default_factory=list)
+    sleeping: int = 0
+    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    async def reaches(self, condition: Callable[[], bool]) -> None:
+        """Wait (time-bounded by the caller) until `condition` holds."""
+        async with self.changed:
+            await self.changed.wait_for(condition)
+
+    async def _note(self) -> None:
+        async with self.changed:
+            self.changed.notify_all()
+
+    async def version(self, request: pb.VersionRequest, context: Any) -> pb.VersionResponse:
+        self.versions += 1
+        return pb.VersionResponse(
+            version="0.1.0", runtime_name=self.name, runtime_version="9.9", runtime_api_version="v1"
+        )
+
+    async def exec_sync(self, request: pb.ExecSyncRequest, context: Any) -> pb.ExecSyncResponse:
+        self.requests.append(request)
+        verb, *args = request.cmd
+        if verb == "echo":
+            return pb.ExecSyncResponse(stdout=" ".join(args).encode() + b"\n")
+        if verb == "exit":
+            return pb.ExecSyncResponse(stderr=b"bye", exit_code=int(args[0]))
+        if verb == "flood":
+            return pb.ExecSyncResponse(stdout=b"x" * int(args[0]))
+        if verb == "fail":
+            await context.abort(getattr(grpc.StatusCode, args[0]), " ".join(args[1:]))
+        if verb == "sleep":
+            self.sleeping += 1
+            await self._note()
+            try:
+                await asyncio.sleep(float(args[0]))
+            except asyncio.CancelledError:
+                self.cancelled.append(tuple(request.cmd))
+                raise
+            finally:
+                self.sleeping -= 1
+                asyncio.get_running_loop().create_task(self._note())
+            return pb.ExecSyncResponse(stdout=b"woke")
+        raise AssertionError(f"unscripted command {list(request.cmd)}")
+
+
+async def serve(runtime: Runtime, socket: Path) -> grpc.aio.Server:
+    handlers = {
+        "Version": grpc.unary_unary_rpc_method_handler(
+            runtime.version,
+            request_deserializer=pb.VersionRequest.FromString,
+            response_serializer=pb.VersionResponse.SerializeToString,
+        ),
+        "ExecSync": grpc.unary_unary_rpc_method_handler(
+            runtime.exec_sync,
+            request_deserializer=pb.ExecSyncRequest.FromString,
+            response_serializer=pb.ExecSyncResponse.SerializeToString,
+        ),
+    }
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("runtime.v1.RuntimeService", handlers),)
+    )
+    server.add_insecure_port(f"unix://{socket}")
+    await server.start()
+    return server
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, tries: int = 100) -> None:
+    """Ask `check` every 0.1 s until it says yes (the runtime's reconnects are timed)."""
+    for _ in range(tries):
+        if await check():
+            return
+        await anyio.sleep(0.1)
+    raise AssertionError("never")
+
+
+@pytest.fixture
+def socket(tmp_path: Path) -> Path:
+    return tmp_path / "cri.sock"
+
+
+@pytest.fixture
+async def runtime(socket: Path) -> AsyncIterator[Runtime]:
+    scripted = Runtime()
+    server = await serve(scripted, socket)
+    yield scripted
+    await server.stop(grace=None)
+
+
+@pytest.fixture
+async def handler(socket: Path) -> AsyncIterator[CRIExecHandler]:
+    async with CRIExecHandler(RuntimeClient(str(socket))) as opened:
+        yield opened
+
+
+async def test_a_command_runs_in_the_container_the_status_names(
+    runtime: Runtime, handler: CRIExecHandler
+) -> None:
+    with anyio.fail_after(10):
+        got = await handler.run(exec_("echo", "idle"), target(), time_limit=3.0)
+    assert got == Outcome.succeeded("idle")
+    (request,) = runtime.requests
+    assert (request.container_id, list(request.cmd), request.timeout) == (ID, ["echo", "idle"], 3)
+
+
+@pytest.mark.parametrize(("limit", "seconds"), [(1.0, 1), (2.0, 2), (2.5, 3), (0.2, 1)])
+async def test_the_runtime_gets_the_time_limit_in_whole_seconds_rounded_up(
+    runtime: Runtime, handler: CRIExecHandler, limit: float, seconds: int
+) -> None:
+    with anyio.fail_after(10):
+        await handler.run(exec_("echo"), target(), time_limit=limit)
+    assert runtime.requests[-1].timeout == seconds
+
+
+async def test_exit_codes_and_runtime_statuses_reach_the_outcome(
+    runtime: Runtime, handler: CRIExecHandler
+) -> None:
+    with anyio.fail_after(10):
+        failed = await handler.run(exec_("exit", "4"), target(), time_limit=2.0)
+        missing = await handler.run(
+            exec_(
+                "fail", "UNKNOWN", "OCI runtime exec failed: exec: nope: executable file not found"
+            ),
+            target(),
+            time_limit=2.0,
+        )
+        gone = await handler.run(
+            exec_("fail", "NOT_FOUND", "no such container"), target(), time_limit=2.0
+        )
+    assert failed == Outcome.failed("bye")
+    assert missing == Outcome.failed(
+        "OCI runtime exec failed: exec: nope: executable file not found"
+    )
+    assert gone.result is Result.UNKNOWN
+    assert "has no container app" in gone.message
+
+
+async def test_a_slow_exec_holds_no_other_exec_up(
+    runtime: Runtime, handler: CRIExecHandler
+) -> None:
+    results: list[Outcome] = []
+
+    async def slow() -> None:
+        results.append(await handler.run(exec_("sleep", "30"), target(), time_limit=30.0))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            for _ in range(3):
+                group.start_soon(slow)
+            await runtime.reaches(lambda: runtime.sleeping == 3)
+            quick = await handler.run(exec_("echo", "quick"), target(), time_limit=2.0)
+            assert quick == Outcome.succeeded("quick")
+            assert runtime.sleeping == 3  # still running: the quick one went past them
+            group.cancel_scope.cancel()
+        await runtime.reaches(lambda: len(runtime.cancelled) == 3)
+    assert results == []
+
+
+async def test_the_call_deadline_ends_a_command_the_runtime_does_not_stop(
+    runtime: Runtime, handler: CRIExecHandler
+) -> None:
+    # A runtime that ignores ExecSync's timeout: the call's own deadline (the limit plus
+    # a margin within the runner's grace) ends it, as Failed, and the runtime sees the
+    # call cancelled, which is what makes containerd kill the command.
+    with anyio.fail_after(10):
+        got = await handler.run(exec_("sleep", "30"), target(), time_limit=0.2)
+        await runtime.reaches(lambda: runtime.cancelled == [("sleep", "30")])
+    assert got == Outcome.failed("command timed out after 0.2s")
+
+
+async def test_a_cancelled_run_raises_the_callers_cancellation_and_cancels_the_call(
+    runtime: Runtime, handler: CRIExecHandler
+) -> None:
+    with anyio.fail_after(10):
+        with anyio.move_on_after(0.2) as scope:
+            await handler.run(exec_("sleep", "30"), target(), time_limit=30.0)
+        assert scope.cancelled_caught
+        await runtime.reaches(lambda: len(runtime.cancelled) == 1)
+
+
+async def test_an_answer_over_the_receive_cap_is_failed_and_the_channel_still_works(
+    runtime: Runtime, socket: Path
+) -> None:
+    async with CRIExecHandler(RuntimeClient(str(socket), max_receive=64 * 1024)) as handler:
+        with anyio.fail_after(10):
+            flood = await handler.run(exec_("flood", str(100_000)), target(), time_limit=2.0)
+            fits = await handler.run(exec_("flood", str(10_000)), target(), time_limit=2.0)
+    assert flood == Outcome.failed(
+        "the command's output is larger than 65536 bytes, more than a probe may answer with "
+        "over the container runtime socket"
+    )
+    assert fits.result is Result.SUCCEEDED
+    assert len(fits.message) == 1024  # kept: 1 KiB
+
+
+async def test_a_runtime_that_goes_away_is_unknown_and_one_that_comes_back_is_used(
+    socket: Path, handler: CRIExecHandler
+) -> None:
+    first = Runtime()
+    server = await serve(first, socket)
+    with anyio.fail_after(20):
+        assert (
+            await handler.run(exec_("echo", "a"), target(), time_limit=2.0)
+        ).result is Result.SUCCEEDED
+        await server.stop(grace=None)
+        down = await handler.run(exec_("echo", "b"), target(), time_limit=2.0)
+        assert down.result is Result.UNKNOWN
+        assert down.message.startswith(f"container runtime at unix://{socket}: UNAVAILABLE")
+        second = Runtime()
+        server = await serve(second, socket)
+
+        async def answers() -> bool:
+            got = await handler.run(exec_("echo", "c"), target(), time_limit=2.0)
+            return got == Outcome.succeeded("c")
+
+        await eventually(answers)  # grpc reconnects with a backoff of 3 s at most
+    await server.stop(grace=None)
+    assert [list(r.cmd) for r in second.requests][-1] == ["echo", "c"]
+
+
+async def test_a_socket_absent_at_start_is_unknown_and_asked_again_later(
+    socket: Path, handler: CRIExecHandler
+) -> None:
+    with anyio.fail_after(20):
+        absent = await handler.run(exec_("echo", "a"), target(), time_limit=1.0)
+        assert absent.result is Result.UNKNOWN
+        assert "UNAVAILABLE" in absent.message
+        runtime = Runtime()
+        server = await serve(runtime, socket)
+
+        async def answers() -> bool:
+            got = await handler.run(exec_("echo", "a"), target(), time_limit=1.0)
+            return got.result is Result.SUCCEEDED
+
+        await eventually(answers)
+        await handler.run(exec_("echo", "b"), target(), time_limit=1.0)
+    await server.stop(grace=None)
+    assert runtime.versions == 1  # asked until it answered, then kept
+
+
+async def test_a_container_of_another_runtime_is_unknown_and_logged_once_per_pod(
+    runtime: Runtime, handler: CRIExecHandler
+) -> None:
+    with anyio.fail_after(10), capture_logs() as logs:
+        outcomes = [
+            await handler.run(exec_("echo"), target(f"cri-o://{ID}", uid), time_limit=1.0)
+            for uid in ("uid-1", "uid-1", "uid-2", "uid-1")
+        ]
+    assert {o.result for o in outcomes} == {Result.UNKNOWN}
+    assert "the container runs on 'cri-o' but --cri-endpoint" in outcomes[0].message
+    warned = [e for e in logs if e["event"] == "probe.cri_container_unusable"]
+    assert [e["pod"] for e in warned] == ["default/web", "default/web"]  # uid-1, uid-2
+    assert runtime.requests == []  # nothing ran in any container
+
+
+async def test_a_closed_handler_runs_nothing(runtime: Runtime, socket: Path) -> None:
+    handler = CRIExecHandler(RuntimeClient(str(socket)))
+    with anyio.fail_after(10):
+        assert (
+            await handler.run(exec_("echo"), target(), time_limit=1.0)
+        ).result is Result.SUCCEEDED
+        await handler.aclose()
+        got = await handler.run(exec_("echo"), target(), time_limit=1.0)
+    assert got == Outcome.unknown("the container runtime client is closed")
+    assert len(runtime.requests) == 1
+
+
+async def test_a_missing_extra_is_unknown_and_named(
+    monkeypatch: pytest.MonkeyPatch, socket: Path
+) -> None:
+    monkeypatch.setattr(client_module, "_load", lambda: f"{EXTRA_HINT} (ImportError: no grpc)")
+    async with CRIExecHandler(RuntimeClient(str(socket))) as handler:
+        with anyio.fail_after(10):
+            assert await handler.unavailable() == f"{EXTRA_HINT} (ImportError: no grpc)"
+            got = await handler.run(exec_("echo"), target(), time_limit=1.0)
+    assert got == Outcome.unknown(f"{EXTRA_HINT} (ImportError: no grpc)")
+    assert "pip install 'probemarker[cri]'" in EXTRA_HINT
+
+
+async def test_an_action_that_is_not_exec_is_a_bug_of_the_caller(handler: CRIExecHandler) -> None:
+    with pytest.raises(TypeError, match="CRIExecHandler runs exec actions, not HTTPGetAction"):
+        await handler.run(HTTPGetAction(port=80), target(), time_limit=1.0)
