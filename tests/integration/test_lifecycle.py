@@ -22,6 +22,7 @@ from tests.integration.world import (
     World,
     annotations_of,
     condition,
+    eventually,
     flag,
     labels_of,
     marker,
@@ -51,13 +52,6 @@ async def history(world: World, name: str) -> AsyncIterator[list[dict[str, Any]]
         finally:
             watch.close()
             group.cancel_scope.cancel()
-
-
-async def eventually(predicate: Callable[[], bool], *, within: float = 10.0) -> None:
-    """Until `predicate()` holds (state inside the daemon, which has no event to await)."""
-    with anyio.fail_after(within):
-        while not predicate():  # noqa: ASYNC110 (no event to await: the daemon's state)
-            await anyio.sleep(0.01)
 
 
 def exists(world: World, name: str) -> bool:

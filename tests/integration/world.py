@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
@@ -173,6 +174,55 @@ class World:
         await self.core.create_namespaced_pod(NS, body)
         return await self.sim.kubelet.wait_running(NS, name)
 
+    async def create_pod_of_containers(
+        self,
+        name: str,
+        *,
+        node: str,
+        containers: dict[str, str],
+        labels: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """A pod on `node` (one the sim's kubelet does not run) whose status says its
+        containers run with the given containerIDs (name -> `containerd://<id>`): the
+        status a kubelet writes for containers a real runtime runs, written here by the
+        test as that kubelet would (pods/status), so the daemon finds real containers."""
+        body: Any = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "labels": labels or {}},
+            "spec": {
+                "nodeName": node,
+                "terminationGracePeriodSeconds": 1,
+                "containers": [_container(c, None) for c in containers],
+            },
+        }
+        await self.core.create_namespaced_pod(NS, body)
+        started = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=5)
+        since = started.isoformat().replace("+00:00", "Z")
+        status = {
+            "phase": "Running",
+            "startTime": since,
+            "conditions": [
+                {"type": kind, "status": "True", "lastTransitionTime": since}
+                for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+            ],
+            "containerStatuses": [
+                {
+                    "name": container,
+                    "image": "game:1",
+                    "imageID": "",
+                    "containerID": container_id,
+                    "ready": True,
+                    "started": True,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": since}},
+                }
+                for container, container_id in containers.items()
+            ],
+        }
+        await self.core.patch_namespaced_pod_status(name, NS, {"status": status})
+        return self.pod(name)
+
     async def apply_marker(self, body: dict[str, Any]) -> None:
         name = body["metadata"]["name"]
         try:
@@ -225,6 +275,13 @@ class World:
 
     def pod_writes(self) -> int:
         return self.sim.accounting.count(verb="patch", resource="pods", subresource="status")
+
+
+async def eventually(predicate: Callable[[], bool], *, within: float = 10.0) -> None:
+    """Until `predicate()` holds (state inside the daemon, which has no event to await)."""
+    with anyio.fail_after(within):
+        while not predicate():  # noqa: ASYNC110 (no event to await: the daemon's state)
+            await anyio.sleep(0.01)
 
 
 def _container(name: str, ports: dict[str, dict[str, int]] | None) -> dict[str, Any]:

@@ -11,26 +11,21 @@ the missing extra. What a real runtime answers is tests/cri/'s (containerd and r
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
-import grpc
-import grpc.aio
 import pytest
 from structlog.testing import capture_logs
 
 from probemarker.api.model import ExecAction, HTTPGetAction
 from probemarker.cri import client as client_module
-from probemarker.cri import runtime_v1_pb2 as pb
 from probemarker.cri.client import EXTRA_HINT, RuntimeClient
 from probemarker.identity import PodUID
 from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
+from tests.probe.criserver import Runtime, serve
 
 ID = "c0ffee" * 10 + "abcd"
 
@@ -41,80 +36,6 @@ def target(container_id: str = f"containerd://{ID}", uid: str = "uid-1") -> Prob
 
 def exec_(*argv: str) -> ExecAction:
     return ExecAction(command=tuple(argv))
-
-
-@dataclass
-class Runtime:
-    """The scripted runtime: what it was asked, and the calls it saw cancelled."""
-
-    name: str = "containerd"
-    requests: list[pb.ExecSyncRequest] = field(default_factory=list)
-    versions: int = 0
-    cancelled: list[tuple[str, ...]] = field(default_factory=list)
-    sleeping: int = 0
-    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
-
-    async def reaches(self, condition: Callable[[], bool]) -> None:
-        """Wait (time-bounded by the caller) until `condition` holds."""
-        async with self.changed:
-            await self.changed.wait_for(condition)
-
-    async def _note(self) -> None:
-        async with self.changed:
-            self.changed.notify_all()
-
-    async def version(self, request: pb.VersionRequest, context: Any) -> pb.VersionResponse:
-        self.versions += 1
-        return pb.VersionResponse(
-            version="0.1.0", runtime_name=self.name, runtime_version="9.9", runtime_api_version="v1"
-        )
-
-    async def exec_sync(self, request: pb.ExecSyncRequest, context: Any) -> pb.ExecSyncResponse:
-        self.requests.append(request)
-        verb, *args = request.cmd
-        if verb == "echo":
-            return pb.ExecSyncResponse(stdout=" ".join(args).encode() + b"\n")
-        if verb == "exit":
-            return pb.ExecSyncResponse(stderr=b"bye", exit_code=int(args[0]))
-        if verb == "flood":
-            return pb.ExecSyncResponse(stdout=b"x" * int(args[0]))
-        if verb == "fail":
-            await context.abort(getattr(grpc.StatusCode, args[0]), " ".join(args[1:]))
-        if verb == "sleep":
-            self.sleeping += 1
-            await self._note()
-            try:
-                await asyncio.sleep(float(args[0]))
-            except asyncio.CancelledError:
-                self.cancelled.append(tuple(request.cmd))
-                raise
-            finally:
-                self.sleeping -= 1
-                asyncio.get_running_loop().create_task(self._note())
-            return pb.ExecSyncResponse(stdout=b"woke")
-        raise AssertionError(f"unscripted command {list(request.cmd)}")
-
-
-async def serve(runtime: Runtime, socket: Path) -> grpc.aio.Server:
-    handlers = {
-        "Version": grpc.unary_unary_rpc_method_handler(
-            runtime.version,
-            request_deserializer=pb.VersionRequest.FromString,
-            response_serializer=pb.VersionResponse.SerializeToString,
-        ),
-        "ExecSync": grpc.unary_unary_rpc_method_handler(
-            runtime.exec_sync,
-            request_deserializer=pb.ExecSyncRequest.FromString,
-            response_serializer=pb.ExecSyncResponse.SerializeToString,
-        ),
-    }
-    server = grpc.aio.server()
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler("runtime.v1.RuntimeService", handlers),)
-    )
-    server.add_insecure_port(f"unix://{socket}")
-    await server.start()
-    return server
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], *, tries: int = 100) -> None:

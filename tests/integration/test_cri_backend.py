@@ -1,0 +1,109 @@
+"""--exec-backend cri end to end: the real daemon against the sim, exec probes through a
+scripted container runtime on a unix socket (tests/probe/criserver.py).
+
+The pods are bound to a node the sim's kubelet does not run, and their status is
+written by the test as a kubelet would, naming containerIDs; the daemon finds the
+container by that ID and asks the runtime, never the API server's pods/exec (the sim
+counts no exec). The same flow against real containerd containers is tests/cri/'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from tests.integration.world import (
+    World,
+    condition,
+    eventually,
+    labels_of,
+    marker,
+    probe,
+    running_daemon,
+)
+from tests.probe.criserver import Runtime, serve
+
+NODE = "cri-node"
+ID = "ab" * 32
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[tuple[Runtime, str]]:
+    scripted = Runtime()
+    socket = tmp_path / "cri.sock"
+    server = await serve(scripted, socket)
+    yield scripted, f"unix://{socket}"
+    await server.stop(grace=None)
+
+
+def state_probe() -> dict[str, object]:
+    return probe(
+        "state",
+        command="state",
+        condition="game.example.com/idle",
+        succeeded={"labels": {"game.example.com/state": "idle"}},
+        failed={"labels": {"game.example.com/state": "busy"}},
+    )
+
+
+def execs(world: World) -> int:
+    return world.sim.accounting.count(resource="pods", subresource="exec")
+
+
+async def test_a_marker_flips_labels_through_the_runtime(
+    world: World, runtime: tuple[Runtime, str]
+) -> None:
+    scripted, endpoint = runtime
+    await world.create_pod_of_containers(
+        "gs-1", node=NODE, containers={"app": f"containerd://{ID}"}, labels={"app": "game"}
+    )
+    await world.apply_marker(marker("m", probes=[state_probe()]))
+    async with running_daemon(world.sim, node=NODE, exec_backend="cri", cri_endpoint=endpoint):
+        idle = await world.wait_pod(
+            "gs-1", lambda p: labels_of(p).get("game.example.com/state") == "idle"
+        )
+        scripted.state = ""  # the command now exits 1
+        busy = await world.wait_pod(
+            "gs-1", lambda p: labels_of(p).get("game.example.com/state") == "busy"
+        )
+    assert (condition(idle, "game.example.com/idle") or {}).get("message") == "idle"
+    assert (condition(busy, "game.example.com/idle") or {}).get("status") == "False"
+    assert {r.container_id for r in scripted.requests} == {ID}
+    assert {tuple(r.cmd) for r in scripted.requests} == {("state",)}
+    assert execs(world) == 0  # not one pods/exec: the API server is not on the path
+
+
+async def test_a_runtime_that_is_down_changes_nothing_on_the_pod(
+    world: World, tmp_path: Path
+) -> None:
+    endpoint = f"unix://{tmp_path / 'absent.sock'}"
+    await world.create_pod_of_containers(
+        "gs-1", node=NODE, containers={"app": f"containerd://{ID}"}, labels={"app": "game"}
+    )
+    await world.apply_marker(marker("m", probes=[state_probe()]))
+    written = world.pod_writes()  # the test's own status write, as the kubelet's
+    with capture_logs() as logs:
+        async with running_daemon(
+            world.sim, node=NODE, exec_backend="cri", cri_endpoint=endpoint
+        ) as daemon:
+            await eventually(lambda: daemon.engine.stats.runs[("exec", "Unknown")] >= 3)
+    assert labels_of(world.pod("gs-1")).get("game.example.com/state") is None
+    assert condition(world.pod("gs-1"), "game.example.com/idle") is None
+    assert world.pod_writes() == written
+    (greeting,) = [e for e in logs if e["event"] == "cri.unreachable"]
+    assert greeting["endpoint"] == endpoint
+    assert "UNAVAILABLE" in greeting["error"]
+
+
+async def test_the_start_up_line_names_the_runtime(
+    world: World, runtime: tuple[Runtime, str]
+) -> None:
+    _, endpoint = runtime
+    with capture_logs() as logs:
+        async with running_daemon(world.sim, node=NODE, exec_backend="cri", cri_endpoint=endpoint):
+            await eventually(lambda: any(e["event"] == "cri.runtime" for e in logs))
+    (line,) = [e for e in logs if e["event"] == "cri.runtime"]
+    assert (line["runtime"], line["version"], line["api"]) == ("containerd", "9.9", "v1")
