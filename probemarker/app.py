@@ -186,8 +186,10 @@ class Daemon:
         self.grpc = GRPCHandler()  # grpcio is loaded by the first grpc probe, if any
         # --exec-backend cri: exec probes through the runtime socket, not pods/exec.
         self.runtime: CRIExecHandler | None = None
+        runtime_client: RuntimeClient | None = None
         if settings.exec_backend == "cri":
-            self.runtime = CRIExecHandler(RuntimeClient(socket_path(settings.cri_endpoint)))
+            runtime_client = RuntimeClient(socket_path(settings.cri_endpoint), clock=clock)
+            self.runtime = CRIExecHandler(runtime_client)
         handlers: dict[type, ProbeHandler] = {
             ExecAction: self.runtime or ExecHandler(client),
             HTTPGetAction: self.http,
@@ -230,6 +232,7 @@ class Daemon:
             ready=self.ready,
             stopping=self.stopping,
             settings=health,
+            runtime=runtime_client,
         )
         self.metrics = build_registry(self.snapshot)
         self.serving = anyio.Event()  # set once the health and metrics server listens

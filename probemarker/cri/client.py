@@ -26,6 +26,9 @@ Invariants:
 - the channel has its own subchannel pool and no proxy, and a receive cap of
   `max_receive` bytes (the runtime may send 16 MiB per stream; a daemon with a
   160 MiB memory limit and 64 probes at once must not buffer that);
+- `refused_for()` says how long every call has been refused (UNAVAILABLE: the socket
+  absent or refusing) since the last call that reached the runtime, for /healthz
+  (observe/health.py: a stale socket mount after a runtime restart);
 - a cancelled call raises the caller's cancellation (anyio's), never grpc.aio's own
   CancelledError, and grpc cancels the call on the runtime's side, which stops the
   command (containerd kills an exec whose request context ends).
@@ -45,6 +48,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 import probemarker
+from probemarker.kube.ratelimit import MONOTONIC, Clock
 
 __all__ = [
     "EXTRA_HINT",
@@ -135,6 +139,7 @@ class RuntimeClient:
         *,
         max_receive: int = MAX_RECEIVE,
         user_agent: str = f"probemarker/{probemarker.__version__}",
+        clock: Clock = MONOTONIC,
     ) -> None:
         if max_receive < 1:
             raise ValueError(f"max_receive must be >= 1, not {max_receive}")
@@ -145,9 +150,27 @@ class RuntimeClient:
         self._channel: Any = None
         self._calls: dict[str, Any] = {}
         self._closed = False
+        self._clock = clock
+        self._refused_since: float | None = None  # first refusal after an answer
+        self._refused_error = ""
 
     def __repr__(self) -> str:
         return f"RuntimeClient(socket={self.socket!r}, max_receive={self._max_receive})"
+
+    def refused_for(self) -> tuple[float, str]:
+        """Seconds that every call has been refused (0 when the last call reached the
+        runtime, or none was made), and the last refusal's text."""
+        if self._refused_since is None:
+            return 0.0, ""
+        return self._clock.now() - self._refused_since, self._refused_error
+
+    def _note(self, failed: CallFailed | None) -> None:
+        if failed is None or failed.code != "UNAVAILABLE":
+            self._refused_since = None
+            return
+        if self._refused_since is None:
+            self._refused_since = self._clock.now()
+        self._refused_error = str(failed)
 
     @property
     def closed(self) -> bool:
@@ -238,7 +261,7 @@ class RuntimeClient:
         call = self._callable(library, method)
         request = getattr(library.messages, _MESSAGES[method][0])(**fields)
         try:
-            return await call(request, timeout=deadline, wait_for_ready=False)
+            answer = await call(request, timeout=deadline, wait_for_ready=False)
         except asyncio.CancelledError:
             # As probe.grpc: grpc.aio ends a cancelled call with a CancelledError of its
             # own, which anyio's cancel scopes would not recognise; when this task is
@@ -252,7 +275,11 @@ class RuntimeClient:
                 return NotConnected("the container runtime client was closed during the call")
             raise
         except library.aio.AioRpcError as err:
-            return CallFailed(err.code().name, err.details() or "")
+            failed = CallFailed(err.code().name, err.details() or "")
+            self._note(failed)
+            return failed
+        self._note(None)
+        return answer
 
 
 # method -> (request message, response message) in runtime_v1_pb2

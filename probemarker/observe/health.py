@@ -8,8 +8,14 @@ decisions are pure functions (`liveness`, `readiness`) over plain numbers.
 
 Liveness fails only for what a restart of the process fixes (the kubelet restarts
 the container when it fails): an event loop that no longer wakes its tasks on time
-(a blocking call, a busy loop), or an informer loop hung past a deadline of its own
-(a read that should have timed out and did not). An API server that is unreachable
+(a blocking call, a busy loop), an informer loop hung past a deadline of its own
+(a read that should have timed out and did not), or, with `--exec-backend cri`, a
+container runtime socket that has refused every call for `runtime_refused_max`
+seconds: containerd re-creates its socket when it restarts, and the daemon's
+bind mount of the socket file still names the old one, so only a new container
+(a new mount) reaches the runtime again. A runtime that is really down is not
+fixed by the restart, but the kubelet cannot restart anything without it either:
+the restart happens once the runtime is back, which is when it helps. An API server that is unreachable
 or refuses is not a liveness failure: the informers retry with backoff, and a restart
 would only add load to a server in trouble; it shows on /readyz and in the logs.
 
@@ -49,10 +55,20 @@ class HealthSettings:
     # A loop is hung this long past its own deadline (a read deadline that should have
     # fired); the margin keeps a slow but working machine from counting as hung.
     stuck_after: float = 60.0
+    # The runtime socket (cri backend) refused every call this long: a stale mount.
+    runtime_refused_max: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.heartbeat <= 0 or self.loop_late_max <= 0 or self.stuck_after < 0:
-            raise ValueError("health needs heartbeat > 0, loop_late_max > 0, stuck_after >= 0")
+        if (
+            self.heartbeat <= 0
+            or self.loop_late_max <= 0
+            or self.stuck_after < 0
+            or self.runtime_refused_max < 0
+        ):
+            raise ValueError(
+                "health needs heartbeat > 0, loop_late_max > 0, stuck_after >= 0, "
+                "runtime_refused_max >= 0"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +94,15 @@ class Watched(Protocol):
     def problem(self) -> str | None: ...
 
     def overdue(self) -> float: ...
+
+
+class Refusals(Protocol):
+    """What health needs of the container runtime client (cri backend)."""
+
+    @property
+    def endpoint(self) -> str: ...
+
+    def refused_for(self) -> tuple[float, str]: ...
 
 
 class Heartbeat:
@@ -106,8 +131,16 @@ class Heartbeat:
         return max(self.lag, self._clock.now() - self.last - self.interval)
 
 
-def liveness(*, loop_late: float, overdue: Mapping[str, float], settings: HealthSettings) -> Report:
-    """Alive unless the loop is late or an informer is hung; see the module docstring."""
+def liveness(
+    *,
+    loop_late: float,
+    overdue: Mapping[str, float],
+    settings: HealthSettings,
+    runtime: tuple[str, float, str] | None = None,
+) -> Report:
+    """Alive unless the loop is late, an informer is hung, or the runtime socket
+    (`runtime`: its endpoint, for how long every call was refused, the last error)
+    refuses for too long; see the module docstring."""
     problems = []
     if loop_late > settings.loop_late_max:
         problems.append(
@@ -120,6 +153,13 @@ def liveness(*, loop_late: float, overdue: Mapping[str, float], settings: Health
                 f"informer {name}: hung {seconds:.0f}s past its own deadline "
                 f"(bound {settings.stuck_after:g}s)"
             )
+    if runtime is not None and runtime[1] > settings.runtime_refused_max:
+        endpoint, seconds, error = runtime
+        problems.append(
+            f"container runtime at {endpoint}: every call refused for {seconds:.0f}s (bound "
+            f"{settings.runtime_refused_max:g}s; {error}): a runtime that re-created its "
+            "socket is reached again through a new mount, after a restart"
+        )
     if problems:
         return Report(False, tuple(problems))
     return Report(True, (f"ok: event loop late {loop_late:.3f}s",))
@@ -158,18 +198,24 @@ class Health:
         ready: anyio.Event,
         stopping: anyio.Event,
         settings: HealthSettings,
+        runtime: Refusals | None = None,
     ) -> None:
         self.heartbeat = heartbeat
+        self._runtime = runtime
         self._informers = tuple(informers)
         self._ready = ready
         self._stopping = stopping
         self.settings = settings
 
     def liveness(self) -> Report:
+        runtime = None
+        if self._runtime is not None:
+            runtime = (self._runtime.endpoint, *self._runtime.refused_for())
         return liveness(
             loop_late=self.heartbeat.late(),
             overdue={i.name: i.overdue() for i in self._informers},
             settings=self.settings,
+            runtime=runtime,
         )
 
     def readiness(self) -> Report:

@@ -25,6 +25,7 @@ from probemarker.identity import PodUID
 from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
+from tests.kube.fakes import FakeClock
 from tests.probe.criserver import Runtime, serve
 
 ID = "c0ffee" * 10 + "abcd"
@@ -253,3 +254,30 @@ async def test_a_missing_extra_is_unknown_and_named(
 async def test_an_action_that_is_not_exec_is_a_bug_of_the_caller(handler: CRIExecHandler) -> None:
     with pytest.raises(TypeError, match="CRIExecHandler runs exec actions, not HTTPGetAction"):
         await handler.run(HTTPGetAction(port=80), target(), time_limit=1.0)
+
+
+async def test_refusals_are_timed_from_the_first_until_the_runtime_answers(socket: Path) -> None:
+    clock = FakeClock()
+    client = RuntimeClient(str(socket), clock=clock)
+    async with CRIExecHandler(client) as handler:
+        with anyio.fail_after(20):
+            assert client.refused_for() == (0.0, "")
+            await handler.run(exec_("echo"), target(), time_limit=1.0)
+            clock.advance(30)
+            await handler.run(exec_("echo"), target(), time_limit=1.0)
+            seconds, error = client.refused_for()
+            assert seconds == 30
+            assert error.startswith("UNAVAILABLE")
+            runtime = Runtime()
+            server = await serve(runtime, socket)
+
+            async def answers() -> bool:
+                got = await handler.run(exec_("echo", "a"), target(), time_limit=1.0)
+                return got.result is Result.SUCCEEDED
+
+            await eventually(answers)
+            assert client.refused_for() == (0.0, "")
+            # A refusal after an answer starts a new count.
+            await server.stop(grace=None)
+            await handler.run(exec_("echo"), target(), time_limit=1.0)
+            assert client.refused_for()[1].startswith("UNAVAILABLE")

@@ -112,8 +112,40 @@ def test_readiness(
     assert (report.ok, list(report.lines)) == (ok, lines)
 
 
+SOCKET = "unix:///run/containerd/containerd.sock"
+REFUSED = "UNAVAILABLE: failed to connect to all addresses"
+
+
 @pytest.mark.parametrize(
-    "kwargs", [{"heartbeat": 0.0}, {"loop_late_max": 0.0}, {"stuck_after": -1.0}]
+    ("runtime", "ok"),
+    [
+        pytest.param(None, True, id="api-backend"),
+        pytest.param((SOCKET, 0.0, ""), True, id="answering"),
+        pytest.param((SOCKET, 60.0, REFUSED), True, id="refused-at-the-bound"),
+        pytest.param((SOCKET, 61.0, REFUSED), False, id="refused-past-the-bound"),
+    ],
+)
+def test_liveness_fails_on_a_runtime_socket_that_refuses_too_long(
+    runtime: tuple[str, float, str] | None, ok: bool
+) -> None:
+    report = liveness(loop_late=0.0, overdue={}, settings=SETTINGS, runtime=runtime)
+    assert report.ok is ok
+    if not ok:
+        assert report.lines == (
+            f"container runtime at {SOCKET}: every call refused for 61s (bound 60s; {REFUSED}): "
+            "a runtime that re-created its socket is reached again through a new mount, "
+            "after a restart",
+        )
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"heartbeat": 0.0},
+        {"loop_late_max": 0.0},
+        {"stuck_after": -1.0},
+        {"runtime_refused_max": -1.0},
+    ],
 )
 def test_health_settings_are_checked(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="health needs"):
