@@ -375,7 +375,7 @@ cmd_stop() {
   for address in "$run"/state/io.containerd.runtime.v2.task/*/*/address; do
     [[ -f "$address" ]] || continue
     address="$(cat "$address")"
-    [[ "$address" == unix:///run/containerd/s/* ]] && rm -f -- "${address#unix://}"
+    if [[ "$address" == unix:///run/containerd/s/* ]]; then rm -f -- "${address#unix://}"; fi
   done
   if [[ -f "$target/made-run-containerd" ]]; then
     rmdir /run/containerd/s /run/containerd 2>/dev/null || true

@@ -72,6 +72,11 @@ class CRIClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def wait_ready(self, *, timeout: float) -> None:
+        """Until the channel is connected (after the runtime came back, the channel may be
+        in reconnect backoff); grpc.FutureTimeoutError after timeout seconds."""
+        grpc.channel_ready_future(self._channel).result(timeout=timeout)
+
     def call(self, method: str, request: Any, response_type: Any, *, timeout: float) -> Any:
         """One unary call to /runtime.v1.RuntimeService/<method>."""
         stub = self._channel.unary_unary(
@@ -164,12 +169,25 @@ class CRIClient:
         )
         return answer.status
 
-    def exec_sync(self, container_id: str, cmd: Sequence[str], *, timeout: int) -> Any:
-        """ExecSync with a CRI timeout in seconds (0: none); the ExecSyncResponse."""
+    def exec_sync(
+        self,
+        container_id: str,
+        cmd: Sequence[str],
+        *,
+        timeout: int,
+        deadline: float | None = None,
+    ) -> Any:
+        """ExecSync with a CRI timeout in seconds (0: none); the ExecSyncResponse.
+
+        deadline is the gRPC call's own (seconds); by default the CRI timeout plus
+        EXEC_GRACE, so that the runtime's answer, not the client's deadline, ends the call.
+        """
         pb = self.pb
+        if deadline is None:
+            deadline = timeout + EXEC_GRACE if timeout > 0 else CALL_TIMEOUT
         return self.call(
             "ExecSync",
             pb.ExecSyncRequest(container_id=container_id, cmd=list(cmd), timeout=timeout),
             pb.ExecSyncResponse,
-            timeout=timeout + EXEC_GRACE if timeout > 0 else CALL_TIMEOUT,
+            timeout=deadline,
         )
