@@ -42,9 +42,14 @@ readonly POD_CGROUP="probemarker-cri-test"
 say() { printf '==> %s\n' "$*" >&2; }
 fail() { printf 'cri-runtime: %s\n' "$*" >&2; exit 1; }
 
-usage() {
-  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
-  exit 2
+usage() {  # usage [EXIT_CODE]: the header above, on stderr for a mistake
+  local code="${1:-2}"
+  if ((code == 0)); then
+    sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+  else
+    sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
+  fi
+  exit "$code"
 }
 
 require_root() {
@@ -238,38 +243,54 @@ launch_containerd() {
   # the caller's job control or Ctrl-C does not reach them; `stop` ends them.
   setsid containerd --config "$config" >>"$log" 2>&1 </dev/null &
   echo $! >"$pidfile"
+  launched="$(date +%s)"
+  deadline=$((launched + ${PROBEMARKER_CRI_WAIT:-90}))
 }
 
-wait_for_cri() {
-  local py="$1" limit="${PROBEMARKER_CRI_WAIT:-90}" start now answer
-  start="$(date +%s)"
-  while true; do
-    if answer="$(cri_version "$py" "unix://$socket" 2>/dev/null)"; then
-      say "CRI answers: $answer ($(($(date +%s) - start)) s)"
-      return
-    fi
-    if ! containerd_pid >/dev/null; then
-      tail -n 30 "$log" >&2
-      fail "containerd exited before its CRI plugin answered (log above: $log)"
-    fi
-    now="$(date +%s)"
-    if ((now - start >= limit)); then
-      tail -n 30 "$log" >&2
-      fail "the CRI plugin at unix://$socket did not answer Version within ${limit} s (containerd log above: $log)"
-    fi
-    sleep 0.5
+# A start (or up) that failed: the log's tail, containerd stopped, the directory kept.
+launch_failed() {
+  local pid
+  tail -n 30 "$log" >&2 || true
+  if pid="$(containerd_pid)"; then kill -KILL "$pid" 2>/dev/null || true; fi
+  fail "$1 (containerd log above: $log); '$0 stop $state_dir' removes what is left"
+}
+
+# wait_for WHAT COMMAND...: until COMMAND succeeds; a clear failure when containerd exits
+# or $PROBEMARKER_CRI_WAIT seconds (90) have passed since launch_containerd.
+wait_for() {
+  local what="$1"
+  shift
+  until "$@" >/dev/null 2>&1; do
+    containerd_pid >/dev/null || launch_failed "containerd exited before $what"
+    (($(date +%s) < deadline)) || launch_failed "no $what within ${PROBEMARKER_CRI_WAIT:-90} s"
+    sleep 0.2
   done
+}
+
+# ctr on this containerd, in the CRI plugin's namespace (k8s.io). ctr would wait 10 s
+# for a socket that is not there; 2 s is plenty for one that is.
+ctr_k8s() { ctr --connect-timeout 2s -a "$socket" -n k8s.io "$@"; }
+
+containerd_answers() { [[ -S "$socket" ]] && ctr_k8s version; }
+
+wait_for_cri() {
+  local py="$1"
+  wait_for "answer from the CRI plugin to Version on unix://$socket" \
+    cri_version "$py" "unix://$socket"
+  say "CRI answers: $(cri_version "$py" "unix://$socket") after $(($(date +%s) - launched)) s"
 }
 
 cmd_start() {
   require_root start
-  local py
+  local py tool
   py="$(python_with_grpc)"
   for tool in containerd ctr runc; do
     command -v "$tool" >/dev/null || fail "$tool not found: run '$0 install' first"
   done
   [[ -x /bin/busybox ]] || fail "/bin/busybox not found: run '$0 install' first"
   state_dir="$(realpath -m "$1")"
+  [[ "$state_dir" != *[\"\\[:space:]]* ]] \
+    || fail "$state_dir: a state directory without quotes, backslashes or spaces, please (it goes into a TOML file)"
   mkdir -p "$state_dir"
   [[ -z "$(ls -A "$state_dir")" ]] || fail "$state_dir is not empty: give start a new or empty directory"
   # containerd.sock.ttrpc is the longest socket containerd makes here.
@@ -288,13 +309,9 @@ cmd_start() {
   say "starting containerd (log: $log)"
   launch_containerd
   # The containerd API (ctr) comes up before the CRI plugin is serving.
-  for _ in $(seq 1 100); do
-    ctr -a "$socket" version >/dev/null 2>&1 && break
-    containerd_pid >/dev/null || { tail -n 30 "$log" >&2; fail "containerd exited (log above: $log)"; }
-    sleep 0.2
-  done
-  ctr -a "$socket" -n k8s.io images import "$state_dir/image/image.tar" >/dev/null \
-    || fail "ctr images import of $state_dir/image/image.tar failed (containerd log: $log)"
+  wait_for "answer from containerd (ctr version) on $socket" containerd_answers
+  ctr_k8s images import "$state_dir/image/image.tar" >/dev/null \
+    || launch_failed "ctr images import of $state_dir/image/image.tar failed"
   wait_for_cri "$py"
   echo "PROBEMARKER_TEST_CRI_ENDPOINT=unix://$socket"
   echo "PROBEMARKER_TEST_CRI_STATE=$state_dir"
@@ -343,20 +360,22 @@ shim_pids() {  # the shims of this containerd: their command line names its sock
 
 cmd_stop() {
   require_root stop
-  local target pid containers
+  local target pid containers c
   target="$(realpath -m "$1")"
   [[ -d "$target" ]] || { say "$target does not exist: nothing to stop"; return; }
+  # A start that failed before writing its configuration left at most an empty directory.
+  if [[ -z "$(ls -A "$target")" ]]; then rmdir -- "$target"; say "removed the empty $target"; return; fi
   [[ -f "$target/containerd.toml" ]] || fail "$target has no containerd.toml: not a directory made by '$0 start'; not removing it"
   resolve_paths "$target"
-  if containerd_pid >/dev/null && ctr -a "$socket" version >/dev/null 2>&1; then
-    # Containers through containerd: kill every task, delete tasks, containers, images.
-    containers="$(ctr -a "$socket" -n k8s.io containers ls -q 2>/dev/null || true)"
+  if containerd_pid >/dev/null && containerd_answers >/dev/null 2>&1; then
+    # Through containerd: kill every task (sandboxes and containers), delete them.
+    containers="$(ctr_k8s containers ls -q 2>/dev/null || true)"
     for c in $containers; do
-      ctr -a "$socket" -n k8s.io tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true
+      ctr_k8s tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true
     done
     for c in $containers; do
-      ctr -a "$socket" -n k8s.io tasks delete -f "$c" >/dev/null 2>&1 || true
-      ctr -a "$socket" -n k8s.io containers delete "$c" >/dev/null 2>&1 || true
+      ctr_k8s tasks delete -f "$c" >/dev/null 2>&1 || true
+      ctr_k8s containers delete "$c" >/dev/null 2>&1 || true
     done
   fi
   if pid="$(containerd_pid)"; then
@@ -388,7 +407,7 @@ cmd_stop() {
   done
   # The pods' cgroup (left empty by runc) in every hierarchy, and anything inside it
   # that is empty.
-  find /sys/fs/cgroup -mindepth 1 -maxdepth 4 -type d -name "$POD_CGROUP" -print 2>/dev/null \
+  find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name "$POD_CGROUP" -print 2>/dev/null \
     | while read -r dir; do
         find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null || true
       done
@@ -411,7 +430,7 @@ main() {
       (($# == 1)) || { (($# == 2)) && [[ "$2" == --kill ]]; } || usage
       cmd_down "$@"
       ;;
-    -h | --help | help) usage ;;
+    -h | --help | help) usage 0 ;;
     *) usage ;;
   esac
 }

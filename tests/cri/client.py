@@ -73,18 +73,30 @@ class CRIClient:
         self.close()
 
     def wait_ready(self, *, timeout: float) -> None:
-        """Until the channel is connected (after the runtime came back, the channel may be
-        in reconnect backoff); grpc.FutureTimeoutError after timeout seconds."""
-        grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        """Until the runtime answers Version, for at most timeout seconds (after the runtime
+        came back, the channel may still be in reconnect backoff): a Version call that
+        waits for the channel (wait_for_ready) instead of failing fast."""
+        pb = self.pb
+        self.call(
+            "Version", pb.VersionRequest(), pb.VersionResponse, timeout=timeout, wait_for_ready=True
+        )
 
-    def call(self, method: str, request: Any, response_type: Any, *, timeout: float) -> Any:
+    def call(
+        self,
+        method: str,
+        request: Any,
+        response_type: Any,
+        *,
+        timeout: float,
+        wait_for_ready: bool = False,
+    ) -> Any:
         """One unary call to /runtime.v1.RuntimeService/<method>."""
         stub = self._channel.unary_unary(
             SERVICE + method,
             request_serializer=type(request).SerializeToString,
             response_deserializer=response_type.FromString,
         )
-        return stub(request, timeout=timeout)
+        return stub(request, timeout=timeout, wait_for_ready=wait_for_ready)
 
     def version(self) -> Any:
         pb = self.pb
