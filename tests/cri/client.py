@@ -58,10 +58,13 @@ def compile_messages(out_dir: Path) -> ModuleType:
 class CRIClient:
     """Blocking runtime.v1 calls on one channel; `pb` is the module compile_messages gave."""
 
-    def __init__(self, endpoint: str, pb: ModuleType) -> None:
+    def __init__(
+        self, endpoint: str, pb: ModuleType, *, options: Sequence[tuple[str, Any]] = ()
+    ) -> None:
+        """options: grpc channel arguments, e.g. ("grpc.max_receive_message_length", -1)."""
         self.endpoint = endpoint
         self.pb = pb
-        self._channel = grpc.insecure_channel(endpoint)
+        self._channel = grpc.insecure_channel(endpoint, options=list(options))
 
     def close(self) -> None:
         self._channel.close()

@@ -177,3 +177,42 @@ def test_a_timed_out_commands_child_survives_and_holds_the_answer_back(
     assert error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     assert error.details() == "Deadline Exceeded"
     assert "sleep 6" in processes(cri, container_id)
+
+
+@pytest.mark.parametrize(
+    ("size", "receive_limit", "details"),
+    [
+        pytest.param(
+            5_000_000,
+            None,
+            "Stream removed (CLIENT: Received message larger than max (5000005 vs. 4194304))",
+            id="over-grpc-python-default-4MiB",
+        ),
+        pytest.param(
+            16 * 1024 * 1024,
+            -1,
+            "grpc: trying to send message larger than max (16777221 vs. 16777216)",
+            id="over-containerd-16MiB",
+        ),
+    ],
+)
+def test_output_beyond_a_message_limit_is_resource_exhausted(
+    cri: CRIClient,
+    start_container: StartContainer,
+    size: int,
+    receive_limit: int | None,
+    details: str,
+) -> None:
+    """ExecSync brings the whole output in one message: above the client's receive limit
+    (grpc's default, 4 MiB) or containerd's send limit (16 MiB) the call fails with gRPC
+    RESOURCE_EXHAUSTED, and none of the output arrives."""
+    container_id = start_container("big")
+    options = [] if receive_limit is None else [("grpc.max_receive_message_length", receive_limit)]
+    with CRIClient(cri.endpoint, cri.pb, options=options) as client:
+        error = rpc_error(
+            lambda: client.exec_sync(
+                container_id, ["head", "-c", str(size), "/dev/zero"], timeout=30
+            )
+        )
+    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert error.details() == details
