@@ -1,0 +1,158 @@
+"""The daemon's cri exec backend against real containers (containerd and runc).
+
+`CRIExecHandler` with its `RuntimeClient`, the daemon's own code, asked to run
+commands in containers the tests' own CRI client started (tests/cri/client.py, which
+shares nothing with the daemon's). Every outcome of the issue's list, from the
+runtime's real answers: exit codes, both streams and their cap, a timeout the runtime
+kills, a missing executable, a stopped container, a removed one, a slow exec beside a
+quick one, and the runtime down and back.
+"""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from probemarker.api.model import ExecAction
+from probemarker.cri.client import RuntimeClient, RuntimeInfo
+from probemarker.cri.endpoint import socket_path
+from probemarker.identity import PodUID
+from probemarker.probe.cri import CRIExecHandler
+from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.outcome import Outcome, Result
+from tests.cri.client import CRIClient
+from tests.cri.runtime import Containers, RuntimeControl, StartContainer, processes
+
+pytestmark = pytest.mark.cri
+
+
+def target(container_id: str) -> ProbeTarget:
+    return ProbeTarget(
+        "default", "gs-1", PodUID("uid-1"), "app", container_id=f"containerd://{container_id}"
+    )
+
+
+def sh(script: str) -> ExecAction:
+    return ExecAction(command=("sh", "-c", script))
+
+
+async def run(
+    endpoint: str, container_id: str, action: ExecAction, *, limit: float = 5.0
+) -> Outcome:
+    async with CRIExecHandler(RuntimeClient(socket_path(endpoint))) as handler:
+        with anyio.fail_after(limit + 10):
+            return await handler.run(action, target(container_id), time_limit=limit)
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        pytest.param("echo idle", Outcome.succeeded("idle"), id="exit-0-stdout"),
+        pytest.param("echo out; echo err >&2; exit 3", Outcome.failed("err"), id="exit-3-stderr"),
+        pytest.param("echo only-out; exit 1", Outcome.failed("only-out"), id="exit-1-stdout"),
+        pytest.param("exit 42", Outcome.failed("command exited with code 42"), id="exit-42"),
+        pytest.param("kill -9 $$", Outcome.failed("command exited with code 137"), id="killed"),
+    ],
+)
+async def test_exit_codes_and_streams(
+    cri_endpoint: str, start_container: StartContainer, script: str, expected: Outcome
+) -> None:
+    container_id = start_container("streams")
+    assert await run(cri_endpoint, container_id, sh(script)) == expected
+
+
+async def test_output_beyond_the_cap_is_read_and_cut_at_1_kib(
+    cri_endpoint: str, start_container: StartContainer
+) -> None:
+    container_id = start_container("flood")
+    # 200 KiB on each stream; stdout kept on success: 1 KiB of it.
+    script = "yes o | head -c 204800; yes e | head -c 204800 >&2"
+    got = await run(cri_endpoint, container_id, sh(script))
+    assert got.result is Result.SUCCEEDED
+    assert len(got.message.encode()) <= 1024
+    assert got.message.startswith("o\no\n")
+
+
+async def test_a_command_past_its_timeout_is_failed_and_killed(
+    cri: CRIClient, cri_endpoint: str, start_container: StartContainer
+) -> None:
+    container_id = start_container("slow")
+    got = await run(cri_endpoint, container_id, ExecAction(command=("sleep", "37")), limit=1.0)
+    assert got == Outcome.failed("command timed out after 1s")
+    assert not [p for p in processes(cri, container_id) if p.startswith("sleep 37")]
+
+
+async def test_a_missing_executable_is_failed_with_the_runtimes_message(
+    cri_endpoint: str, start_container: StartContainer
+) -> None:
+    container_id = start_container("missing")
+    got = await run(cri_endpoint, container_id, ExecAction(command=("no-such-exe",)))
+    assert got.result is Result.FAILED
+    assert "OCI runtime exec failed" in got.message
+    assert 'exec: "no-such-exe": executable file not found in $PATH' in got.message
+
+
+async def test_a_stopped_container_is_failed_as_not_running(
+    cri_endpoint: str, start_container: StartContainer, cri_containers: Containers
+) -> None:
+    container_id = start_container("stopped")
+    cri_containers.stop(container_id)
+    got = await run(cri_endpoint, container_id, sh("echo hi"))
+    assert got == Outcome.failed(
+        "container app is not running: failed to exec in container: container is in "
+        "CONTAINER_EXITED state"
+    )
+
+
+async def test_a_removed_container_is_unknown(
+    cri_endpoint: str, start_container: StartContainer, cri_containers: Containers
+) -> None:
+    container_id = start_container("removed")
+    cri_containers.remove(container_id)
+    got = await run(cri_endpoint, container_id, sh("echo hi"))
+    assert got.result is Result.UNKNOWN
+    assert "has no container app (the pod status may be behind)" in got.message
+
+
+async def test_a_slow_exec_holds_no_other_exec_up(
+    cri_endpoint: str, start_container: StartContainer
+) -> None:
+    container_id = start_container("both")
+    finished: list[str] = []
+    async with CRIExecHandler(RuntimeClient(socket_path(cri_endpoint))) as handler:
+
+        async def one(name: str, script: str, limit: float) -> None:
+            got = await handler.run(sh(script), target(container_id), time_limit=limit)
+            assert got.result is Result.SUCCEEDED, got
+            finished.append(name)
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as group:
+                group.start_soon(one, "slow", "sleep 3; echo slow", 10.0)
+                await anyio.sleep(0.3)  # the slow one is in the runtime by now
+                group.start_soon(one, "quick", "echo quick", 5.0)
+    assert finished == ["quick", "slow"]
+
+
+async def test_the_runtime_down_is_unknown_and_back_is_used_again(
+    cri_endpoint: str, start_container: StartContainer, cri_runtime: RuntimeControl
+) -> None:
+    container_id = start_container("survivor")
+    async with CRIExecHandler(RuntimeClient(socket_path(cri_endpoint))) as handler:
+        with anyio.fail_after(60):
+            before = await handler.run(sh("echo up"), target(container_id), time_limit=5.0)
+            assert before == Outcome.succeeded("up")
+            info = await handler.runtime(deadline=5.0)
+            assert isinstance(info, RuntimeInfo)
+            assert info.name == "containerd"
+            await anyio.to_thread.run_sync(cri_runtime.down)
+            down = await handler.run(sh("echo down"), target(container_id), time_limit=5.0)
+            assert down.result is Result.UNKNOWN
+            assert "UNAVAILABLE" in down.message
+            await anyio.to_thread.run_sync(cri_runtime.up)
+            for _ in range(100):  # grpc reconnects with a backoff of 3 s at most
+                again = await handler.run(sh("echo again"), target(container_id), time_limit=5.0)
+                if again.result is not Result.UNKNOWN:
+                    break
+                await anyio.sleep(0.1)
+    assert again == Outcome.succeeded("again")  # the same container, through its shim
