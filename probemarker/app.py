@@ -186,10 +186,10 @@ class Daemon:
         self.grpc = GRPCHandler()  # grpcio is loaded by the first grpc probe, if any
         # --exec-backend cri: exec probes through the runtime socket, not pods/exec.
         self.runtime: CRIExecHandler | None = None
-        runtime_client: RuntimeClient | None = None
+        self._runtime_client: RuntimeClient | None = None
         if settings.exec_backend == "cri":
-            runtime_client = RuntimeClient(socket_path(settings.cri_endpoint), clock=clock)
-            self.runtime = CRIExecHandler(runtime_client)
+            self._runtime_client = RuntimeClient(socket_path(settings.cri_endpoint), clock=clock)
+            self.runtime = CRIExecHandler(self._runtime_client)
         handlers: dict[type, ProbeHandler] = {
             ExecAction: self.runtime or ExecHandler(client),
             HTTPGetAction: self.http,
@@ -232,7 +232,7 @@ class Daemon:
             ready=self.ready,
             stopping=self.stopping,
             settings=health,
-            runtime=runtime_client,
+            runtime=self._runtime_client,
         )
         self.metrics = build_registry(self.snapshot)
         self.serving = anyio.Event()  # set once the health and metrics server listens
@@ -255,6 +255,10 @@ class Daemon:
             requests=self._client.requests,
             events=self.events.stats,
             loop_lag=self.heartbeat.late(),
+            exec_backend=self.settings.exec_backend,
+            runtime_refused=0.0
+            if self._runtime_client is None
+            else self._runtime_client.refused_for()[0],
         )
 
     def _mark(self, uid: PodUID) -> None:

@@ -62,6 +62,9 @@ class Snapshot:
     requests: Mapping[tuple[str, str, int], int]  # (verb, resource, code; 0: no answer)
     events: EventStats
     loop_lag: float  # seconds the event loop was late waking the heartbeat
+    exec_backend: str = "api"  # --exec-backend
+    # cri backend only: seconds every call to the runtime socket has been refused
+    runtime_refused: float = 0.0
 
 
 def error_label(class_name: str) -> str:
@@ -100,7 +103,7 @@ def _ones(*rows: tuple[str, str, float]) -> list[Metric]:
 def families(snap: Snapshot) -> list[Metric]:
     """Every metric family of `snap` (pure)."""
     return [
-        *_build_info(),
+        *_build_info(snap.exec_backend),
         *_probe_families(snap),
         *_write_families(snap.writer, snap.write_depth),
         *_api_families(snap),
@@ -108,14 +111,31 @@ def families(snap: Snapshot) -> list[Metric]:
         _gauge(
             "event_loop_lag_seconds", "How late the event loop last woke a timer.", snap.loop_lag
         ),
+        *_runtime_families(snap),
     ]
 
 
-def _build_info() -> list[Metric]:
+def _runtime_families(snap: Snapshot) -> list[Metric]:
+    """The container runtime socket's state, with the cri exec backend only."""
+    if snap.exec_backend != "cri":
+        return []
+    return [
+        _gauge(
+            "cri_refused_seconds",
+            "How long every call to the container runtime socket has been refused "
+            "(0: it answers); /healthz fails past 60 s.",
+            snap.runtime_refused,
+        )
+    ]
+
+
+def _build_info(exec_backend: str) -> list[Metric]:
     info = GaugeMetricFamily(
-        P + "build_info", "The running build: 1, with its version.", labels=["version", "python"]
+        P + "build_info",
+        "The running build: 1, with its version and exec backend.",
+        labels=["version", "python", "exec_backend"],
     )
-    info.add_metric([__version__, platform.python_version()], 1)
+    info.add_metric([__version__, platform.python_version(), exec_backend], 1)
     return [info]
 
 

@@ -47,6 +47,8 @@ class Parts:
     running: int = 0
     depth: int = 0
     lag: float = 0.0
+    backend: str = "api"
+    refused: float = 0.0
 
     def snapshot(self) -> Snapshot:
         return Snapshot(
@@ -63,6 +65,8 @@ class Parts:
             requests=self.requests,
             events=self.events,
             loop_lag=self.lag,
+            exec_backend=self.backend,
+            runtime_refused=self.refused,
         )
 
 
@@ -263,7 +267,17 @@ def test_build_info() -> None:
     (labels,) = [labels for name, labels in samples if name == P + "build_info"]
     assert dict(labels)["version"] == __version__
     assert dict(labels)["python"].count(".") == 2
+    assert dict(labels)["exec_backend"] == "api"
     assert samples[(P + "build_info", labels)] == 1
+    assert not [name for name, _ in samples if name == P + "cri_refused_seconds"]
+
+
+def test_the_cri_backend_shows_how_long_the_runtime_refused() -> None:
+    parts = Parts(backend="cri", refused=42.5)
+    samples = scrape(parts)
+    (labels,) = [labels for name, labels in samples if name == P + "build_info"]
+    assert dict(labels)["exec_backend"] == "cri"
+    assert samples[(P + "cri_refused_seconds", ())] == 42.5
 
 
 def test_a_scrape_reads_the_live_counters() -> None:
