@@ -99,6 +99,8 @@ class Daemon:
 
     kubeconfig: str
     log: Path
+    node: str = NODE
+    args: tuple[str, ...] = ()  # more flags, e.g. ("--exec-backend", "cri")
     process: subprocess.Popen[bytes] = field(init=False)
     started: float = field(init=False)
     offset: int = field(init=False)  # where its lines begin in the shared log
@@ -115,7 +117,7 @@ class Daemon:
         self.offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as sink:
             self.process = subprocess.Popen(
-                [*RUN, "--kubeconfig", self.kubeconfig, "--node", NODE],
+                [*RUN, "--kubeconfig", self.kubeconfig, "--node", self.node, *self.args],
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 env=env,

@@ -104,7 +104,12 @@ class Child:
 # --- the sim -------------------------------------------------------------------------------
 
 
-def serve_sim(conn: Conn, https: bool) -> None:
+def serve_sim(
+    conn: Conn, https: bool, commands: dict[str, Callable[..., Any]] | None = None
+) -> None:
+    """The sim child; `commands` adds to (or replaces) _SIM_COMMANDS: module-level
+    async functions `(world, **args)`, as bench/cri_exec.py gives."""
+    _SIM_COMMANDS.update(commands or {})
     asyncio.run(_sim_main(conn, https))
 
 
@@ -413,9 +418,11 @@ async def _floor_main(
 # --- the benches ---------------------------------------------------------------------------
 
 
-def start_sim(*, https: bool = True) -> tuple[Child, dict[str, Any]]:
+def start_sim(
+    *, https: bool = True, commands: dict[str, Callable[..., Any]] | None = None
+) -> tuple[Child, dict[str, Any]]:
     """The sim child and what connecting to it needs (kubeconfig, ca, port)."""
-    sim = Child(serve_sim, https)
+    sim = Child(serve_sim, https, commands)
     return sim, sim.receive(120)
 
 

@@ -1,0 +1,101 @@
+"""bench/cri_exec.py's pure helpers: what it reads from /proc and /metrics, and its
+percentiles (the bench itself needs a real containerd and is not run in CI)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bench.cri_exec import TICKS, is_shim_of, metric, parse_metrics, percentile, stat_cpu
+
+SOCKET = "/run/pmcri.abc/containerd.sock"
+
+
+def _stat(comm: str, utime: int, stime: int, cutime: int, cstime: int) -> str:
+    # /proc/PID/stat: pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+    # majflt cmajflt utime stime cutime cstime priority ...
+    return f"4242 ({comm}) S 1 4242 4242 0 -1 4194560 10 20 0 0 {utime} {stime} {cutime} {cstime} 20 0 12 0"
+
+
+def test_stat_cpu_reads_own_and_reaped_children_after_the_command() -> None:
+    # A command may hold spaces and parentheses: the fields start after the last ")".
+    stat = _stat("containerd-shim) (x", 7, 3, 50, 40)
+    assert stat_cpu(stat, children=False) == pytest.approx(10 / TICKS)
+    assert stat_cpu(stat, children=True) == pytest.approx(100 / TICKS)
+
+
+def test_stat_cpu_of_this_process_is_what_the_kernel_says() -> None:
+    with open(f"/proc/{os.getpid()}/stat") as f:
+        own = stat_cpu(f.read(), children=False)
+    times = os.times()
+    assert own == pytest.approx(times.user + times.system, abs=2 / TICKS)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        pytest.param(
+            [
+                "/usr/bin/containerd-shim-runc-v2",
+                "-namespace",
+                "k8s.io",
+                "-id",
+                "ab12",
+                "-address",
+                SOCKET,
+            ],
+            True,
+            id="its-shim",
+        ),
+        pytest.param(
+            ["/usr/bin/containerd-shim-runc-v2", "-namespace", "k8s.io", "-address", SOCKET + "2"],
+            False,
+            id="another-socket-sharing-a-prefix",
+        ),
+        pytest.param(
+            ["/usr/bin/containerd-shim-runc-v2", "-address", "/run/containerd/containerd.sock"],
+            False,
+            id="another-runtime",
+        ),
+        pytest.param(["containerd", "--config", SOCKET], False, id="containerd-itself"),
+        pytest.param(["/usr/bin/containerd-shim-runc-v2", SOCKET], False, id="not-after-address"),
+        pytest.param([], False, id="a-kernel-thread"),
+    ],
+)
+def test_is_shim_of(argv: list[str], expected: bool) -> None:
+    cmdline = b"".join(a.encode() + b"\0" for a in argv)
+    assert is_shim_of(cmdline, SOCKET) is expected
+
+
+EXPOSITION = """\
+# HELP probemarker_probe_runs_total Probe runs by kind and result.
+# TYPE probemarker_probe_runs_total counter
+probemarker_probe_runs_total{kind="exec",result="Succeeded"} 321.0
+probemarker_probe_runs_total{kind="exec",result="Failed"} 4.0
+probemarker_probe_runs_total{kind="httpGet",result="Succeeded"} 99.0
+probemarker_probe_duration_seconds_bucket{kind="exec",le="+Inf"} 325.0
+probemarker_probe_duration_seconds_sum{kind="exec"} 9.75
+probemarker_probe_duration_seconds_count{kind="exec"} 325.0
+probemarker_build_info{python="3.11.7",version="0.1 \\"dev\\", x"} 1.0
+probemarker_event_loop_lag_seconds 0.0012
+"""
+
+
+def test_parse_metrics_sums_the_samples_whose_labels_match() -> None:
+    samples = parse_metrics(EXPOSITION)
+    assert metric(samples, "probemarker_probe_runs_total", kind="exec") == 325
+    assert metric(samples, "probemarker_probe_runs_total", kind="exec", result="Failed") == 4
+    assert metric(samples, "probemarker_probe_runs_total") == 424
+    assert metric(samples, "probemarker_probe_duration_seconds_sum", kind="exec") == 9.75
+    assert metric(samples, "probemarker_event_loop_lag_seconds") == 0.0012
+    assert metric(samples, "probemarker_probe_runs_total", kind="grpc") == 0
+    assert metric(samples, "probemarker_build_info", python="3.11.7") == 1  # escaped quotes
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(100, 0, -1)]  # 100 .. 1, unsorted on purpose
+    assert percentile(values, 0.5) == 51  # rank round(0.5 * 99) = 50 (0-based)
+    assert percentile(values, 0.99) == 99
+    assert percentile(values, 1.0) == 100
+    assert percentile([3.0], 0.99) == 3
