@@ -2,8 +2,8 @@
 runtime (`--exec-backend cri`), side by side in one run: the cost of one exec on each
 side of it, and an idle node of 110 pods x 3 exec probes on each backend.
 
-    python bench/cri_exec.py                        # root: starts its own containerd, ~5 min
-    python bench/cri_exec.py --quick                # a smoke run, about a minute
+    python bench/cri_exec.py                        # root: starts its own containerd, ~4 min
+    python bench/cri_exec.py --quick                # a smoke run, under a minute
     python bench/cri_exec.py --cri-endpoint unix:///run/pmcri/containerd.sock   # a running one
     python bench/cri_exec.py --only exec            # or idle
 
@@ -22,7 +22,9 @@ Processes, so each figure is one process's own:
   (Python, in the sim) forwards the command to the real container with CRI `ExecSync`
   (the test-side client, tests/cri/client.py), so an `api` exec reaches the same
   container through API server + kubelet stand-in + runtime, as a real `pods/exec`
-  does; the variant `api, sim answers` has the sim's handler answer `ok` itself (no
+  does (a real kubelet calls CRI `Exec` and streams through containerd's streaming
+  server instead: the runtime's work, `runc exec`, is the same; the kubelet's own CPU
+  is not modelled beyond the sim's one ExecSync call); the variant `api, sim answers` has the sim's handler answer `ok` itself (no
   runtime: the API path's own cost). Pods on node-cri, which the sim's kubelet does not
   run, carry a status written by the bench naming the real containers
   (`containerd://<id>`, `World.create_pod_of_containers`), for the `cri` daemon;
@@ -52,7 +54,7 @@ each round runs a batch of each, in an order rotated every round, so drifts in m
 load hit them alike. Per variant: the prober's CPU per exec, the sim's per exec (utime+
 stime of its process over the batch), the runtime's per exec, and each exec's latency
 (wall clock in the prober), p50 and p99. Every figure of a batch includes what the other
-processes did meanwhile for nothing (the sim's informer-free idle, containerd's
+processes did meanwhile for nothing (the sim's own timers, containerd's
 housekeeping): the sim's figure during `cri` batches and the runtime's during `api,
 sim answers` batches show that background.
 
@@ -60,9 +62,10 @@ Idle node: --pods pods on each node, one marker (app=game) with 3 exec probes pe
 each `sh -c 'echo ok'` (--command), period --period s, timeout 1 s, thresholds 1, each
 setting the label p<j>=ok: 33 execs/s at the defaults, every probe an exec so both
 backends do the same work. One daemon at a time (api, then cri; rotated with
---idle-rounds): started, every label written, then no write for 5 s (at least --warmup
-s), then a window of --seconds. The runtime's CPU counts the execs of both backends
-(the sim's `api` handler forwards them); the sim's CPU, the API server's work.
+--idle-rounds): started, every label written, then no write for 5 s (at least
+--idle-warmup s), then a window of --seconds. The runtime does the same work in both
+turns (the cri daemon's ExecSync calls, or the api daemon's execs forwarded by the
+sim's handler); the sim's CPU is the API server's work (for api, with that ExecSync).
 
 Targets (issue 17): cri daemon CPU <= 1.5 ms per exec and below api; cri latency no
 worse than api at p50. Prints the figures and the command that reproduces them.
