@@ -11,7 +11,9 @@ handler maps the API server's, so both backends judge a command alike:
 |---|---|---|
 | exit 0 | Succeeded | stdout |
 | exit N != 0 | Failed | stderr, or stdout when stderr is empty, or "command exited with code N" |
-| DEADLINE_EXCEEDED (the runtime killed the command, or the call's deadline passed) | Failed | "command timed out after Ns" |
+| DEADLINE_EXCEEDED from the runtime (it killed the command at the limit) | Failed | "command timed out after Ns" |
+| the call's own deadline passed, and the runtime answers Version (the command overran: a child holding its output open) | Failed | "command timed out after Ns" |
+| the call's own deadline passed, and the runtime does not answer Version either (hung) | Unknown | so |
 | UNKNOWN from the runtime starting the command (missing executable, no permission) | Failed | the runtime's message |
 | UNKNOWN "container is in CONTAINER_EXITED state" (not running) | Failed | so |
 | an answer over the receive cap (RESOURCE_EXHAUSTED from grpc) | Failed | "output larger than N bytes" |
@@ -28,9 +30,14 @@ asked once (and again after a failure), bounded by the run's time limit.
 
 Timing: ExecSync carries the probe's timeout in whole seconds (the CRI's unit), so
 the runtime stops the command itself at the limit, as the kubelet's own exec probe
-does; the call's deadline is `_DEADLINE_MARGIN` later (inside the runner's grace), so
-the runtime's own DEADLINE_EXCEEDED usually arrives first. Either way: Failed, timed
-out. Output: 1 KiB kept per stream, the rest counted, as the api backend keeps it
+does; the call's deadline is `_DEADLINE_MARGIN` later, so the runtime's own
+DEADLINE_EXCEEDED arrives first unless something holds the answer back. That is
+either the command (containerd kills the process it started, then waits for its
+output pipes to close: a child still holding them keeps the answer back) or the
+runtime itself (hung). A Version question of `_ALIVE_LIMIT` tells them apart: a
+runtime that answers it is alive, so the command overran (Failed, timed out, as the
+kubelet judges it); one that does not is not the container's fault (Unknown, SPEC
+§2). The margin and the question fit in the runner's grace (0.5 s). Output: 1 KiB kept per stream, the rest counted, as the api backend keeps it
 (`kube.execresult.CappedOutput`); the runtime sends at most the receive cap.
 """
 
@@ -56,7 +63,9 @@ __all__ = ["CRIExecHandler", "ContainerRef", "container_ref", "cri_outcome", "ex
 log = structlog.get_logger(__name__)
 
 KEEP_BYTES = 1024  # kept per output stream (SPEC §2: 1 KiB), as the api backend
-_DEADLINE_MARGIN = 0.3  # seconds after the runtime's own timeout; < runner grace (0.5)
+_DEADLINE_MARGIN = 0.2  # seconds after the runtime's own timeout
+_ALIVE_LIMIT = 0.2  # seconds for Version after a call deadline; with the margin < grace
+_CALL_DEADLINE = "Deadline Exceeded"  # grpc's own text when the call's deadline passes
 _VERSION_LIMIT = 2.0  # seconds for the Version question, at most
 _WARNED_PODS = 4096  # pods remembered for the once-per-pod warning
 
@@ -116,13 +125,21 @@ def cri_outcome(
     container: str,
     max_receive: int,
     keep: int = KEEP_BYTES,
+    runtime_alive: bool = True,
 ) -> Outcome:
-    """The outcome of one ExecSync answer (the table in the module docstring; pure)."""
+    """The outcome of one ExecSync answer (the table in the module docstring; pure).
+    `runtime_alive`: after the call's own deadline, whether the runtime answered
+    Version (a runtime that did not is hung, not the container)."""
     match answer:
         case Ran():
             return exec_outcome(exited(answer, keep=keep), time_limit=time_limit)
         case NotConnected(reason=reason):
             return Outcome.unknown(reason)
+        case CallFailed(code="DEADLINE_EXCEEDED") if not runtime_alive:
+            return Outcome.unknown(
+                f"container runtime at {endpoint} did not answer: ExecSync past its "
+                f"{time_limit:g}s timeout, and Version"
+            )
         case CallFailed(code="DEADLINE_EXCEEDED"):
             return Outcome.failed(f"command timed out after {time_limit:g}s")
         case CallFailed(code="UNKNOWN", details=details) if _NOT_RUNNING in details:
@@ -193,6 +210,9 @@ class CRIExecHandler(OwnsConnections):
             timeout_seconds=max(1, math.ceil(time_limit)),
             deadline=time_limit + _DEADLINE_MARGIN,
         )
+        alive = True
+        if isinstance(answer, CallFailed) and answer.details == _CALL_DEADLINE:
+            alive = isinstance(await self._client.version(deadline=_ALIVE_LIMIT), RuntimeInfo)
         return cri_outcome(
             answer,
             time_limit=time_limit,
@@ -200,6 +220,7 @@ class CRIExecHandler(OwnsConnections):
             container=target.container,
             max_receive=self._client.max_receive,
             keep=self._keep,
+            runtime_alive=alive,
         )
 
     def _warn_once(self, target: ProbeTarget, problem: str) -> None:

@@ -10,6 +10,9 @@ quick one, and the runtime down and back.
 
 from __future__ import annotations
 
+import os
+import signal
+
 import anyio
 import pytest
 
@@ -156,3 +159,42 @@ async def test_the_runtime_down_is_unknown_and_back_is_used_again(
                     break
                 await anyio.sleep(0.1)
     assert again == Outcome.succeeded("again")  # the same container, through its shim
+
+
+async def test_a_child_holding_the_output_open_is_timed_out_by_the_call_deadline(
+    cri_endpoint: str, start_container: StartContainer
+) -> None:
+    # containerd kills the command at its timeout, then waits for the output pipes to
+    # close; the background sleep holds them. The call's own deadline ends the wait,
+    # the runtime answers Version, so the command overran: Failed, as the kubelet has it.
+    container_id = start_container("child")
+    got = await run(cri_endpoint, container_id, sh("sleep 30 & echo started"), limit=1.0)
+    assert got == Outcome.failed("command timed out after 1s")
+
+
+async def test_output_over_the_receive_cap_is_failed(
+    cri_endpoint: str, start_container: StartContainer
+) -> None:
+    container_id = start_container("huge")
+    got = await run(cri_endpoint, container_id, sh("yes | head -c 2000000"))
+    assert got.result is Result.FAILED
+    assert got.message.startswith("the command's output is larger than 1048576 bytes")
+
+
+async def test_a_hung_runtime_is_unknown_not_failed(
+    cri_endpoint: str, start_container: StartContainer, cri_runtime: RuntimeControl
+) -> None:
+    container_id = start_container("frozen")
+    pid = int((cri_runtime.state_dir / "containerd.pid").read_text())
+    async with CRIExecHandler(RuntimeClient(socket_path(cri_endpoint))) as handler:
+        with anyio.fail_after(30):
+            assert await handler.run(sh("echo up"), target(container_id), time_limit=2.0) == (
+                Outcome.succeeded("up")
+            )
+            os.kill(pid, signal.SIGSTOP)  # containerd takes calls and answers none
+            try:
+                got = await handler.run(sh("echo hi"), target(container_id), time_limit=1.0)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+    assert got.result is Result.UNKNOWN
+    assert "did not answer: ExecSync past its 1s timeout, and Version" in got.message

@@ -33,6 +33,7 @@ class Runtime:
     cancelled: list[tuple[str, ...]] = field(default_factory=list)
     sleeping: int = 0
     state: str = "idle"
+    hung: bool = False  # Version never answers (with `sleep`: a runtime that hangs)
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def reaches(self, condition: Callable[[], bool]) -> None:
@@ -46,6 +47,8 @@ class Runtime:
 
     async def version(self, request: pb.VersionRequest, context: Any) -> pb.VersionResponse:
         self.versions += 1
+        if self.hung:
+            await asyncio.sleep(3600)
         return pb.VersionResponse(
             version="0.1.0", runtime_name=self.name, runtime_version="9.9", runtime_api_version="v1"
         )

@@ -142,6 +142,17 @@ async def test_the_call_deadline_ends_a_command_the_runtime_does_not_stop(
     assert got == Outcome.failed("command timed out after 0.2s")
 
 
+async def test_a_call_deadline_with_a_hung_runtime_is_unknown(
+    runtime: Runtime, handler: CRIExecHandler
+) -> None:
+    with anyio.fail_after(10):
+        assert await handler.runtime(deadline=2.0)  # known before it hangs
+        runtime.hung = True
+        got = await handler.run(exec_("sleep", "30"), target(), time_limit=0.2)
+    assert got.result is Result.UNKNOWN
+    assert "did not answer: ExecSync past its 0.2s timeout, and Version" in got.message
+
+
 async def test_a_cancelled_run_raises_the_callers_cancellation_and_cancels_the_call(
     runtime: Runtime, handler: CRIExecHandler
 ) -> None:

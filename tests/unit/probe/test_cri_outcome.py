@@ -115,6 +115,20 @@ def test_each_answer_of_the_runtime_has_one_outcome(
     assert outcome(answer) == expected
 
 
+def test_a_call_deadline_with_a_hung_runtime_is_unknown() -> None:
+    got = cri_outcome(
+        CallFailed("DEADLINE_EXCEEDED", "Deadline Exceeded"),
+        time_limit=2.0,
+        endpoint=SOCK,
+        container="app",
+        max_receive=1024,
+        runtime_alive=False,
+    )
+    assert got == Outcome.unknown(
+        f"container runtime at {SOCK} did not answer: ExecSync past its 2s timeout, and Version"
+    )
+
+
 def test_output_is_kept_to_the_cap_and_the_rest_counted() -> None:
     result = exited(Ran(0, b"a" * 5000, "é".encode() * 600), keep=1024)
     assert (len(result.stdout), result.stdout_dropped) == (1024, 5000 - 1024)
