@@ -32,7 +32,7 @@ read -r -a PROBEMARKER <<<"${PROBEMARKER:-probemarker}"
 NS=pm-proof
 SYS=probemarker-system
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/prove-node-scope.XXXX")
-DAEMON_PID= KCM_PID=
+DAEMON_PID='' KCM_PID=''
 cleanup() {
   for pid in $DAEMON_PID $KCM_PID; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
   rm -rf "$WORK"
@@ -40,7 +40,7 @@ cleanup() {
 trap cleanup EXIT
 
 K=(kubectl --kubeconfig "$ADMIN")
-bound= unbound=
+bound='' unbound=''
 show() { # the command as run, with the tokens named rather than printed
   local line="$*"
   [[ -n $bound ]] && line=${line//"$bound"/\$BOUND}
@@ -57,7 +57,7 @@ expect_denied() {
   show "$@"
   local out rc=0
   out=$("$@" 2>&1) || rc=$?
-  echo "$out" | sed 's/^/  /'
+  sed 's/^/  /' <<<"$out"
   ((rc != 0)) || fail "$what: allowed, expected a denial"
   [[ $out == *"ValidatingAdmissionPolicy 'probemarker-node-scope'"* ]] || fail "$what: not denied by the policy"
   [[ $out == *"$message"* ]] || fail "$what: denied without '$message'"
@@ -69,7 +69,7 @@ expect_allowed() {
   show "$@"
   local out rc=0
   out=$("$@" 2>&1) || rc=$?
-  echo "$out" | sed 's/^/  /'
+  sed 's/^/  /' <<<"$out"
   ((rc == 0)) || fail "$what: denied, expected it to be allowed"
   echo "  -> allowed ($what)"
 }
@@ -187,8 +187,11 @@ pod $NS far default web && bind $NS far node-b
 pod $SYS probemarker-node-a probemarker probemarker && bind $SYS probemarker-node-a node-a
 run "${K[@]}" get pods -A -o wide
 uid=$("${K[@]}" -n $SYS get pod probemarker-node-a -o jsonpath='{.metadata.uid}')
+# The command as the reader would type it, not expanded here.
+# shellcheck disable=SC2016,SC2026
 show 'BOUND=$('kubectl create token probemarker -n $SYS --bound-object-kind Pod --bound-object-name probemarker-node-a --bound-object-uid "$uid"')'
 bound=$("${K[@]}" create token probemarker -n $SYS --bound-object-kind Pod --bound-object-name probemarker-node-a --bound-object-uid "$uid")
+# shellcheck disable=SC2016,SC2026
 show 'UNBOUND=$('kubectl create token probemarker -n $SYS')'
 unbound=$("${K[@]}" create token probemarker -n $SYS)
 for who in bound unbound; do

@@ -124,21 +124,6 @@ def script(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     )
 
 
-def test_the_script_is_valid_bash() -> None:
-    done = subprocess.run(
-        ["bash", "-n", str(SCRIPT)], capture_output=True, text=True, timeout=30, check=False
-    )
-    assert done.returncode == 0, done.stderr
-
-
-@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not on PATH")
-def test_shellcheck_finds_nothing() -> None:
-    done = subprocess.run(
-        ["shellcheck", str(SCRIPT)], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stdout
-
-
 def test_help_lists_every_option_the_script_accepts() -> None:
     accepted = re.findall(r"^\s+(--[a-z-]+)\)", SCRIPT.read_text(), flags=re.MULTILINE)
     assert len(accepted) >= 10
