@@ -51,13 +51,18 @@ show() { # the command as run, with the tokens named rather than printed
 run() { show "$@"; "$@" 2>&1 | sed 's/^/  /'; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# indent: stdin, each line two spaces in.
+indent() {
+  local line
+  while IFS= read -r line; do printf '  %s\n' "$line"; done
+}
 # expect_denied WHAT MESSAGE CMD...: CMD must fail with the policy's MESSAGE (a substring).
 expect_denied() {
   local what=$1 message=$2; shift 2
   show "$@"
   local out rc=0
   out=$("$@" 2>&1) || rc=$?
-  sed 's/^/  /' <<<"$out"
+  indent <<<"$out"
   ((rc != 0)) || fail "$what: allowed, expected a denial"
   [[ $out == *"ValidatingAdmissionPolicy 'probemarker-node-scope'"* ]] || fail "$what: not denied by the policy"
   [[ $out == *"$message"* ]] || fail "$what: denied without '$message'"
@@ -69,7 +74,7 @@ expect_allowed() {
   show "$@"
   local out rc=0
   out=$("$@" 2>&1) || rc=$?
-  sed 's/^/  /' <<<"$out"
+  indent <<<"$out"
   ((rc == 0)) || fail "$what: denied, expected it to be allowed"
   echo "  -> allowed ($what)"
 }
@@ -249,6 +254,8 @@ await() { # await WHAT CMD...: until CMD succeeds (60 s), while the daemon runs
 show_web() {
   run "${K[@]}" -n $NS get pod web -o jsonpath='labels: {.metadata.labels}{"\n"}annotations: {.metadata.annotations}{"\n"}conditions: {range .status.conditions[*]}{.type}={.status} {end}{"\n"}'
 }
+# The conditions are single-quoted on purpose: `await` evaluates them again each turn.
+# shellcheck disable=SC2016
 await "the daemon did not write its label" eval '[[ $(label) == true ]]'
 show_web
 [[ $("${K[@]}" -n $NS get pod web -o jsonpath='{.status.conditions[?(@.type=="example.com/Up")].status}') == True ]] ||
@@ -258,11 +265,13 @@ show_web
 # The pod `far` matches the marker too, but it is on node-b: the daemon never sees it.
 echo "-- the marker is deleted: the daemon removes what it wrote, through the policy too"
 run "${K[@]}" -n $NS delete ppm proof
+# shellcheck disable=SC2016
 await "the daemon did not remove its label" eval '[[ -z $(label) ]]'
+# shellcheck disable=SC2016
 await "the daemon did not remove its record" eval \
   '[[ -z $("${K[@]}" -n $NS get pod web -o jsonpath="{.metadata.annotations.probemarker\.io/owned}") ]]'
 show_web
-kill -TERM $DAEMON_PID; wait $DAEMON_PID || true; DAEMON_PID=
+kill -TERM $DAEMON_PID; wait $DAEMON_PID || true; DAEMON_PID=''
 grep -E 'write\.|probe\.decided|denied|Forbidden' "$WORK/daemon.log" | sed 's/^/  daemon: /' || true
 grep -qE 'write\.(retry|refused)' "$WORK/daemon.log" && fail "a write of the daemon was refused"
 
