@@ -29,7 +29,9 @@ Processes, so each figure is one process's own:
   is not modelled beyond the sim's one ExecSync call); the variant `api, sim answers` has the sim's handler answer `ok` itself (no
   runtime: the API path's own cost). Pods on node-cri, which the sim's kubelet does not
   run, carry a status written by the bench naming the real containers
-  (`containerd://<id>`, `World.create_pod_of_containers`), for the `cri` daemon;
+  (`containerd://<id>`, `World.create_bound_pod` then `World.write_running_status`),
+  for the `cri` daemon; each container is created for its pod, with the kubelet's
+  labels (pod UID, container name), which the cri backend checks before its first exec;
 - the runtime: containerd and the `containerd-shim-runc-v2` processes serving its pods
   (those whose command line names its socket), read through /proc/PID/stat:
   utime+stime of every thread, plus cutime+cstime, the CPU of the children each has
@@ -284,11 +286,13 @@ def runtime_for(endpoint: str | None) -> Iterator[Runtime]:
 
 
 @contextlib.contextmanager
-def containers(endpoint: str, count: int) -> Iterator[list[str]]:
-    """`count` running busybox containers, each in a pod sandbox of its own (as a node
-    has one per pod); their IDs. Removed, with their sandboxes, at the end."""
+def containers(endpoint: str, owners: Sequence[tuple[str, str]]) -> Iterator[list[str]]:
+    """A running busybox container per (pod name, pod UID) in `owners`, each in a pod
+    sandbox of its own (as a node has one per pod) and labelled as the kubelet labels
+    it (the cri backend checks whose container it is); their IDs. Removed, with their
+    sandboxes, at the end."""
     from tests.cri.client import CRIClient, compile_messages
-    from tests.cri.runtime import Containers, remove_sandbox, run_sandbox, unique
+    from tests.cri.runtime import Containers, kubelet_labels, remove_sandbox, run_sandbox, unique
 
     with tempfile.TemporaryDirectory(prefix="probemarker-bench-pb-") as out:
         pb = compile_messages(Path(out))
@@ -298,11 +302,13 @@ def containers(endpoint: str, count: int) -> Iterator[list[str]]:
         def one(i: int) -> str:
             pod = Containers(cri, run_sandbox(cri, unique(f"bench-{i}")))
             made.append(pod)
-            return pod.start("app")
+            name, uid = owners[i]
+            labels = kubelet_labels(uid=uid, container="app", namespace=NS, pod=name)
+            return pod.start("app", labels=labels)
 
         try:
             with ThreadPoolExecutor(4) as pool:
-                yield list(pool.map(one, range(count)))
+                yield list(pool.map(one, range(len(owners))))
         finally:
             with ThreadPoolExecutor(4) as pool:
                 list(pool.map(lambda p: (p.remove_all(), remove_sandbox(cri, p.sandbox)), made))
@@ -346,21 +352,30 @@ async def _sim_forward(world: Any, *, endpoint: str, pods: dict[str, str]) -> in
     return len(pods)
 
 
-async def _sim_pods_of_containers(world: Any, *, node: str, pods: dict[str, str]) -> int:
-    """Pods on `node` (app=game) whose container `app` runs as the container ID given."""
+async def _sim_bound_pods(world: Any, *, node: str, names: list[str]) -> list[str]:
+    """Pods on `node` (app=game), Pending until `_sim_running_status`; their UIDs."""
     # The sim's kubelet says once per pod that it does not run `node` (so the pod would
     # stay Pending): expected here, where the bench writes their status as their kubelet.
     logging.getLogger("probemarker.sim.kubelet.node").setLevel(logging.ERROR)
+    uids: list[str] = []
+    for start in range(0, len(names), 50):
+        made = await asyncio.gather(
+            *(
+                world.create_bound_pod(name, node=node, labels={"app": "game"})
+                for name in names[start : start + 50]
+            )
+        )
+        uids.extend(str(pod["metadata"]["uid"]) for pod in made)
+    return uids
+
+
+async def _sim_running_status(world: Any, *, pods: dict[str, str]) -> int:
+    """Each pod's status as its kubelet writes it: container `app` runs as the ID given."""
     names = list(pods)
     for start in range(0, len(names), 50):
         await asyncio.gather(
             *(
-                world.create_pod_of_containers(
-                    name,
-                    node=node,
-                    containers={"app": f"containerd://{pods[name]}"},
-                    labels={"app": "game"},
-                )
+                world.write_running_status(name, {"app": f"containerd://{pods[name]}"})
                 for name in names[start : start + 50]
             )
         )
@@ -391,7 +406,8 @@ async def _sim_wait_labelled(world: Any, *, names: list[str], labels: dict[str, 
 
 SIM_COMMANDS = {
     "forward": _sim_forward,
-    "pods_of_containers": _sim_pods_of_containers,
+    "bound_pods": _sim_bound_pods,
+    "running_status": _sim_running_status,
     "instant_pod": _sim_instant_pod,
     "uids": _sim_uids,
     "wait_labelled": _sim_wait_labelled,
@@ -805,11 +821,6 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5, help="per exec: unmeasured per variant")
     parser.add_argument("--concurrency", type=int, default=8, help="per exec: in flight")
     parser.add_argument("--pods", type=int, default=110, help="idle: pods on each node")
-    parser.add_argument(
-        "--containers",
-        type=int,
-        help="real containers (default: one per pod); pod i names container i mod N",
-    )
     parser.add_argument("--period", type=int, default=10, help="idle: the probes' period")
     parser.add_argument("--seconds", type=float, default=60.0, help="idle: each window")
     parser.add_argument("--idle-warmup", type=float, default=15.0, help="idle: before a window")
@@ -821,7 +832,6 @@ def main() -> int:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.quick:
         args.execs, args.rounds, args.pods, args.seconds, args.idle_warmup = 40, 4, 10, 10.0, 5.0
-    args.containers = min(args.containers or args.pods, args.pods)
     sys.path.insert(0, str(REPO))
     print("reproduce: python bench/cri_exec.py " + " ".join(sys.argv[1:]))
     print(
@@ -841,44 +851,42 @@ def run(args: argparse.Namespace, runtime: Runtime) -> dict[str, Any]:
     from bench.engine_idle import start_sim
 
     out: dict[str, Any] = {}
-    needed = args.containers if args.only != "exec" else 1
-    with containers(runtime.endpoint, needed) as ids:
-        runtime.find_processes()
-        version = subprocess.run(  # its own binary: the version that runs
-            [f"/proc/{runtime.containerd}/exe", "--version"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.split()
-        rss, shims = runtime.rss()
-        print(
-            f"runtime: {runtime.endpoint} ({'started by this bench' if runtime.state_dir else 'given'}), "
-            f"containerd {version[2] if len(version) > 2 else '?'}, runc; {len(ids)} busybox "
-            f"container(s), one pod sandbox each; containerd RSS {rss / MiB:.0f} MiB, "
-            f"{len(runtime.shims)} shims {shims / MiB:.0f} MiB in all"
-        )
-        sim, info = start_sim(commands=SIM_COMMANDS)
-        try:
-            count = args.pods if args.only != "exec" else 1
-            api_pods = {f"gs-{i}": ids[i % len(ids)] for i in range(count)}
-            cri_pods = {f"cri-{i}": ids[i % len(ids)] for i in range(count)}
+    count = args.pods if args.only != "exec" else 1
+    sim, info = start_sim(commands=SIM_COMMANDS)
+    try:
+        # The cri pods first: each container is made for one of them, with its UID.
+        cri_names = [f"cri-{i}" for i in range(count)]
+        cri_uids = sim.call("bound_pods", node=CRI_NODE, names=cri_names)
+        with containers(runtime.endpoint, list(zip(cri_names, cri_uids, strict=True))) as ids:
+            runtime.find_processes()
+            version = subprocess.run(  # its own binary: the version that runs
+                [f"/proc/{runtime.containerd}/exe", "--version"],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout.split()
+            rss, shims = runtime.rss()
+            print(
+                f"runtime: {runtime.endpoint} "
+                f"({'started by this bench' if runtime.state_dir else 'given'}), "
+                f"containerd {version[2] if len(version) > 2 else '?'}, runc; {len(ids)} "
+                f"busybox container(s), one pod sandbox each; containerd RSS "
+                f"{rss / MiB:.0f} MiB, {len(runtime.shims)} shims {shims / MiB:.0f} MiB in all"
+            )
+            api_pods = {f"gs-{i}": ids[i] for i in range(count)}
+            cri_pods = dict(zip(cri_names, ids, strict=True))
             sim.call("pods", count=count)
             sim.call("forward", endpoint=runtime.endpoint, pods=api_pods)
-            sim.call("pods_of_containers", node=CRI_NODE, pods=cri_pods)
-            if args.containers < args.pods:
-                print(
-                    f"{args.pods} pods per node name {args.containers} containers: pod i "
-                    f"names container i mod {args.containers}"
-                )
+            sim.call("running_status", pods=cri_pods)
             if args.only in ("exec", "all"):
                 instant = sim.call("instant_pod", name=INSTANT_POD)
-                uid, cri_uid = sim.call("uids", names=["gs-0", "cri-0"])
+                (uid,) = sim.call("uids", names=["gs-0"])
                 targets = {
                     "api": {"pod": "gs-0", "uid": uid},
                     "api, sim answers": {"pod": INSTANT_POD, "uid": instant},
                     "cri": {
                         "pod": "cri-0",
-                        "uid": cri_uid,
+                        "uid": cri_uids[0],
                         "container_id": f"containerd://{ids[0]}",
                     },
                 }
@@ -889,10 +897,10 @@ def run(args: argparse.Namespace, runtime: Runtime) -> dict[str, Any]:
                 )
                 report_idle(args, turns)
                 out["idle"] = turns
-        finally:
-            sim.close()
-        if shim_pids(runtime.socket) != runtime.shims:
-            print("note: the runtime's shims changed during the run; CPU of those gone is lost")
+            if shim_pids(runtime.socket) != runtime.shims:
+                print("note: the runtime's shims changed during the run; CPU of those gone is lost")
+    finally:
+        sim.close()
     return out
 
 

@@ -1,10 +1,12 @@
-"""The daemon's side of the container runtime socket: one channel, Version and ExecSync.
+"""The daemon's side of the container runtime socket: one channel, Version,
+ContainerStatus and ExecSync.
 
 Stage: edge (the container runtime, as `probemarker.kube` is the API server's edge),
 used by the cri exec handler (`probemarker.probe.cri`). Input: the socket path
 (`endpoint.socket_path`), a container ID and a command. Output: values, never an
 exception but cancellation:
 
+- `RuntimeInfo`, `ContainerInfo`: the answers to Version and ContainerStatus;
 - `Ran`: the runtime ran the command; its exit code and both streams (raw bytes, as
   received: the caller keeps what it needs);
 - `CallFailed`: the call ended with a grpc status (`code` is the StatusCode name,
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -54,6 +56,7 @@ __all__ = [
     "EXTRA_HINT",
     "MAX_RECEIVE",
     "CallFailed",
+    "ContainerInfo",
     "NotConnected",
     "Ran",
     "RuntimeClient",
@@ -74,6 +77,14 @@ class RuntimeInfo:
     name: str
     version: str
     api_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerInfo:
+    """The runtime's answer to ContainerStatus: the labels the container was made with."""
+
+    id: str
+    labels: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +207,15 @@ class RuntimeClient:
             return answer
         return RuntimeInfo(answer.runtime_name, answer.runtime_version, answer.runtime_api_version)
 
+    async def container(
+        self, container_id: str, *, deadline: float
+    ) -> ContainerInfo | CallFailed | NotConnected:
+        """The runtime's status of the container (its labels), within `deadline` seconds."""
+        answer = await self._call("ContainerStatus", deadline, container_id=container_id)
+        if isinstance(answer, CallFailed | NotConnected):
+            return answer
+        return ContainerInfo(answer.status.id, dict(answer.status.labels))
+
     async def exec_sync(
         self, container_id: str, command: Sequence[str], *, timeout_seconds: int, deadline: float
     ) -> Ran | CallFailed | NotConnected:
@@ -285,5 +305,6 @@ class RuntimeClient:
 # method -> (request message, response message) in runtime_v1_pb2
 _MESSAGES: dict[str, tuple[str, str]] = {
     "Version": ("VersionRequest", "VersionResponse"),
+    "ContainerStatus": ("ContainerStatusRequest", "ContainerStatusResponse"),
     "ExecSync": ("ExecSyncRequest", "ExecSyncResponse"),
 }

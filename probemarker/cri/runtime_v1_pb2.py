@@ -24,21 +24,31 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n probemarker/cri/runtime_v1.proto\x12\nruntime.v1\"!\n\x0eVersionRequest\x12\x0f\n\x07version\x18\x01 \x01(\t\"n\n\x0fVersionResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x14\n\x0cruntime_name\x18\x02 \x01(\t\x12\x17\n\x0fruntime_version\x18\x03 \x01(\t\x12\x1b\n\x13runtime_api_version\x18\x04 \x01(\t\"E\n\x0f\x45xecSyncRequest\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0b\n\x03\x63md\x18\x02 \x03(\t\x12\x0f\n\x07timeout\x18\x03 \x01(\x03\"E\n\x10\x45xecSyncResponse\x12\x0e\n\x06stdout\x18\x01 \x01(\x0c\x12\x0e\n\x06stderr\x18\x02 \x01(\x0c\x12\x11\n\texit_code\x18\x03 \x01(\x05\x32\x9f\x01\n\x0eRuntimeService\x12\x44\n\x07Version\x12\x1a.runtime.v1.VersionRequest\x1a\x1b.runtime.v1.VersionResponse\"\x00\x12G\n\x08\x45xecSync\x12\x1b.runtime.v1.ExecSyncRequest\x1a\x1c.runtime.v1.ExecSyncResponse\"\x00\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n probemarker/cri/runtime_v1.proto\x12\nruntime.v1\"!\n\x0eVersionRequest\x12\x0f\n\x07version\x18\x01 \x01(\t\"n\n\x0fVersionResponse\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x14\n\x0cruntime_name\x18\x02 \x01(\t\x12\x17\n\x0fruntime_version\x18\x03 \x01(\t\x12\x1b\n\x13runtime_api_version\x18\x04 \x01(\t\".\n\x16\x43ontainerStatusRequest\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\"\x85\x01\n\x0f\x43ontainerStatus\x12\n\n\x02id\x18\x01 \x01(\t\x12\x37\n\x06labels\x18\x0c \x03(\x0b\x32\'.runtime.v1.ContainerStatus.LabelsEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"F\n\x17\x43ontainerStatusResponse\x12+\n\x06status\x18\x01 \x01(\x0b\x32\x1b.runtime.v1.ContainerStatus\"E\n\x0f\x45xecSyncRequest\x12\x14\n\x0c\x63ontainer_id\x18\x01 \x01(\t\x12\x0b\n\x03\x63md\x18\x02 \x03(\t\x12\x0f\n\x07timeout\x18\x03 \x01(\x03\"E\n\x10\x45xecSyncResponse\x12\x0e\n\x06stdout\x18\x01 \x01(\x0c\x12\x0e\n\x06stderr\x18\x02 \x01(\x0c\x12\x11\n\texit_code\x18\x03 \x01(\x05\x32\xfd\x01\n\x0eRuntimeService\x12\x44\n\x07Version\x12\x1a.runtime.v1.VersionRequest\x1a\x1b.runtime.v1.VersionResponse\"\x00\x12\\\n\x0f\x43ontainerStatus\x12\".runtime.v1.ContainerStatusRequest\x1a#.runtime.v1.ContainerStatusResponse\"\x00\x12G\n\x08\x45xecSync\x12\x1b.runtime.v1.ExecSyncRequest\x1a\x1c.runtime.v1.ExecSyncResponse\"\x00\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'probemarker.cri.runtime_v1_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_CONTAINERSTATUS_LABELSENTRY']._loaded_options = None
+  _globals['_CONTAINERSTATUS_LABELSENTRY']._serialized_options = b'8\001'
   _globals['_VERSIONREQUEST']._serialized_start=48
   _globals['_VERSIONREQUEST']._serialized_end=81
   _globals['_VERSIONRESPONSE']._serialized_start=83
   _globals['_VERSIONRESPONSE']._serialized_end=193
-  _globals['_EXECSYNCREQUEST']._serialized_start=195
-  _globals['_EXECSYNCREQUEST']._serialized_end=264
-  _globals['_EXECSYNCRESPONSE']._serialized_start=266
-  _globals['_EXECSYNCRESPONSE']._serialized_end=335
-  _globals['_RUNTIMESERVICE']._serialized_start=338
-  _globals['_RUNTIMESERVICE']._serialized_end=497
+  _globals['_CONTAINERSTATUSREQUEST']._serialized_start=195
+  _globals['_CONTAINERSTATUSREQUEST']._serialized_end=241
+  _globals['_CONTAINERSTATUS']._serialized_start=244
+  _globals['_CONTAINERSTATUS']._serialized_end=377
+  _globals['_CONTAINERSTATUS_LABELSENTRY']._serialized_start=332
+  _globals['_CONTAINERSTATUS_LABELSENTRY']._serialized_end=377
+  _globals['_CONTAINERSTATUSRESPONSE']._serialized_start=379
+  _globals['_CONTAINERSTATUSRESPONSE']._serialized_end=449
+  _globals['_EXECSYNCREQUEST']._serialized_start=451
+  _globals['_EXECSYNCREQUEST']._serialized_end=520
+  _globals['_EXECSYNCRESPONSE']._serialized_start=522
+  _globals['_EXECSYNCRESPONSE']._serialized_end=591
+  _globals['_RUNTIMESERVICE']._serialized_start=594
+  _globals['_RUNTIMESERVICE']._serialized_end=847
 # @@protoc_insertion_point(module_scope)

@@ -20,6 +20,7 @@ handler maps the API server's, so both backends judge a command alike:
 | NOT_FOUND (the runtime no longer has that container: the pod status is behind) | Unknown | why |
 | UNAVAILABLE (socket absent or refusing), any other code | Unknown | the endpoint and the status |
 | a containerID of another runtime, or none | Unknown | which runtime, and the fix (logged once per pod) |
+| a container the runtime labels as another pod's (or not the kubelet's) | Unknown | whose it is; nothing runs in it (logged once per pod) |
 | grpcio missing (the `cri` extra) | Unknown | which extra to install |
 
 The container: the kubelet writes `<runtime name>://<id>` into the pod status, with
@@ -27,6 +28,17 @@ the name the runtime gives in its Version answer ("containerd", "cri-o"). The ID
 used only when its scheme is the connected runtime's, so an exec never reaches a
 container of another runtime that happened to share an ID. The runtime's name is
 asked once (and again after a failure), bounded by the run's time limit.
+
+The pod status is only a claim about the container, written through the API server;
+the runtime knows whose container it is: the kubelet creates every container with
+the labels `io.kubernetes.pod.uid` and `io.kubernetes.container.name`
+(kuberuntime/labels.go). Before the first exec in a container ID, ContainerStatus
+is asked and the labels must name the probe's pod UID and container, so a status
+that points elsewhere (copied, forged, or stale after a re-creation under the same
+name) never makes the daemon run a marker's command in another pod's container.
+The api backend gets the same guarantee from the API server, which resolves the pod
+and container by name. A checked ID is remembered (IDs are never reused), so the
+check costs one call per container, not per run.
 
 Timing: ExecSync carries the probe's timeout in whole seconds (the CRI's unit), so
 the runtime stops the command itself at the limit, as the kubelet's own exec probe
@@ -45,12 +57,19 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import structlog
 
 from probemarker.api.model import ExecAction, Handler
-from probemarker.cri.client import CallFailed, NotConnected, Ran, RuntimeClient, RuntimeInfo
+from probemarker.cri.client import (
+    CallFailed,
+    NotConnected,
+    Ran,
+    RuntimeClient,
+    RuntimeInfo,
+)
 from probemarker.identity import PodUID
 from probemarker.kube.execresult import CappedOutput, ExecExited
 from probemarker.probe.exec import exec_outcome
@@ -68,6 +87,10 @@ _ALIVE_LIMIT = 0.2  # seconds for Version after a call deadline; with the margin
 _CALL_DEADLINE = "Deadline Exceeded"  # grpc's own text when the call's deadline passes
 _VERSION_LIMIT = 2.0  # seconds for the Version question, at most
 _WARNED_PODS = 4096  # pods remembered for the once-per-pod warning
+_CHECKED = 8192  # container IDs remembered as checked (a node runs far fewer)
+POD_UID_LABEL = "io.kubernetes.pod.uid"  # set by the kubelet on every container
+CONTAINER_NAME_LABEL = "io.kubernetes.container.name"
+_POD_LABELS = ("io.kubernetes.pod.namespace", "io.kubernetes.pod.name")
 
 # Texts of an UNKNOWN status that say the runtime tried to start the command and the
 # container said no (containerd: "failed to exec in container: failed to start exec
@@ -105,6 +128,25 @@ def container_ref(container_id: str, runtime: RuntimeInfo, *, endpoint: str) -> 
             )
         )
     return ContainerRef(id=bare)
+
+
+def ownership_problem(labels: Mapping[str, str], target: ProbeTarget, *, short_id: str) -> str:
+    """Why the container labelled `labels` is not `target`'s to run in, or "" (pure)."""
+    uid, name = labels.get(POD_UID_LABEL), labels.get(CONTAINER_NAME_LABEL)
+    if uid is None or name is None:
+        return (
+            f"the runtime's container {short_id} has no kubelet labels ({POD_UID_LABEL}, "
+            f"{CONTAINER_NAME_LABEL}): the kubelet did not make it for this pod; nothing "
+            "is run in it"
+        )
+    if uid == target.pod_uid and name == target.container:
+        return ""
+    owner = "/".join(labels.get(key, "?") for key in _POD_LABELS)
+    return (
+        f"the pod status names container {short_id}, which the runtime says is container "
+        f"{name!r} of pod {owner} (uid {uid}), not {target.container!r} of this pod (uid "
+        f"{target.pod_uid}); nothing is run in it"
+    )
 
 
 def exited(ran: Ran, *, keep: int = KEEP_BYTES) -> ExecExited:
@@ -172,6 +214,7 @@ class CRIExecHandler(OwnsConnections):
         self._keep = keep_bytes
         self._runtime: RuntimeInfo | None = None
         self._warned: OrderedDict[PodUID, None] = OrderedDict()
+        self._checked: OrderedDict[tuple[str, PodUID, str], None] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"CRIExecHandler(client={self._client!r})"
@@ -204,6 +247,9 @@ class CRIExecHandler(OwnsConnections):
         if ref.problem:
             self._warn_once(target, ref.problem)
             return Outcome.unknown(clean_message(f"container {target.container}: {ref.problem}"))
+        refused = await self._check_owner(ref.id, target, deadline=min(time_limit, _VERSION_LIMIT))
+        if refused is not None:
+            return refused
         answer = await self._client.exec_sync(
             ref.id,
             action.command,
@@ -222,6 +268,39 @@ class CRIExecHandler(OwnsConnections):
             keep=self._keep,
             runtime_alive=alive,
         )
+
+    async def _check_owner(
+        self, container_id: str, target: ProbeTarget, *, deadline: float
+    ) -> Outcome | None:
+        """None when the runtime labels the container as `target`'s (asked once per
+        container ID), else the run's outcome: Unknown, nothing run."""
+        key = (container_id, target.pod_uid, target.container)
+        if key in self._checked:
+            return None
+        info = await self._client.container(container_id, deadline=deadline)
+        endpoint = self._client.endpoint
+        if isinstance(info, NotConnected):
+            return Outcome.unknown(info.reason)
+        if isinstance(info, CallFailed) and info.code == "NOT_FOUND":
+            return cri_outcome(
+                info,
+                time_limit=deadline,
+                endpoint=endpoint,
+                container=target.container,
+                max_receive=self._client.max_receive,
+            )
+        if isinstance(info, CallFailed):
+            return Outcome.unknown(
+                clean_message(f"container runtime at {endpoint}: ContainerStatus: {info}")
+            )
+        problem = ownership_problem(info.labels, target, short_id=container_id[:12])
+        if problem:
+            self._warn_once(target, problem)
+            return Outcome.unknown(clean_message(problem))
+        self._checked[key] = None
+        if len(self._checked) > _CHECKED:
+            self._checked.popitem(last=False)
+        return None
 
     def _warn_once(self, target: ProbeTarget, problem: str) -> None:
         if target.pod_uid in self._warned:

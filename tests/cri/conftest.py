@@ -16,7 +16,7 @@ PROBEMARKER_TEST_REQUIRE_CRI=1, as in CI). Mark such tests `@pytest.mark.cri`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import pytest
 
@@ -65,10 +65,12 @@ def cri_containers(cri: CRIClient, cri_sandbox: Sandbox) -> Iterator[Containers]
 
 @pytest.fixture
 def start_container(cri_containers: Containers) -> Callable[..., str]:
-    def start(name: str, command: Sequence[str] | None = None) -> str:
+    def start(
+        name: str, command: Sequence[str] | None = None, *, labels: Mapping[str, str] | None = None
+    ) -> str:
         if command is None:
-            return cri_containers.start(name)
-        return cri_containers.start(name, command)
+            return cri_containers.start(name, labels=labels)
+        return cri_containers.start(name, command, labels=labels)
 
     return start
 

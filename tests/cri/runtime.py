@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -101,6 +101,17 @@ def sandbox_config(pb: Any, name: str) -> Any:
     )
 
 
+def kubelet_labels(*, uid: str, container: str, namespace: str, pod: str) -> dict[str, str]:
+    """The labels the kubelet creates a container with (kuberuntime/labels.go
+    newContainerLabels), which the daemon's cri backend checks before it runs a probe."""
+    return {
+        "io.kubernetes.pod.uid": uid,
+        "io.kubernetes.container.name": container,
+        "io.kubernetes.pod.namespace": namespace,
+        "io.kubernetes.pod.name": pod,
+    }
+
+
 def rpc_error(call: Callable[[], object]) -> grpc.RpcError:
     """The grpc.RpcError the call raises (the test fails if it raises none)."""
     with pytest.raises(grpc.RpcError) as caught:
@@ -159,14 +170,21 @@ class Containers:
     sandbox: Sandbox
     started: list[str] = field(default_factory=list)
 
-    def start(self, name: str, command: Sequence[str] = SLEEP_FOREVER) -> str:
-        """Create and start a container from IMAGE; its id (64 hex digits)."""
+    def start(
+        self,
+        name: str,
+        command: Sequence[str] = SLEEP_FOREVER,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> str:
+        """Create and start a container from IMAGE with `labels` (e.g. the kubelet's,
+        `kubelet_labels`); its id (64 hex digits)."""
         pb = self.cri.pb
         config = pb.ContainerConfig(
             metadata=pb.ContainerMetadata(name=name),
             image=pb.ImageSpec(image=IMAGE),
             command=list(command),
-            labels={"probemarker.test": "cri"},
+            labels={"probemarker.test": "cri", **(labels or {})},
             linux=pb.LinuxContainerConfig(
                 security_context=pb.LinuxContainerSecurityContext(namespace_options=namespaces(pb))
             ),

@@ -18,8 +18,9 @@ from kubernetes_asyncio import client
 
 from probemarker.sim import SimCluster
 from tests.cri.client import CRIClient
-from tests.cri.runtime import StartContainer
+from tests.cri.runtime import StartContainer, kubelet_labels
 from tests.integration.world import (
+    NS,
     Script,
     World,
     condition,
@@ -66,15 +67,15 @@ def write_state(cri: CRIClient, container_id: str, text: str | None) -> None:
 async def test_a_marker_flips_labels_of_real_containers_through_cri(
     world: World, cri: CRIClient, cri_endpoint: str, start_container: StartContainer
 ) -> None:
-    first, second = start_container("gs-1"), start_container("gs-2")
+    ids = {}
+    for name in ("gs-1", "gs-2"):
+        pod = await world.create_bound_pod(name, node=NODE, labels={"app": "game"})
+        # As the kubelet makes it: labelled with the pod's UID and the container's name.
+        labels = kubelet_labels(uid=pod["metadata"]["uid"], container="app", namespace=NS, pod=name)
+        ids[name] = start_container(name, labels=labels)
+        await world.write_running_status(name, {"app": f"containerd://{ids[name]}"})
+    first, second = ids["gs-1"], ids["gs-2"]
     write_state(cri, first, "idle")
-    for name, container_id in (("gs-1", first), ("gs-2", second)):
-        await world.create_pod_of_containers(
-            name,
-            node=NODE,
-            containers={"app": f"containerd://{container_id}"},
-            labels={"app": "game"},
-        )
     await world.apply_marker(marker("m", probes=[state_probe()]))
     async with running_daemon(world.sim, node=NODE, exec_backend="cri", cri_endpoint=cri_endpoint):
         idle = await world.wait_pod("gs-1", lambda p: labels_of(p).get(STATE) == "idle")

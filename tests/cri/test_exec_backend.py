@@ -24,15 +24,35 @@ from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
 from tests.cri.client import CRIClient
-from tests.cri.runtime import Containers, RuntimeControl, StartContainer, processes
+from tests.cri.runtime import (
+    Containers,
+    RuntimeControl,
+    StartContainer,
+    kubelet_labels,
+    processes,
+)
 
 pytestmark = pytest.mark.cri
 
 
+UID = "0b2f8a86-5c8e-4b5e-9f57-0a1f3c2d4e5f"
+OURS = kubelet_labels(uid=UID, container="app", namespace="default", pod="gs-1")
+
+
 def target(container_id: str) -> ProbeTarget:
     return ProbeTarget(
-        "default", "gs-1", PodUID("uid-1"), "app", container_id=f"containerd://{container_id}"
+        "default", "gs-1", PodUID(UID), "app", container_id=f"containerd://{container_id}"
     )
+
+
+@pytest.fixture
+def start_ours(start_container: StartContainer) -> StartContainer:
+    """Containers the kubelet made for the probe's pod and container (its labels)."""
+
+    def start(name: str, command: list[str] | None = None) -> str:
+        return start_container(name, command, labels=OURS)
+
+    return start
 
 
 def sh(script: str) -> ExecAction:
@@ -58,16 +78,16 @@ async def run(
     ],
 )
 async def test_exit_codes_and_streams(
-    cri_endpoint: str, start_container: StartContainer, script: str, expected: Outcome
+    cri_endpoint: str, start_ours: StartContainer, script: str, expected: Outcome
 ) -> None:
-    container_id = start_container("streams")
+    container_id = start_ours("streams")
     assert await run(cri_endpoint, container_id, sh(script)) == expected
 
 
 async def test_output_beyond_the_cap_is_read_and_cut_at_1_kib(
-    cri_endpoint: str, start_container: StartContainer
+    cri_endpoint: str, start_ours: StartContainer
 ) -> None:
-    container_id = start_container("flood")
+    container_id = start_ours("flood")
     # 200 KiB on each stream; stdout kept on success: 1 KiB of it.
     script = "yes o | head -c 204800; yes e | head -c 204800 >&2"
     got = await run(cri_endpoint, container_id, sh(script))
@@ -77,18 +97,18 @@ async def test_output_beyond_the_cap_is_read_and_cut_at_1_kib(
 
 
 async def test_a_command_past_its_timeout_is_failed_and_killed(
-    cri: CRIClient, cri_endpoint: str, start_container: StartContainer
+    cri: CRIClient, cri_endpoint: str, start_ours: StartContainer
 ) -> None:
-    container_id = start_container("slow")
+    container_id = start_ours("slow")
     got = await run(cri_endpoint, container_id, ExecAction(command=("sleep", "37")), limit=1.0)
     assert got == Outcome.failed("command timed out after 1s")
     assert not [p for p in processes(cri, container_id) if p.startswith("sleep 37")]
 
 
 async def test_a_missing_executable_is_failed_with_the_runtimes_message(
-    cri_endpoint: str, start_container: StartContainer
+    cri_endpoint: str, start_ours: StartContainer
 ) -> None:
-    container_id = start_container("missing")
+    container_id = start_ours("missing")
     got = await run(cri_endpoint, container_id, ExecAction(command=("no-such-exe",)))
     assert got.result is Result.FAILED
     assert "OCI runtime exec failed" in got.message
@@ -96,9 +116,9 @@ async def test_a_missing_executable_is_failed_with_the_runtimes_message(
 
 
 async def test_a_stopped_container_is_failed_as_not_running(
-    cri_endpoint: str, start_container: StartContainer, cri_containers: Containers
+    cri_endpoint: str, start_ours: StartContainer, cri_containers: Containers
 ) -> None:
-    container_id = start_container("stopped")
+    container_id = start_ours("stopped")
     cri_containers.stop(container_id)
     got = await run(cri_endpoint, container_id, sh("echo hi"))
     assert got == Outcome.failed(
@@ -108,9 +128,9 @@ async def test_a_stopped_container_is_failed_as_not_running(
 
 
 async def test_a_removed_container_is_unknown(
-    cri_endpoint: str, start_container: StartContainer, cri_containers: Containers
+    cri_endpoint: str, start_ours: StartContainer, cri_containers: Containers
 ) -> None:
-    container_id = start_container("removed")
+    container_id = start_ours("removed")
     cri_containers.remove(container_id)
     got = await run(cri_endpoint, container_id, sh("echo hi"))
     assert got.result is Result.UNKNOWN
@@ -118,9 +138,9 @@ async def test_a_removed_container_is_unknown(
 
 
 async def test_a_slow_exec_holds_no_other_exec_up(
-    cri_endpoint: str, start_container: StartContainer
+    cri_endpoint: str, start_ours: StartContainer
 ) -> None:
-    container_id = start_container("both")
+    container_id = start_ours("both")
     finished: list[str] = []
     async with CRIExecHandler(RuntimeClient(socket_path(cri_endpoint))) as handler:
 
@@ -138,9 +158,9 @@ async def test_a_slow_exec_holds_no_other_exec_up(
 
 
 async def test_the_runtime_down_is_unknown_and_back_is_used_again(
-    cri_endpoint: str, start_container: StartContainer, cri_runtime: RuntimeControl
+    cri_endpoint: str, start_ours: StartContainer, cri_runtime: RuntimeControl
 ) -> None:
-    container_id = start_container("survivor")
+    container_id = start_ours("survivor")
     async with CRIExecHandler(RuntimeClient(socket_path(cri_endpoint))) as handler:
         with anyio.fail_after(60):
             before = await handler.run(sh("echo up"), target(container_id), time_limit=5.0)
@@ -162,29 +182,29 @@ async def test_the_runtime_down_is_unknown_and_back_is_used_again(
 
 
 async def test_a_child_holding_the_output_open_is_timed_out_by_the_call_deadline(
-    cri_endpoint: str, start_container: StartContainer
+    cri_endpoint: str, start_ours: StartContainer
 ) -> None:
     # containerd kills the command at its timeout, then waits for the output pipes to
     # close; the background sleep holds them. The call's own deadline ends the wait,
     # the runtime answers Version, so the command overran: Failed, as the kubelet has it.
-    container_id = start_container("child")
+    container_id = start_ours("child")
     got = await run(cri_endpoint, container_id, sh("sleep 30 & echo started"), limit=1.0)
     assert got == Outcome.failed("command timed out after 1s")
 
 
 async def test_output_over_the_receive_cap_is_failed(
-    cri_endpoint: str, start_container: StartContainer
+    cri_endpoint: str, start_ours: StartContainer
 ) -> None:
-    container_id = start_container("huge")
+    container_id = start_ours("huge")
     got = await run(cri_endpoint, container_id, sh("yes | head -c 2000000"))
     assert got.result is Result.FAILED
     assert got.message.startswith("the command's output is larger than 1048576 bytes")
 
 
 async def test_a_hung_runtime_is_unknown_not_failed(
-    cri_endpoint: str, start_container: StartContainer, cri_runtime: RuntimeControl
+    cri_endpoint: str, start_ours: StartContainer, cri_runtime: RuntimeControl
 ) -> None:
-    container_id = start_container("frozen")
+    container_id = start_ours("frozen")
     pid = int((cri_runtime.state_dir / "containerd.pid").read_text())
     async with CRIExecHandler(RuntimeClient(socket_path(cri_endpoint))) as handler:
         with anyio.fail_after(30):
@@ -198,3 +218,37 @@ async def test_a_hung_runtime_is_unknown_not_failed(
                 os.kill(pid, signal.SIGCONT)
     assert got.result is Result.UNKNOWN
     assert "did not answer: ExecSync past its 1s timeout, and Version" in got.message
+
+
+@pytest.mark.parametrize(
+    ("labels", "needle"),
+    [
+        pytest.param(
+            kubelet_labels(uid="another-uid", container="app", namespace="default", pod="other"),
+            "which the runtime says is container 'app' of pod default/other (uid another-uid), "
+            f"not 'app' of this pod (uid {UID}); nothing is run in it",
+            id="another-pod",
+        ),
+        pytest.param(
+            kubelet_labels(uid=UID, container="sidecar", namespace="default", pod="gs-1"),
+            "is container 'sidecar' of pod default/gs-1",
+            id="another-container",
+        ),
+        pytest.param({}, "has no kubelet labels", id="not-the-kubelets"),
+    ],
+)
+async def test_a_container_the_runtime_says_is_not_the_probes_runs_nothing(
+    cri: CRIClient,
+    cri_endpoint: str,
+    start_container: StartContainer,
+    labels: dict[str, str],
+    needle: str,
+) -> None:
+    # The pod status names a container, but the runtime's labels say whose it is: a
+    # forged, copied or stale status must not make the daemon run a command there.
+    container_id = start_container("foreign", labels=labels)
+    got = await run(cri_endpoint, container_id, sh("touch /tmp/ran"))
+    assert got.result is Result.UNKNOWN
+    assert needle in got.message
+    answer = cri.exec_sync(container_id, ["ls", "/tmp/ran"], timeout=5)
+    assert answer.exit_code != 0  # the probe's command never ran

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -39,6 +40,16 @@ async def runtime(tmp_path: Path) -> AsyncIterator[tuple[Runtime, str]]:
     await server.stop(grace=None)
 
 
+def kubelet_labels(pod: dict[str, Any]) -> dict[str, str]:
+    meta = pod["metadata"]
+    return {
+        "io.kubernetes.pod.uid": meta["uid"],
+        "io.kubernetes.container.name": "app",
+        "io.kubernetes.pod.namespace": meta["namespace"],
+        "io.kubernetes.pod.name": meta["name"],
+    }
+
+
 def state_probe() -> dict[str, object]:
     return probe(
         "state",
@@ -57,9 +68,9 @@ async def test_a_marker_flips_labels_through_the_runtime(
     world: World, runtime: tuple[Runtime, str]
 ) -> None:
     scripted, endpoint = runtime
-    await world.create_pod_of_containers(
-        "gs-1", node=NODE, containers={"app": f"containerd://{ID}"}, labels={"app": "game"}
-    )
+    pod = await world.create_bound_pod("gs-1", node=NODE, labels={"app": "game"})
+    scripted.labels = kubelet_labels(pod)  # what the runtime says of the container
+    await world.write_running_status("gs-1", {"app": f"containerd://{ID}"})
     await world.apply_marker(marker("m", probes=[state_probe()]))
     async with running_daemon(world.sim, node=NODE, exec_backend="cri", cri_endpoint=endpoint):
         idle = await world.wait_pod(
@@ -80,9 +91,8 @@ async def test_a_runtime_that_is_down_changes_nothing_on_the_pod(
     world: World, tmp_path: Path
 ) -> None:
     endpoint = f"unix://{tmp_path / 'absent.sock'}"
-    await world.create_pod_of_containers(
-        "gs-1", node=NODE, containers={"app": f"containerd://{ID}"}, labels={"app": "game"}
-    )
+    await world.create_bound_pod("gs-1", node=NODE, labels={"app": "game"})
+    await world.write_running_status("gs-1", {"app": f"containerd://{ID}"})
     await world.apply_marker(marker("m", probes=[state_probe()]))
     written = world.pod_writes()  # the test's own status write, as the kubelet's
     with capture_logs() as logs:

@@ -174,18 +174,16 @@ class World:
         await self.core.create_namespaced_pod(NS, body)
         return await self.sim.kubelet.wait_running(NS, name)
 
-    async def create_pod_of_containers(
+    async def create_bound_pod(
         self,
         name: str,
         *,
         node: str,
-        containers: dict[str, str],
+        containers: tuple[str, ...] = ("app",),
         labels: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """A pod on `node` (one the sim's kubelet does not run) whose status says its
-        containers run with the given containerIDs (name -> `containerd://<id>`): the
-        status a kubelet writes for containers a real runtime runs, written here by the
-        test as that kubelet would (pods/status), so the daemon finds real containers."""
+        """A pod bound to `node`, one the sim's kubelet does not run: it stays Pending
+        until the test writes its status (`write_running_status`)."""
         body: Any = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -197,6 +195,12 @@ class World:
             },
         }
         await self.core.create_namespaced_pod(NS, body)
+        return self.pod(name)
+
+    async def write_running_status(self, name: str, container_ids: dict[str, str]) -> None:
+        """The status a kubelet writes for containers a real runtime runs (name ->
+        `containerd://<id>`), written by the test through pods/status as that kubelet
+        would, so the daemon finds real containers."""
         started = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=5)
         since = started.isoformat().replace("+00:00", "Z")
         status = {
@@ -217,11 +221,10 @@ class World:
                     "restartCount": 0,
                     "state": {"running": {"startedAt": since}},
                 }
-                for container, container_id in containers.items()
+                for container, container_id in container_ids.items()
             ],
         }
         await self.core.patch_namespaced_pod_status(name, NS, {"status": status})
-        return self.pod(name)
 
     async def apply_marker(self, body: dict[str, Any]) -> None:
         name = body["metadata"]["name"]

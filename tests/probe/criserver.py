@@ -1,7 +1,8 @@
 """A scripted CRI runtime on a unix socket, for the tests of the cri exec backend.
 
-A grpc.aio server serves `runtime.v1.RuntimeService` (Version, ExecSync); ExecSync is
-scripted by the command: `echo WORDS`, `exit N` (stderr "bye"), `sleep S` (until the
+A grpc.aio server serves `runtime.v1.RuntimeService` (Version, ExecSync); ContainerStatus answers
+the kubelet's labels the test gives (`owners`, `labels`); ExecSync is scripted by the
+command: `echo WORDS`, `exit N` (stderr "bye"), `sleep S` (until the
 call ends; a cancelled call is recorded), `flood N` (N bytes of stdout), `fail CODE
 DETAILS` (the call ends with that grpc status), and `state` (prints `Runtime.state`,
 exit 0, or exit 1 when it is empty: what a test flips).
@@ -34,6 +35,16 @@ class Runtime:
     sleeping: int = 0
     state: str = "idle"
     hung: bool = False  # Version never answers (with `sleep`: a runtime that hangs)
+    # ContainerStatus: the labels of each container ID (the kubelet's); others have
+    # `labels`, the kubelet's for pod uid-1, container app (what tests target).
+    owners: dict[str, dict[str, str]] = field(default_factory=dict)
+    labels: dict[str, str] = field(
+        default_factory=lambda: {
+            "io.kubernetes.pod.uid": "uid-1",
+            "io.kubernetes.container.name": "app",
+        }
+    )
+    statuses: list[str] = field(default_factory=list)  # container IDs asked about
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def reaches(self, condition: Callable[[], bool]) -> None:
@@ -51,6 +62,15 @@ class Runtime:
             await asyncio.sleep(3600)
         return pb.VersionResponse(
             version="0.1.0", runtime_name=self.name, runtime_version="9.9", runtime_api_version="v1"
+        )
+
+    async def container_status(
+        self, request: pb.ContainerStatusRequest, context: Any
+    ) -> pb.ContainerStatusResponse:
+        self.statuses.append(request.container_id)
+        labels = self.owners.get(request.container_id, self.labels)
+        return pb.ContainerStatusResponse(
+            status=pb.ContainerStatus(id=request.container_id, labels=labels)
         )
 
     async def exec_sync(self, request: pb.ExecSyncRequest, context: Any) -> pb.ExecSyncResponse:
@@ -87,6 +107,11 @@ async def serve(runtime: Runtime, socket: Path) -> grpc.aio.Server:
             runtime.version,
             request_deserializer=pb.VersionRequest.FromString,
             response_serializer=pb.VersionResponse.SerializeToString,
+        ),
+        "ContainerStatus": grpc.unary_unary_rpc_method_handler(
+            runtime.container_status,
+            request_deserializer=pb.ContainerStatusRequest.FromString,
+            response_serializer=pb.ContainerStatusResponse.SerializeToString,
         ),
         "ExecSync": grpc.unary_unary_rpc_method_handler(
             runtime.exec_sync,

@@ -292,3 +292,34 @@ async def test_refusals_are_timed_from_the_first_until_the_runtime_answers(socke
             await server.stop(grace=None)
             await handler.run(exec_("echo"), target(), time_limit=1.0)
             assert client.refused_for()[1].startswith("UNAVAILABLE")
+
+
+async def test_whose_container_it_is_is_asked_once_per_container(
+    runtime: Runtime, handler: CRIExecHandler
+) -> None:
+    with anyio.fail_after(10):
+        for _ in range(3):
+            got = await handler.run(exec_("echo", "x"), target(), time_limit=1.0)
+            assert got == Outcome.succeeded("x")
+    assert runtime.statuses == [ID]
+
+
+async def test_another_pods_container_runs_nothing_and_is_logged_once_per_pod(
+    runtime: Runtime, handler: CRIExecHandler
+) -> None:
+    runtime.owners[ID] = {
+        "io.kubernetes.pod.uid": "uid-9",
+        "io.kubernetes.container.name": "app",
+        "io.kubernetes.pod.namespace": "default",
+        "io.kubernetes.pod.name": "bank",
+    }
+    with anyio.fail_after(10), capture_logs() as logs:
+        first = await handler.run(exec_("echo", "x"), target(), time_limit=1.0)
+        again = await handler.run(exec_("echo", "x"), target(), time_limit=1.0)
+    assert first.result is again.result is Result.UNKNOWN
+    assert "which the runtime says is container 'app' of pod default/bank (uid uid-9)" in (
+        first.message
+    )
+    assert runtime.requests == []  # no ExecSync at all
+    assert runtime.statuses == [ID, ID]  # a refusal is not remembered as checked
+    assert len([e for e in logs if e["event"] == "probe.cri_container_unusable"]) == 1

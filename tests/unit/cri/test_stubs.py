@@ -18,6 +18,10 @@ CRI_FIELDS = [
     ("VersionResponse", "runtime_name", 2, "string"),
     ("VersionResponse", "runtime_version", 3, "string"),
     ("VersionResponse", "runtime_api_version", 4, "string"),
+    ("ContainerStatusRequest", "container_id", 1, "string"),
+    ("ContainerStatus", "id", 1, "string"),
+    ("ContainerStatus", "labels", 12, "message"),
+    ("ContainerStatusResponse", "status", 1, "message"),
     ("ExecSyncRequest", "container_id", 1, "string"),
     ("ExecSyncRequest", "cmd", 2, "string"),
     ("ExecSyncRequest", "timeout", 3, "int64"),
@@ -25,7 +29,7 @@ CRI_FIELDS = [
     ("ExecSyncResponse", "stderr", 2, "bytes"),
     ("ExecSyncResponse", "exit_code", 3, "int32"),
 ]
-_TYPE_NAMES = {9: "string", 3: "int64", 12: "bytes", 5: "int32"}
+_TYPE_NAMES = {9: "string", 3: "int64", 12: "bytes", 5: "int32", 11: "message"}
 
 
 def test_the_committed_module_is_what_the_proto_generates(tmp_path: Path) -> None:
@@ -51,14 +55,24 @@ def test_no_field_is_declared_that_the_table_does_not_check() -> None:
         (message.name, field.name)
         for message in runtime_v1_pb2.DESCRIPTOR.message_types_by_name.values()
         for field in message.fields
-    }
+    }  # top-level messages; the map's entry type is nested in ContainerStatus
     assert declared == {(m, f) for m, f, _, _ in CRI_FIELDS}
 
 
 def test_the_service_and_methods_are_the_cris() -> None:
     service = runtime_v1_pb2.DESCRIPTOR.services_by_name["RuntimeService"]
     assert service.full_name == "runtime.v1.RuntimeService"
-    assert {m.name for m in service.methods} == {"Version", "ExecSync"}
+    assert {m.name for m in service.methods} == {"Version", "ContainerStatus", "ExecSync"}
+
+
+def test_labels_are_a_string_map_and_the_status_is_a_container_status() -> None:
+    messages = runtime_v1_pb2.DESCRIPTOR.message_types_by_name
+    labels = messages["ContainerStatus"].fields_by_name["labels"]
+    assert labels.message_type.GetOptions().map_entry
+    key, value = labels.message_type.fields
+    assert (key.number, key.type, value.number, value.type) == (1, 9, 2, 9)
+    status = messages["ContainerStatusResponse"].fields_by_name["status"]
+    assert status.message_type.full_name == "runtime.v1.ContainerStatus"
 
 
 def test_fields_a_runtime_adds_are_skipped_on_decode() -> None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from probemarker.cri.client import CallFailed, NotConnected, Ran, RuntimeInfo
-from probemarker.probe.cri import ContainerRef, container_ref, cri_outcome, exited
+from probemarker.identity import PodUID
+from probemarker.probe.cri import (
+    ContainerRef,
+    container_ref,
+    cri_outcome,
+    exited,
+    ownership_problem,
+)
+from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome
 
 CONTAINERD = RuntimeInfo("containerd", "1.6.20", "v1")
@@ -140,3 +148,40 @@ def test_output_is_kept_to_the_cap_and_the_rest_counted() -> None:
 def test_hostile_output_reaches_the_pod_cleaned() -> None:
     stderr = "\x1b]0;title\x07\x1b[31mred\x1b[0m\x00\u202e".encode()
     assert outcome(Ran(1, b"", stderr)) == Outcome.failed("red")
+
+
+def kubelet(uid: str, name: str, pod: str = "gs-1") -> dict[str, str]:
+    return {
+        "io.kubernetes.pod.uid": uid,
+        "io.kubernetes.container.name": name,
+        "io.kubernetes.pod.namespace": "default",
+        "io.kubernetes.pod.name": pod,
+    }
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        (kubelet("uid-1", "app"), ""),
+        ({"io.kubernetes.pod.uid": "uid-1", "io.kubernetes.container.name": "app"}, ""),
+        (
+            kubelet("uid-2", "app", pod="other"),
+            "the pod status names container 0000000000ab, which the runtime says is container "
+            "'app' of pod default/other (uid uid-2), not 'app' of this pod (uid uid-1); nothing "
+            "is run in it",
+        ),
+        (kubelet("uid-1", "sidecar"), "is container 'sidecar' of pod default/gs-1 (uid uid-1)"),
+        ({"io.kubernetes.pod.uid": "uid-2", "io.kubernetes.container.name": "app"}, "of pod ?/?"),
+        ({}, "has no kubelet labels"),
+        ({"io.kubernetes.pod.uid": "uid-1"}, "has no kubelet labels"),
+    ],
+)
+def test_the_runtimes_labels_must_name_the_probes_pod_and_container(
+    labels: dict[str, str], expected: str
+) -> None:
+    target = ProbeTarget("default", "gs-1", PodUID("uid-1"), "app")
+    problem = ownership_problem(labels, target, short_id="0000000000ab")
+    if expected:
+        assert expected in problem
+    else:
+        assert problem == ""
