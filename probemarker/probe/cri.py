@@ -49,7 +49,9 @@ output pipes to close: a child still holding them keeps the answer back) or the
 runtime itself (hung). A Version question of `_ALIVE_LIMIT` tells them apart: a
 runtime that answers it is alive, so the command overran (Failed, timed out, as the
 kubelet judges it); one that does not is not the container's fault (Unknown, SPEC
-§2). The margin and the question fit in the runner's grace (0.5 s). Output: 1 KiB kept per stream, the rest counted, as the api backend keeps it
+§2). The margin and the question fit in the runner's grace (0.5 s).
+
+Output: 1 KiB kept per stream, the rest counted, as the api backend keeps it
 (`kube.execresult.CappedOutput`); the runtime sends at most the receive cap.
 """
 
@@ -77,7 +79,14 @@ from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import clean_message
 
-__all__ = ["CRIExecHandler", "ContainerRef", "container_ref", "cri_outcome", "exited"]
+__all__ = [
+    "CRIExecHandler",
+    "ContainerRef",
+    "container_ref",
+    "cri_outcome",
+    "exited",
+    "ownership_problem",
+]
 
 log = structlog.get_logger(__name__)
 
