@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
+from tests.cri.runtime import kubelet_labels
 from tests.integration.world import (
     World,
     condition,
@@ -40,16 +40,6 @@ async def runtime(tmp_path: Path) -> AsyncIterator[tuple[Runtime, str]]:
     await server.stop(grace=None)
 
 
-def kubelet_labels(pod: dict[str, Any]) -> dict[str, str]:
-    meta = pod["metadata"]
-    return {
-        "io.kubernetes.pod.uid": meta["uid"],
-        "io.kubernetes.container.name": "app",
-        "io.kubernetes.pod.namespace": meta["namespace"],
-        "io.kubernetes.pod.name": meta["name"],
-    }
-
-
 def state_probe() -> dict[str, object]:
     return probe(
         "state",
@@ -69,7 +59,10 @@ async def test_a_marker_flips_labels_through_the_runtime(
 ) -> None:
     scripted, endpoint = runtime
     pod = await world.create_bound_pod("gs-1", node=NODE, labels={"app": "game"})
-    scripted.labels = kubelet_labels(pod)  # what the runtime says of the container
+    meta = pod["metadata"]  # what the runtime says of the container: the kubelet's labels
+    scripted.labels = kubelet_labels(
+        uid=meta["uid"], container="app", namespace=meta["namespace"], pod=meta["name"]
+    )
     await world.write_running_status("gs-1", {"app": f"containerd://{ID}"})
     await world.apply_marker(marker("m", probes=[state_probe()]))
     async with running_daemon(world.sim, node=NODE, exec_backend="cri", cri_endpoint=endpoint):

@@ -11,7 +11,7 @@ the missing extra. What a real runtime answers is tests/cri/'s (containerd and r
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -39,13 +39,15 @@ def exec_(*argv: str) -> ExecAction:
     return ExecAction(command=tuple(argv))
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], *, tries: int = 100) -> None:
-    """Ask `check` every 0.1 s until it says yes (the runtime's reconnects are timed)."""
+async def until_it_answers(handler: CRIExecHandler, word: str, *, tries: int = 100) -> None:
+    """Run `echo word` every 0.1 s until it succeeds with `word` (grpc reconnects to a
+    runtime that came back with a backoff of 3 s at most: timed, nothing to await)."""
     for _ in range(tries):
-        if await check():
+        got = await handler.run(exec_("echo", word), target(), time_limit=2.0)
+        if got == Outcome.succeeded(word):
             return
         await anyio.sleep(0.1)
-    raise AssertionError("never")
+    raise AssertionError(f"echo {word} never succeeded")
 
 
 @pytest.fixture
@@ -193,12 +195,7 @@ async def test_a_runtime_that_goes_away_is_unknown_and_one_that_comes_back_is_us
         assert down.message.startswith(f"container runtime at unix://{socket}: UNAVAILABLE")
         second = Runtime()
         server = await serve(second, socket)
-
-        async def answers() -> bool:
-            got = await handler.run(exec_("echo", "c"), target(), time_limit=2.0)
-            return got == Outcome.succeeded("c")
-
-        await eventually(answers)  # grpc reconnects with a backoff of 3 s at most
+        await until_it_answers(handler, "c")
     await server.stop(grace=None)
     assert [list(r.cmd) for r in second.requests][-1] == ["echo", "c"]
 
@@ -212,12 +209,7 @@ async def test_a_socket_absent_at_start_is_unknown_and_asked_again_later(
         assert "UNAVAILABLE" in absent.message
         runtime = Runtime()
         server = await serve(runtime, socket)
-
-        async def answers() -> bool:
-            got = await handler.run(exec_("echo", "a"), target(), time_limit=1.0)
-            return got.result is Result.SUCCEEDED
-
-        await eventually(answers)
+        await until_it_answers(handler, "a")
         await handler.run(exec_("echo", "b"), target(), time_limit=1.0)
     await server.stop(grace=None)
     assert runtime.versions == 1  # asked until it answered, then kept
@@ -281,12 +273,7 @@ async def test_refusals_are_timed_from_the_first_until_the_runtime_answers(socke
             assert error.startswith("UNAVAILABLE")
             runtime = Runtime()
             server = await serve(runtime, socket)
-
-            async def answers() -> bool:
-                got = await handler.run(exec_("echo", "a"), target(), time_limit=1.0)
-                return got.result is Result.SUCCEEDED
-
-            await eventually(answers)
+            await until_it_answers(handler, "a")
             assert client.refused_for() == (0.0, "")
             # A refusal after an answer starts a new count.
             await server.stop(grace=None)
