@@ -165,14 +165,15 @@ def _namespaces(text: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _cri_endpoint(text: str) -> str:
-    socket_path(text)  # refuses what is not a unix socket URL, saying what to write
-    return text.strip()
+def _checked_text(check: Callable[[str], object]) -> Callable[[str], str]:
+    """The text, stripped, once `check` (which raises ValueError saying why) accepts it:
+    for settings kept as text and parsed again where they are used."""
 
+    def parse(text: str) -> str:
+        check(text)
+        return text.strip()
 
-def _listen_address(text: str) -> str:
-    parse_listen_address(text)  # refuses what cannot be listened on, saying why
-    return text.strip()
+    return parse
 
 
 _PARSERS: Mapping[str, Callable[[str], Any]] = {
@@ -180,7 +181,7 @@ _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "marker_group": _choice(rules.GROUP, rules.KRUISE_GROUP),
     "max_concurrent_probes": _positive(int),
     "exec_backend": _choice("api", "cri"),
-    "cri_endpoint": _cri_endpoint,
+    "cri_endpoint": _checked_text(socket_path),  # a unix socket URL
     "write_qps": _positive(float),
     "write_burst": _positive(int),
     "event_qps": _positive(float),
@@ -191,7 +192,7 @@ _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "shutdown_grace_seconds": lambda text: _nonnegative(float(text)),
     "log_format": _choice("auto", "json", "console"),
     "log_level": _choice("debug", "info", "warning", "error"),
-    "metrics_address": _listen_address,
+    "metrics_address": _checked_text(parse_listen_address),
 }
 
 
