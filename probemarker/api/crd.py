@@ -420,6 +420,10 @@ def _probe_schema() -> Schema:
                         rules.MSG_RESERVED_CONDITION,
                         messageExpression=_RESERVED_MESSAGE_EXPRESSION,
                     ),
+                    _cel(
+                        f"!self.matches({_quote(rules.RESERVED_KEY_PREFIX_RE)})",
+                        rules.MSG_RESERVED_CONDITION_PREFIX,
+                    ),
                 ],
             },
         },

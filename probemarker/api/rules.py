@@ -164,6 +164,14 @@ MSG_POLICY_OR_CONDITION: Final = (
 MSG_RESERVED_CONDITION: Final = (
     "is owned by Kubernetes, the kubelet or Kruise; choose your own type, e.g. example.com/Idle"
 )
+# Condition types share the label keys' reserved prefixes: Kubernetes owns every
+# condition type under kubernetes.io/ and k8s.io/ (as it owns such keys), and the
+# daemon's admission policy refuses to write them.
+MSG_RESERVED_CONDITION_PREFIX: Final = (
+    "must not use the prefixes kubernetes.io/ or k8s.io/, which Kubernetes reserves "
+    "(probemarker may not write them); choose your own type, e.g. example.com/Idle "
+    "(subdomains such as app.kubernetes.io/ are allowed)"
+)
 MSG_PROBE_NAME: Final = "must not contain '#' or control characters, nor start or end with a space"
 MSG_RESERVED_KEY_PREFIX: Final = (
     "keys must not use the prefixes kubernetes.io/ or k8s.io/, which Kubernetes reserves "

@@ -509,6 +509,8 @@ def _check_condition_type(value: Any, path: str, errors: Errors) -> None:
         errors.add(path, f"must be a qualified name: {problem}")
     if text in rules.RESERVED_CONDITION_TYPES:
         errors.add(path, f'"{text}" {rules.MSG_RESERVED_CONDITION}')
+    if matches(rules.RESERVED_KEY_PREFIX_RE, text):
+        errors.add(path, rules.MSG_RESERVED_CONDITION_PREFIX)
 
 
 def _check_max_items(items: Sequence[Any] | None, limit: int, path: str, errors: Errors) -> None:

@@ -184,7 +184,7 @@ def _condition(value: Any) -> str | None:
         return None
     if not isinstance(value, str) or qualified_name_problems(value):
         raise ValueError("'c' is not a condition type")
-    if value in rules.RESERVED_CONDITION_TYPES:
+    if value in rules.RESERVED_CONDITION_TYPES or matches(rules.RESERVED_KEY_PREFIX_RE, value):
         raise ValueError(f"'c' is a reserved condition type: {value!r}")
     return value
 

@@ -120,6 +120,15 @@ ALLOWED = [
         id="a-condition-of-its-own-type",
     ),
     pytest.param(
+        [
+            add(
+                "/status/conditions/-",
+                {"type": "app.kubernetes.io/Idle", "status": "True", "reason": "ProbeSucceeded"},
+            )
+        ],
+        id="a-condition-type-under-a-subdomain-of-kubernetes.io",
+    ),
+    pytest.param(
         [{"op": "replace", "path": "/metadata/ownerReferences", "value": []}],
         id="ownerReferences-(reset-by-the-status-strategy)",
     ),
@@ -268,6 +277,31 @@ def test_every_reserved_condition_type_is_denied(policy: Policy, reserved: str) 
     ]
     decision = judge(policy, old, ops, extra=bound_extra())
     assert not decision.allowed
+    assert f"the condition {reserved}:" in decision.message
+    assert_clean(decision)
+
+
+@pytest.mark.parametrize("reserved", ["kubernetes.io/Idle", "k8s.io/Ready", "K8s.IO/x"])
+@pytest.mark.parametrize("change", ["add", "replace", "remove"])
+def test_a_condition_type_under_a_reserved_prefix_is_denied(
+    policy: Policy, reserved: str, change: str
+) -> None:
+    """Kubernetes reserves condition types under kubernetes.io/ and k8s.io/ as it
+    reserves such keys: the daemon may neither add one nor change or remove one that
+    something else wrote."""
+    condition = {"type": reserved, "status": "False", "reason": "ProbeFailed"}
+    old = stored_pod()
+    if change != "add":
+        old = copy.deepcopy(old)
+        old["status"]["conditions"].append(condition)
+    last = len(old["status"]["conditions"]) - 1
+    ops = {
+        "add": [add("/status/conditions/-", condition)],
+        "replace": [replace(f"/status/conditions/{last}/status", "True")],
+        "remove": [{"op": "remove", "path": f"/status/conditions/{last}"}],
+    }[change]
+    decision = judge(policy, old, ops, extra=bound_extra())
+    assert (decision.matched, decision.allowed) == (True, False), decision.message
     assert f"the condition {reserved}:" in decision.message
     assert_clean(decision)
 

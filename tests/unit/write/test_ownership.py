@@ -191,6 +191,12 @@ GOOD = '"#uid":"' + UID + '","web#idle":{"s":"S","l":{"idle":"true"}}'
             id="own-annotation-prefix",
         ),
         pytest.param("{" + GOOD + ',"w#p":{"s":"S","c":"Ready"}}', 1, "reserved", id="ready"),
+        pytest.param(
+            "{" + GOOD + ',"w#p":{"s":"S","c":"kubernetes.io/Idle"}}',
+            1,
+            "reserved",
+            id="reserved-condition-prefix",
+        ),
         pytest.param("{" + GOOD + ',"w#p":{"s":"S","c":7}}', 1, "not a condition", id="cond-int"),
     ],
 )
