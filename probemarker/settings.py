@@ -17,7 +17,7 @@ from dataclasses import Field, dataclass, fields
 from typing import Any
 
 from probemarker.api import rules
-from probemarker.api.names import dns1123_label_problems
+from probemarker.api.names import dns1123_label_problems, dns1123_subdomain_problems
 from probemarker.cri.endpoint import DEFAULT_ENDPOINT, socket_path
 from probemarker.observe.address import parse_listen_address
 
@@ -87,7 +87,7 @@ _HELP: Mapping[str, str] = {
 _DEFAULT_TEXT: Mapping[str, str] = {
     "kubeconfig": "the in-cluster configuration",
     "context": "the kubeconfig's current-context",
-    "namespaces": "all",
+    "namespaces": "all namespaces",
     "log_format": "auto: console on a terminal, else JSON",
 }
 
@@ -125,14 +125,31 @@ def metavar(item: Field[Any]) -> str:
     return "VALUE"
 
 
-def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        value = _finite(kind(text))
-        if value <= 0:
-            raise ValueError("must be greater than 0")
+@dataclass(frozen=True, slots=True)
+class _Range:
+    """A number between `low` and `high` (both included), of `kind` (int or float).
+
+    Every numeric setting has one: an extreme value that parses (`--write-qps 1e-300`
+    never writes, `--cleanup-delay-seconds 1e308` never cleans up) is a mistake, not
+    a wish, and is refused at start-up like a value that does not parse. The bounds
+    are generous: each admits every value a node could sensibly want."""
+
+    kind: type[int] | type[float]
+    low: float
+    high: float
+
+    def __call__(self, text: str) -> Any:
+        value = _finite(self.kind(text))
+        if not self.low <= value <= self.high:
+            raise ValueError(f"must be between {_number(self.low)} and {_number(self.high)}")
         return value
 
-    return parse
+    def __str__(self) -> str:
+        return f"{_number(self.low)} to {_number(self.high)}"
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
 
 
 def _finite(value: Any) -> Any:
@@ -165,6 +182,16 @@ def _namespaces(text: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _node_name(text: str) -> str:
+    """A node's name is a DNS subdomain (the API server's ValidateNodeName): anything
+    else (`a,b`, a space, upper case) names no node, and a field selector on it would
+    watch nothing while the daemon reported ready."""
+    problems = dns1123_subdomain_problems(text)
+    if problems:
+        raise ValueError(f"must be a node's name: it {problems[0]}")
+    return text
+
+
 def _checked_text(check: Callable[[str], object]) -> Callable[[str], str]:
     """The text, stripped, once `check` (which raises ValueError saying why) accepts it:
     for settings kept as text and parsed again where they are used."""
@@ -179,27 +206,27 @@ def _checked_text(check: Callable[[str], object]) -> Callable[[str], str]:
 _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "namespaces": _namespaces,
     "marker_group": _choice(rules.GROUP, rules.KRUISE_GROUP),
-    "max_concurrent_probes": _positive(int),
+    "node": _node_name,
+    "max_concurrent_probes": _Range(int, 1, 10_000),
     "exec_backend": _choice("api", "cri"),
     "cri_endpoint": _checked_text(socket_path),  # a unix socket URL
-    "write_qps": _positive(float),
-    "write_burst": _positive(int),
-    "event_qps": _positive(float),
-    "event_burst": _positive(int),
-    "write_coalesce_seconds": lambda text: _nonnegative(float(text)),
-    "message_refresh_seconds": lambda text: _nonnegative(float(text)),
-    "cleanup_delay_seconds": lambda text: _nonnegative(float(text)),
-    "shutdown_grace_seconds": lambda text: _nonnegative(float(text)),
+    # A rate below one write per 100 s would leave a pod's change unwritten for minutes;
+    # 10,000 a second is far beyond what one node's pods need or an API server takes.
+    "write_qps": _Range(float, 0.01, 10_000),
+    "write_burst": _Range(int, 1, 10_000),
+    "event_qps": _Range(float, 0.01, 10_000),
+    "event_burst": _Range(int, 1, 10_000),
+    # Waits: coalescing longer than a probe period would hold results back; the others
+    # stay within a day (a refresh, a clean-up delay) or ten minutes (a shutdown that
+    # long outlives any terminationGracePeriodSeconds worth setting).
+    "write_coalesce_seconds": _Range(float, 0, 10),
+    "message_refresh_seconds": _Range(float, 0, 86_400),
+    "cleanup_delay_seconds": _Range(float, 0, 86_400),
+    "shutdown_grace_seconds": _Range(float, 0, 600),
     "log_format": _choice("auto", "json", "console"),
     "log_level": _choice("debug", "info", "warning", "error"),
     "metrics_address": _checked_text(parse_listen_address),
 }
-
-
-def _nonnegative(value: float) -> float:
-    if _finite(value) < 0:
-        raise ValueError("must be 0 or more")
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,23 +244,29 @@ class SettingDoc:
 def describe() -> list[SettingDoc]:
     """Every setting, in declaration order: the one source of `--help` and the
     configuration reference (`python -m probemarker.settings_reference`)."""
-    defaults = RunSettings()
     described = []
     for item in fields(RunSettings):
-        default = getattr(defaults, item.name)
-        shown = ",".join(default) if isinstance(default, tuple) else default
-        shown = _DEFAULT_TEXT.get(item.name, shown)
+        parser = _PARSERS.get(item.name)
+        accepted = f"; {parser}" if isinstance(parser, _Range) else ""
         described.append(
             SettingDoc(
                 name=item.name,
                 flag=flag_name(item.name),
                 env=env_name(item.name),
                 metavar=metavar(item),
-                default=str(shown) if shown not in ("", None) else "none",
-                help=_HELP[item.name],
+                default=_default_text(item.name),
+                help=_HELP[item.name] + accepted,
             )
         )
     return described
+
+
+def _default_text(field: str) -> str:
+    """The default as `--help` shows it: 'none' when unset means nothing more."""
+    default = getattr(RunSettings(), field)
+    shown = ",".join(default) if isinstance(default, tuple) else default
+    shown = _DEFAULT_TEXT.get(field, shown)
+    return str(shown) if shown not in ("", None) else "none"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -249,6 +282,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _parse(field: str, text: str, source: str) -> Any:
+    if not text.strip():
+        # An empty flag or variable is a mistake (a cri overlay's PROBEMARKER_EXEC_BACKEND=""
+        # silently ran the api backend): say so, never take it for "unset".
+        raise SettingsError(
+            f"{source}={text!r}: must not be empty; unset it to use the default "
+            f"({_default_text(field)})"
+        )
     parse = _PARSERS.get(field, str)
     try:
         return parse(text)
@@ -264,7 +304,7 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> RunSettings
         flag_value = getattr(args, item.name, None)
         if flag_value is not None:
             values[item.name] = _parse(item.name, flag_value, flag_name(item.name))
-        elif environ.get(env_name(item.name)):
+        elif env_name(item.name) in environ:
             name = env_name(item.name)
             values[item.name] = _parse(item.name, environ[name], name)
     if not values.get("kubeconfig") and environ.get("KUBECONFIG"):
@@ -275,9 +315,9 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> RunSettings
             f"(pass {flag_name('kubeconfig')} FILE, or set {env_name('kubeconfig')} or "
             "KUBECONFIG); without one the daemon uses the in-cluster configuration"
         )
+    if not values.get("node") and environ.get("NODE_NAME"):
+        values["node"] = _parse("node", environ["NODE_NAME"], "NODE_NAME")
     if not values.get("node"):
-        values["node"] = environ.get("NODE_NAME", "")
-    if not values["node"]:
         raise SettingsError(
             f"no node name: pass {flag_name('node')} NAME or set {env_name('node')} or "
             "NODE_NAME (in a DaemonSet: NODE_NAME from the downward API, spec.nodeName)"

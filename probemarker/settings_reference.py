@@ -21,9 +21,11 @@ _HEAD = f"""\
 
 `probemarker run` takes every setting as a flag or as an environment variable
 `PROBEMARKER_*`; a flag wins over its variable, a variable over the default. A value that
-cannot be used (`nan`, `inf`, a negative wait, an unknown choice) stops the daemon
+cannot be used (an empty flag or variable, `nan`, `inf`, a number outside the range its
+row gives, an unknown choice, a node name that is not a DNS subdomain) stops the daemon
 before it starts, with one line naming the flag or variable, the value and what is
-accepted (exit 2). `probemarker run --help` prints the same list.
+accepted (exit 2). An empty variable is such a value, not "unset": unset it to get the
+default. `probemarker run --help` prints the same list.
 
 In the DaemonSet (`manifests/daemonset.yaml`) set them as `env:` entries or `args:`.
 

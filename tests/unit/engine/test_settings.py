@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 
-from probemarker.settings import RunSettings, SettingsError, parse_run_settings
+from probemarker.settings import (
+    RunSettings,
+    SettingsError,
+    env_name,
+    flag_name,
+    parse_run_settings,
+)
 
 
 def test_defaults_and_node_from_downward_api() -> None:
@@ -79,7 +87,9 @@ def test_non_finite_number_from_the_environment_is_refused() -> None:
     [
         pytest.param(",,", "must name at least one namespace", id="only-commas"),
         pytest.param(" , ", "must name at least one namespace", id="blank-parts"),
-        pytest.param("", "must name at least one namespace", id="empty-flag"),
+        pytest.param(
+            "", "must not be empty; unset it to use the default (all namespaces)", id="empty-flag"
+        ),
         pytest.param("web,Team_A", "namespace 'Team_A' must be a DNS label", id="not-a-name"),
     ],
 )
@@ -168,3 +178,105 @@ def test_a_context_without_a_kubeconfig_is_refused() -> None:
     with pytest.raises(SettingsError, match="--context names a kubeconfig context, but no"):
         parse_run_settings(["--node", "n", "--context", "prod"], {})
     assert parse_run_settings(["--node", "n", "--context", "prod"], {"KUBECONFIG": "/k"})
+
+
+SETTINGS = [item.name for item in fields(RunSettings)]
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+@pytest.mark.parametrize("text", ["", "  "])
+def test_an_empty_variable_is_refused_like_an_empty_flag(name: str, text: str) -> None:
+    """An empty PROBEMARKER_* variable was taken as unset: PROBEMARKER_EXEC_BACKEND="" in
+    a cri overlay silently ran the api backend, PROBEMARKER_METRICS_ADDRESS="" listened
+    on every interface."""
+    variable, flag = env_name(name), flag_name(name)
+    with pytest.raises(SettingsError) as by_env:
+        parse_run_settings([] if name == "node" else ["--node", "n"], {variable: text})
+    assert str(by_env.value).startswith(f"{variable}={text!r}: must not be empty; unset it")
+    with pytest.raises(SettingsError) as by_flag:
+        parse_run_settings(["--node", "n", f"{flag}={text}"], {})
+    assert str(by_flag.value).startswith(f"{flag}={text!r}: must not be empty; unset it")
+
+
+def test_an_empty_variable_says_what_unset_means() -> None:
+    with pytest.raises(SettingsError) as caught:
+        parse_run_settings(["--node", "n"], {"PROBEMARKER_EXEC_BACKEND": ""})
+    assert str(caught.value) == (
+        "PROBEMARKER_EXEC_BACKEND='': must not be empty; unset it to use the default (api)"
+    )
+
+
+def test_kubectls_empty_kubeconfig_variable_still_means_unset() -> None:
+    """KUBECONFIG is kubectl's, read as kubectl reads it: empty is unset."""
+    assert parse_run_settings(["--node", "n"], {"KUBECONFIG": ""}).kubeconfig is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "source", "text"),
+    [
+        pytest.param(["--node", "a,b"], {}, "--node", "a,b", id="list"),
+        pytest.param(["--node", "node 1"], {}, "--node", "node 1", id="space"),
+        pytest.param(["--node", "Node-1"], {}, "--node", "Node-1", id="upper-case"),
+        pytest.param(["--node=-node"], {}, "--node", "-node", id="leading-dash"),
+        pytest.param(["--node", "n" * 254], {}, "--node", "n" * 254, id="too-long"),
+        pytest.param([], {"PROBEMARKER_NODE": "a b"}, "PROBEMARKER_NODE", "a b", id="variable"),
+        pytest.param([], {"NODE_NAME": "Worker_1"}, "NODE_NAME", "Worker_1", id="downward-api"),
+    ],
+)
+def test_a_node_name_that_names_no_node_is_refused(
+    argv: list[str], env: dict[str, str], source: str, text: str
+) -> None:
+    """It was accepted: the field selector matched no pod and the daemon reported ready
+    while watching nothing."""
+    with pytest.raises(SettingsError) as caught:
+        parse_run_settings(argv, env)
+    assert str(caught.value).startswith(f"{source}={text!r}: must be a node's name: it must")
+
+
+@pytest.mark.parametrize("name", ["node-1", "ip-10-0-0-1.ec2.internal", "a" * 253, "1"])
+def test_node_names_are_dns_subdomains(name: str) -> None:
+    assert parse_run_settings(["--node", name], {}).node == name
+
+
+@pytest.mark.parametrize(
+    ("flag", "text", "accepted"),
+    [
+        pytest.param("--write-qps", "1e-300", "0.01 and 10000", id="qps-that-never-writes"),
+        pytest.param("--event-qps", "0.001", "0.01 and 10000", id="event-qps-too-low"),
+        pytest.param("--write-qps", "1e6", "0.01 and 10000", id="qps-unbounded"),
+        pytest.param("--write-burst", "0", "1 and 10000", id="burst-zero"),
+        pytest.param("--event-burst", "100001", "1 and 10000", id="burst-too-high"),
+        pytest.param("--max-concurrent-probes", "0", "1 and 10000", id="no-probes"),
+        pytest.param("--max-concurrent-probes", "1000000", "1 and 10000", id="probes"),
+        pytest.param("--cleanup-delay-seconds", "1e308", "0 and 86400", id="cleanup-never"),
+        pytest.param("--message-refresh-seconds", "-1", "0 and 86400", id="refresh-negative"),
+        pytest.param("--write-coalesce-seconds", "60", "0 and 10", id="coalesce"),
+        pytest.param("--shutdown-grace-seconds", "3601", "0 and 600", id="shutdown"),
+    ],
+)
+def test_numbers_outside_their_range_are_refused(flag: str, text: str, accepted: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        parse_run_settings(["--node", "n", flag, text], {})
+    assert str(caught.value) == f"{flag}={text!r}: must be between {accepted}"
+
+
+@pytest.mark.parametrize(
+    ("flag", "text", "field", "value"),
+    [
+        pytest.param("--write-qps", "0.01", "write_qps", 0.01, id="qps-low"),
+        pytest.param("--write-qps", "10000", "write_qps", 10000.0, id="qps-high"),
+        pytest.param("--cleanup-delay-seconds", "0", "cleanup_delay_seconds", 0.0, id="zero"),
+        pytest.param(
+            "--cleanup-delay-seconds", "86400", "cleanup_delay_seconds", 86400.0, id="day"
+        ),
+        pytest.param("--max-concurrent-probes", "1", "max_concurrent_probes", 1, id="one"),
+    ],
+)
+def test_the_bounds_themselves_are_accepted(flag: str, text: str, field: str, value: float) -> None:
+    assert getattr(parse_run_settings(["--node", "n", flag, text], {}), field) == value
+
+
+def test_help_shows_each_numbers_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = run_help(monkeypatch)
+    assert "pod status writes per second (client-side rate limit); 0.01 to 10000" in text
+    assert "probe runs at once on this node; 1 to 10000" in text
