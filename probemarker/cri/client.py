@@ -50,6 +50,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 import probemarker
+from probemarker.cri.endpoint import socket_problem
 from probemarker.kube.ratelimit import MONOTONIC, Clock
 
 __all__ = [
@@ -296,6 +297,11 @@ class RuntimeClient:
             raise
         except library.aio.AioRpcError as err:
             failed = CallFailed(err.code().name, err.details() or "")
+            if failed.code == "UNAVAILABLE":
+                # grpc says "Connection refused" for a path that is no socket at all.
+                problem = socket_problem(self.socket)
+                if problem is not None:
+                    failed = CallFailed(failed.code, problem)
             self._note(failed)
             return failed
         self._note(None)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
 import pytest
 
-from probemarker.cri.endpoint import DEFAULT_ENDPOINT, socket_path
+from probemarker.cri.client import CallFailed, RuntimeClient
+from probemarker.cri.endpoint import DEFAULT_ENDPOINT, socket_path, socket_problem
 from probemarker.settings import SettingsError, parse_run_settings
 
 
@@ -71,3 +78,53 @@ def test_the_backend_defaults_to_api_and_flags_win(
 def test_an_unknown_backend_is_refused_with_the_choices() -> None:
     with pytest.raises(SettingsError, match=r"--exec-backend='crio': must be one of api, cri"):
         parse_run_settings(["--node", "n", "--exec-backend", "crio"], {})
+
+
+def test_a_socket_a_missing_path_or_an_unreadable_one_is_no_problem(tmp_path: Path) -> None:
+    listening = socket.socket(socket.AF_UNIX)
+    try:
+        listening.bind(str(tmp_path / "cri.sock"))
+        assert socket_problem(str(tmp_path / "cri.sock")) is None
+    finally:
+        listening.close()
+    assert socket_problem(str(tmp_path / "absent.sock")) is None  # grpc's "No such file"
+    assert socket_problem("/nul\0byte") is None
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        pytest.param(lambda p: p.write_text(""), "a regular file", id="file"),
+        pytest.param(lambda p: p.mkdir(), "a directory", id="directory"),
+        pytest.param(lambda p: os.mkfifo(p), "a named pipe", id="fifo"),
+    ],
+)
+def test_a_path_that_is_no_socket_says_what_it_is(
+    tmp_path: Path, make: Callable[[Path], object], kind: str
+) -> None:
+    path = tmp_path / "containerd.sock"
+    make(path)
+    assert socket_problem(str(path)) == (
+        f"{path} is {kind}, not a socket: --cri-endpoint must name the container runtime's "
+        "socket (containerd: unix:///run/containerd/containerd.sock, CRI-O: "
+        "unix:///var/run/crio/crio.sock)"
+    )
+
+
+async def test_the_client_says_not_a_socket_where_grpc_says_connection_refused(
+    tmp_path: Path,
+) -> None:
+    """A --cri-endpoint naming a regular file read "Connection refused", the text
+    docs/cri.md gives for a stale socket mount after a runtime restart."""
+    path = tmp_path / "containerd.sock"
+    path.write_text("")
+    client = RuntimeClient(str(path))
+    try:
+        with anyio.fail_after(10):
+            answer = await client.version(deadline=2.0)
+    finally:
+        await client.aclose()
+    assert isinstance(answer, CallFailed)
+    assert answer.code == "UNAVAILABLE"  # still a refusal: /healthz times it as one
+    assert answer.details.startswith(f"{path} is a regular file, not a socket: --cri-endpoint")
+    assert client.refused_for()[1] == str(answer)
