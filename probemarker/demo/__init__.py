@@ -16,6 +16,7 @@ daemon writes onto the pods. See docs/demo.md.
     screen.py      the terminal: live table or plain lines
     player.py      the scenario player, and the `Show` every change goes through
     runner.py      the wiring and the clean-up
+    stopping.py    Ctrl-C and SIGTERM, recorded from the command's first moment
 
 The daemon never imports this package; this package needs the `sim` extra.
 """

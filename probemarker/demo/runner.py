@@ -18,7 +18,6 @@ signal (as a shell reports SIGINT), 2 the demo cannot run here (`DemoError`).
 from __future__ import annotations
 
 import shutil
-import signal
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from probemarker.demo.model import Board
 from probemarker.demo.player import Played, Show, play
 from probemarker.demo.scenario import PODS, STEPS
 from probemarker.demo.screen import choose_screen
+from probemarker.demo.stopping import StopSignals
 from probemarker.demo.view import Totals, build_layout, stamp, summary_lines
 from probemarker.kube.client import KubeClient
 from probemarker.kube.config import load_kubeconfig
@@ -116,12 +116,13 @@ async def _session(
     examples: Sequence[Example],
     stop: anyio.Event,
     played: Played,
-) -> Totals | None:
-    """Everything between the sim's start and its stop; the daemon's figures at the end
-    (None when stopped before the daemon ran)."""
+    ran: _Ran,
+) -> None:
+    """Everything between the sim's start and its stop; the daemon goes into `ran` as
+    soon as it exists, so its figures can be summed whatever ends the session."""
     set_up = await unless_stopped(stop, lambda: _set_up(sim, files, examples))
     if set_up is None:
-        return None
+        return
     ips, port = set_up
     show.note(
         f"{stamp(show.elapsed())} {len(PODS)} pods running; applied "
@@ -137,6 +138,7 @@ async def _session(
     ):
         watching.start_soon(_follow, show, sim)
         daemon = Daemon(kube, run)
+        ran.daemon = daemon
         daemon_stop = anyio.Event()
         async with anyio.create_task_group() as running:
             running.start_soon(lambda: daemon.run(stop=daemon_stop))
@@ -146,10 +148,13 @@ async def _session(
                 daemon_stop.set()  # the daemon's graceful stop; `running` waits for it
                 if stop.is_set():
                     show.headline = "stopped"
+                    show.note(
+                        f"{stamp(show.elapsed())} stopping the daemon (a second Ctrl-C "
+                        "skips its graceful stop)"
+                    )
                 show.footer = "stopping the daemon and the simulated cluster, cleaning up"
                 show.redraw()
         watching.cancel_scope.cancel()
-    return _totals(show, daemon, played, stop)
 
 
 async def _play_when_ready(
@@ -173,13 +178,25 @@ async def _play_when_ready(
     await unless_stopped(stop, lambda: play(show, files, examples, STEPS, played))
 
 
-def _totals(show: Show, daemon: Daemon, played: Played, stop: anyio.Event) -> Totals:
-    if stop.is_set():
+@dataclass(slots=True)
+class _Ran:
+    """What ran, for the summary: the daemon once it exists."""
+
+    daemon: Daemon | None = None
+
+
+def _totals(show: Show, ran: _Ran, played: Played, stop: anyio.Event) -> Totals:
+    daemon = ran.daemon
+    if daemon is None:
+        outcome = "stopped before the daemon started"
+    elif stop.is_set():
         outcome = f"stopped during step {played.step} of {len(STEPS)}"
     elif played.missed is not None:
         outcome = f"step {played.step} of {len(STEPS)} was not seen in time"
     else:
         outcome = "the scenario played to the end"
+    if daemon is None:
+        return Totals(show.elapsed(), outcome, runs=0, transitions={}, writes=0, events=0)
     engine, events = daemon.engine.stats, daemon.events.stats
     return Totals(
         elapsed=show.elapsed(),
@@ -205,10 +222,9 @@ async def run_demo(
     layout = build_layout(examples, PODS, columns)
     screen = choose_screen(out, environ, layout, plain=options.plain)
     show = Show(Board(columns, [pod.key for pod in PODS]), screen)
-    played = Played()
+    played, ran = Played(), _Ran()
     scratch = Path(tempfile.mkdtemp(prefix="probemarker-demo-"))
     sim_dir: Path | None = None
-    totals: Totals | None = None
     failure: DemoError | None = None
     try:
         log = Path(options.log_file) if options.log_file else scratch / "daemon.log"
@@ -221,18 +237,20 @@ async def run_demo(
                     + (" (--fast: every period 1 s, no initial delay)" if options.fast else "")
                 )
                 files = ContainerFiles(scratch)
-                totals = await _session(sim, show, files, examples, stop, played)
+                await _session(sim, show, files, examples, stop, played, ran)
     except* DemoError as failed:
         found = failed.exceptions[0]
         assert isinstance(found, DemoError)
         failure = found
     finally:
+        # Also when a second Ctrl-C cancelled the clean-up's waits: only plain calls
+        # here, so the summary so far is printed whatever ended the demo.
         screen.close()
         shutil.rmtree(scratch, ignore_errors=True)
-    if totals is not None:
-        for line in summary_lines(totals, STEPS, played.seen):
-            screen.write(line)
-    screen.write(_left_behind(scratch, sim_dir))
+        if failure is None:
+            for line in summary_lines(_totals(show, ran, played, stop), STEPS, played.seen):
+                screen.write(line)
+        screen.write(_left_behind(scratch, sim_dir))
     if failure is not None:
         err.write(f"probemarker demo: {failure}\n")
         return EXIT_UNUSABLE
@@ -242,25 +260,29 @@ async def run_demo(
 
 
 async def main(
-    options: DemoOptions, *, out: TextIO, err: TextIO, environ: Mapping[str, str]
+    options: DemoOptions,
+    *,
+    out: TextIO,
+    err: TextIO,
+    environ: Mapping[str, str],
+    signals: StopSignals,
 ) -> int:
-    """`probemarker demo`: `run_demo` with Ctrl-C (SIGINT) and SIGTERM received. The
-    first one ends the scenario, stops the daemon gracefully and cleans up (exit 130);
-    a second one cancels what is left of that (the scratch directory is still removed)."""
+    """`probemarker demo`: `run_demo` with Ctrl-C (SIGINT) and SIGTERM received through
+    `signals` (installed by the caller before the imports, stopping.py), including
+    those that came before. The first one ends the scenario, stops the daemon
+    gracefully and cleans up (exit 130); a second one cancels what is left of that (the
+    scratch directory is still removed, the summary so far still printed)."""
     stop = anyio.Event()
     codes: list[int] = []
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
-        async with anyio.create_task_group() as group:
+    async with anyio.create_task_group() as group:
 
-            async def receive() -> None:
-                async for _signum in received:
-                    if stop.is_set():
-                        group.cancel_scope.cancel()
-                    stop.set()
+        def received(_signum: int) -> None:
+            if stop.is_set():
+                group.cancel_scope.cancel()
+            stop.set()
 
-            group.start_soon(receive)
+        with signals.delivering(received):
             codes.append(await run_demo(options, out=out, err=err, environ=environ, stop=stop))
-            group.cancel_scope.cancel()
     return codes[0] if codes else EXIT_STOPPED
 
 

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -134,4 +135,98 @@ async def test_ctrl_c_stops_the_demo_gracefully_and_cleans_up(tmp_path: Path) ->
     assert re.search(r"summary: stopped during step [2-5] of 5, after", text), text
     assert "step 5 done" not in text
     assert lines[-1].startswith("  left behind: nothing ("), text
+    assert os.listdir(tmp_path) == []
+
+
+def catches_sigterm(pid: int) -> bool:
+    """Whether the process has a handler for SIGTERM (Python has none of its own: the
+    demo's StopSignals is installed)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
+async def run_demo_process(
+    tmp_path: Path, signal_when: Callable[[int, list[str]], int]
+) -> tuple[int, str]:
+    """`probemarker demo --fast` in a process of its own; `signal_when(pid, lines)` is
+    asked after each chunk of output (and while there is none) and returns how many
+    SIGINTs to send now. Returns the exit code and the output."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path), "TERM": "dumb"}
+    command = [sys.executable, "-m", "probemarker", "demo", "--fast"]
+    lines: list[str] = []
+    with anyio.fail_after(45):
+        async with await anyio.open_process(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        ) as process:
+            assert process.stdout is not None
+            buffered = ""
+            while True:
+                for _ in range(signal_when(process.pid, lines)):
+                    process.send_signal(signal.SIGINT)
+                with anyio.move_on_after(0.01):
+                    try:
+                        chunk = await process.stdout.receive()
+                    except anyio.EndOfStream:
+                        break
+                    buffered += chunk.decode()
+                    *complete, buffered = buffered.split("\n")
+                    lines += complete
+            lines += [buffered] if buffered else []
+            code = await process.wait()
+    return code, "\n".join(lines)
+
+
+# Stopped by a signal: 130, or killed by SIGINT itself (-2, which a shell also reports
+# as 130) when the second one lands while Python is finalizing, after the summary.
+STOPPED = (130, -signal.SIGINT)
+
+
+async def test_ctrl_c_during_the_imports_stops_cleanly_with_a_summary(tmp_path: Path) -> None:
+    """It printed a 24-76 line KeyboardInterrupt traceback and no summary (issue 22)."""
+    sent: list[int] = []
+
+    def during_imports(pid: int, lines: list[str]) -> int:
+        if sent or not catches_sigterm(pid):
+            return 0
+        sent.append(pid)  # the demo's handler is in place, its imports have begun
+        return 1
+
+    code, text = await run_demo_process(tmp_path, during_imports)
+    assert code == 130, text
+    assert "Traceback" not in text, text
+    assert "KeyboardInterrupt" not in text, text
+    assert re.search(r"summary: stopped (before the daemon started|during step 1 of 5)", text)
+    assert text.splitlines()[-1].startswith("  left behind: nothing ("), text
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("second", ["during-the-graceful-stop", "after-the-summary"])
+async def test_a_double_ctrl_c_still_ends_with_the_summary_so_far(
+    tmp_path: Path, second: str
+) -> None:
+    """A second Ctrl-C during the daemon's graceful stop cancels what is left of it (it
+    used to cancel the summary too); one after the summary lands in the event loop's
+    teardown, where Python's default handler raised KeyboardInterrupt."""
+    then = "s stopping the daemon" if second == "during-the-graceful-stop" else "  daemon: "
+    sent: list[int] = []
+
+    def in_step_two_then(pid: int, lines: list[str]) -> int:
+        if not sent and any("s step 2/5: " in line for line in lines):
+            sent.append(pid)
+            return 1
+        if len(sent) == 1 and any(then in line for line in lines):
+            sent.append(pid)
+            return 1
+        return 0
+
+    code, text = await run_demo_process(tmp_path, in_step_two_then)
+    assert len(sent) == 2, text
+    assert code in STOPPED, text
+    assert "Traceback" not in text, text
+    assert "KeyboardInterrupt" not in text, text
+    assert re.search(r"summary: stopped during step [2-5] of 5, after", text), text
+    assert re.search(r"  daemon: \d+ probe runs", text), text
+    assert text.splitlines()[-1].startswith("  left behind: nothing ("), text
     assert os.listdir(tmp_path) == []
