@@ -20,25 +20,24 @@ handler maps the API server's, so both backends judge a command alike:
 | NOT_FOUND (the runtime no longer has that container: the pod status is behind) | Unknown | why |
 | UNAVAILABLE (socket absent or refusing), any other code | Unknown | the endpoint and the status |
 | a containerID of another runtime, or none | Unknown | which runtime, and the fix (logged once per pod) |
-| a container the runtime labels as another pod's (or not the kubelet's) | Unknown | whose it is; nothing runs in it (logged once per pod) |
+| a containerID that is not a full ID (a prefix, upper case, padding, ...) | Unknown | so; no call at all (logged once per pod) |
+| a container the runtime labels as another pod's (or not the kubelet's), or an answer for another ID than asked | Unknown | whose it is; nothing runs in it (logged once per pod) |
 | grpcio missing (the `cri` extra) | Unknown | which extra to install |
 
 The container: the kubelet writes `<runtime name>://<id>` into the pod status, with
 the name the runtime gives in its Version answer ("containerd", "cri-o"). The ID is
 used only when its scheme is the connected runtime's, so an exec never reaches a
-container of another runtime that happened to share an ID. The runtime's name is
-asked once (and again after a failure), bounded by the run's time limit.
+container of another runtime that happened to share an ID, and only when it is a full
+ID (`probemarker.probe.criid`: the runtime would take a prefix for another pod's
+container). The runtime's name is asked once (and again after a failure), bounded by
+the run's time limit.
 
-The pod status is only a claim about the container, written through the API server;
-the runtime knows whose container it is: the kubelet creates every container with
-the labels `io.kubernetes.pod.uid` and `io.kubernetes.container.name`
-(kuberuntime/labels.go). Before the first exec in a container ID, ContainerStatus
-is asked and the labels must name the probe's pod UID and container, so a status
-that points elsewhere (copied, forged, or stale after a re-creation under the same
-name) never makes the daemon run a marker's command in another pod's container.
-The api backend gets the same guarantee from the API server, which resolves the pod
-and container by name. A checked ID is remembered (IDs are never reused), so the
-check costs one call per container, not per run.
+The pod status is only a claim about the container; the runtime knows whose it is.
+Before the first exec in a container, ContainerStatus is asked, and its answer must
+give the ID asked for and the kubelet's labels for the probe's pod UID and container
+(`criid.confirmation_problem`). ExecSync gets only the ID so confirmed, and a
+confirmed ID is remembered under itself (IDs are never reused), so the check costs one
+call per container, not per run.
 
 Timing: ExecSync carries the probe's timeout in whole seconds (the CRI's unit), so
 the runtime stops the command itself at the limit, as the kubelet's own exec probe
@@ -59,8 +58,6 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass
 
 import structlog
 
@@ -74,19 +71,13 @@ from probemarker.cri.client import (
 )
 from probemarker.identity import PodUID
 from probemarker.kube.execresult import CappedOutput, ExecExited
+from probemarker.probe.criid import confirmation_problem, container_ref
 from probemarker.probe.exec import exec_outcome
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import clean_message
 
-__all__ = [
-    "CRIExecHandler",
-    "ContainerRef",
-    "container_ref",
-    "cri_outcome",
-    "exited",
-    "ownership_problem",
-]
+__all__ = ["CRIExecHandler", "cri_outcome", "exited"]
 
 log = structlog.get_logger(__name__)
 
@@ -97,9 +88,6 @@ _CALL_DEADLINE = "Deadline Exceeded"  # grpc's own text when the call's deadline
 _VERSION_LIMIT = 2.0  # seconds for the Version question, at most
 _WARNED_PODS = 4096  # pods remembered for the once-per-pod warning
 _CHECKED = 8192  # container IDs remembered as checked (a node runs far fewer)
-POD_UID_LABEL = "io.kubernetes.pod.uid"  # set by the kubelet on every container
-CONTAINER_NAME_LABEL = "io.kubernetes.container.name"
-_POD_LABELS = ("io.kubernetes.pod.namespace", "io.kubernetes.pod.name")
 
 # Texts of an UNKNOWN status that say the runtime tried to start the command and the
 # container said no (containerd: "failed to exec in container: failed to start exec
@@ -109,53 +97,6 @@ _START_FAILURES = ("OCI runtime exec failed", "executable file not found", "perm
 # containerd's ExecSync on a container that is not running: "container is in
 # CONTAINER_EXITED state" (also CONTAINER_CREATED, CONTAINER_UNKNOWN).
 _NOT_RUNNING = "container is in CONTAINER_"
-
-
-@dataclass(frozen=True, slots=True)
-class ContainerRef:
-    """A container ID in the runtime's terms (`id`), or why there is none (`problem`)."""
-
-    id: str = ""
-    problem: str = ""
-
-
-def container_ref(container_id: str, runtime: RuntimeInfo, *, endpoint: str) -> ContainerRef:
-    """The runtime's ID for the pod status value `container_id` (pure)."""
-    scheme, sep, bare = container_id.partition("://")
-    if not container_id:
-        return ContainerRef(problem="the pod status gives the container no containerID yet")
-    if not sep or not bare:
-        return ContainerRef(
-            problem=f"containerID {container_id!r} in the pod status is not <runtime>://<id>"
-        )
-    if scheme != runtime.name:
-        return ContainerRef(
-            problem=(
-                f"the container runs on {scheme!r} but --cri-endpoint {endpoint} is "
-                f"{runtime.name!r}: point --cri-endpoint at the {scheme} socket, or use "
-                "--exec-backend api on this node"
-            )
-        )
-    return ContainerRef(id=bare)
-
-
-def ownership_problem(labels: Mapping[str, str], target: ProbeTarget, *, short_id: str) -> str:
-    """Why the container labelled `labels` is not `target`'s to run in, or "" (pure)."""
-    uid, name = labels.get(POD_UID_LABEL), labels.get(CONTAINER_NAME_LABEL)
-    if uid is None or name is None:
-        return (
-            f"the runtime's container {short_id} has no kubelet labels ({POD_UID_LABEL}, "
-            f"{CONTAINER_NAME_LABEL}): the kubelet did not make it for this pod; nothing "
-            "is run in it"
-        )
-    if uid == target.pod_uid and name == target.container:
-        return ""
-    owner = "/".join(labels.get(key, "?") for key in _POD_LABELS)
-    return (
-        f"the pod status names container {short_id}, which the runtime says is container "
-        f"{name!r} of pod {owner} (uid {uid}), not {target.container!r} of this pod (uid "
-        f"{target.pod_uid}); nothing is run in it"
-    )
 
 
 def exited(ran: Ran, *, keep: int = KEEP_BYTES) -> ExecExited:
@@ -255,12 +196,13 @@ class CRIExecHandler(OwnsConnections):
         ref = container_ref(target.container_id, runtime, endpoint=endpoint)
         if ref.problem:
             self._warn_once(target, ref.problem)
-            return Outcome.unknown(clean_message(f"container {target.container}: {ref.problem}"))
-        refused = await self._check_owner(ref.id, target, deadline=min(time_limit, _VERSION_LIMIT))
-        if refused is not None:
-            return refused
+            where = f"container {target.container} of pod {target.namespace}/{target.pod}"
+            return Outcome.unknown(clean_message(f"{where}: {ref.problem}"))
+        confirmed = await self._confirmed(ref.id, target, deadline=min(time_limit, _VERSION_LIMIT))
+        if isinstance(confirmed, Outcome):
+            return confirmed
         answer = await self._client.exec_sync(
-            ref.id,
+            confirmed,
             action.command,
             timeout_seconds=max(1, math.ceil(time_limit)),
             deadline=time_limit + _DEADLINE_MARGIN,
@@ -278,15 +220,14 @@ class CRIExecHandler(OwnsConnections):
             runtime_alive=alive,
         )
 
-    async def _check_owner(
-        self, container_id: str, target: ProbeTarget, *, deadline: float
-    ) -> Outcome | None:
-        """None when the runtime labels the container as `target`'s (asked once per
-        container ID), else the run's outcome: Unknown, nothing run."""
-        key = (container_id, target.pod_uid, target.container)
-        if key in self._checked:
-            return None
-        info = await self._client.container(container_id, deadline=deadline)
+    async def _confirmed(
+        self, full_id: str, target: ProbeTarget, *, deadline: float
+    ) -> str | Outcome:
+        """The container ID the runtime confirmed as `target`'s container (asked once
+        per container), else the run's outcome: Unknown, nothing run."""
+        if (full_id, target.pod_uid, target.container) in self._checked:
+            return full_id
+        info = await self._client.container(full_id, deadline=deadline)
         endpoint = self._client.endpoint
         if isinstance(info, NotConnected):
             return Outcome.unknown(info.reason)
@@ -302,14 +243,15 @@ class CRIExecHandler(OwnsConnections):
             return Outcome.unknown(
                 clean_message(f"container runtime at {endpoint}: ContainerStatus: {info}")
             )
-        problem = ownership_problem(info.labels, target, short_id=container_id[:12])
+        problem = confirmation_problem(full_id, info, target)
         if problem:
             self._warn_once(target, problem)
             return Outcome.unknown(clean_message(problem))
-        self._checked[key] = None
+        # Remembered under the ID the runtime answered (the one asked for, confirmed).
+        self._checked[(info.id, target.pod_uid, target.container)] = None
         if len(self._checked) > _CHECKED:
             self._checked.popitem(last=False)
-        return None
+        return info.id
 
     def _warn_once(self, target: ProbeTarget, problem: str) -> None:
         if target.pod_uid in self._warned:

@@ -8,8 +8,10 @@ The pieces tests/cri/conftest.py turns into fixtures, usable directly too:
   in hack/cri-runtime.sh): host network, no hostname (CRI would set it in a UTS namespace
   of the node's), the relative cgroup parent POD_CGROUP (cgroupfs driver), process
   namespaces per container as the kubelet gives a pod without shareProcessNamespace;
-- `Containers`: start containers in a sandbox from the busybox image, and remove every one
-  it started at the end, whatever state it is in;
+- `Containers`: create and start containers in a sandbox from the busybox image, and
+  remove every one it made at the end, whatever state it is in;
+- `start_with_prefix()`: a container whose ID starts with the digit given (for the
+  attacks on containerd's lookup of IDs by prefix);
 - `RuntimeControl`: take the runtime down (containerd stopped, or killed) and bring it back
   with hack/cri-runtime.sh; the containers keep running under their shims.
 
@@ -164,7 +166,8 @@ def ignore_not_found(error: grpc.RpcError) -> None:
 
 @dataclass
 class Containers:
-    """Containers started in one sandbox; `remove_all` removes every one of them."""
+    """Containers created (and started, but for `create`) in one sandbox; `remove_all`
+    removes every one of them."""
 
     cri: CRIClient
     sandbox: Sandbox
@@ -179,6 +182,18 @@ class Containers:
     ) -> str:
         """Create and start a container from IMAGE with `labels` (e.g. the kubelet's,
         `kubelet_labels`); its id (64 hex digits)."""
+        container_id = self.create(name, command, labels=labels)
+        self.cri.start_container(container_id)
+        return container_id
+
+    def create(
+        self,
+        name: str,
+        command: Sequence[str] = SLEEP_FOREVER,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> str:
+        """Create a container as `start` does, without starting it; its id."""
         pb = self.cri.pb
         config = pb.ContainerConfig(
             metadata=pb.ContainerMetadata(name=name),
@@ -191,7 +206,6 @@ class Containers:
         )
         container_id = self.cri.create_container(self.sandbox.id, config, self.sandbox.config)
         self.started.append(container_id)
-        self.cri.start_container(container_id)
         return container_id
 
     def stop(self, container_id: str, *, grace: int = 0) -> None:
@@ -211,6 +225,21 @@ class Containers:
     def remove_all(self) -> None:
         for container_id in list(self.started):
             self.remove(container_id)
+
+
+def start_with_prefix(
+    containers: Containers, prefix: str, *, name: str, labels: Mapping[str, str], tries: int = 400
+) -> str:
+    """Start a container whose ID starts with `prefix` (one hex digit): create containers
+    until one does (IDs are random: 1 in 16 per try; none in 400 tries is a chance of
+    1 in 10^11), removing the others; its id."""
+    for attempt in range(tries):
+        container_id = containers.create(f"{name}-{attempt}", labels=labels)
+        if container_id.startswith(prefix):
+            containers.cri.start_container(container_id)
+            return container_id
+        containers.remove(container_id)
+    raise AssertionError(f"no container ID starting with {prefix!r} in {tries} tries")
 
 
 @dataclass

@@ -1,7 +1,10 @@
 """A scripted CRI runtime on a unix socket, for the tests of the cri exec backend.
 
 A grpc.aio server serves `runtime.v1.RuntimeService` (Version, ExecSync); ContainerStatus answers
-the kubelet's labels the test gives (`owners`, `labels`); ExecSync is scripted by the
+the kubelet's labels the test gives (`owners`, `labels`). With `containers` set, a
+container ID in a request is looked up as containerd's CRI store does (a truncindex: any
+unique prefix names a container, for ContainerStatus and ExecSync alike; NOT_FOUND
+otherwise), and ContainerStatus answers the full ID. ExecSync is scripted by the
 command: `echo WORDS`, `exit N` (stderr "bye"), `sleep S` (until the
 call ends; a cancelled call is recorded), `flood N` (N bytes of stdout), `fail CODE
 DETAILS` (the call ends with that grpc status), and `state` (prints `Runtime.state`,
@@ -45,6 +48,12 @@ class Runtime:
         }
     )
     statuses: list[str] = field(default_factory=list)  # container IDs asked about
+    # The runtime's containers, looked up by unique prefix as containerd's truncindex
+    # does; None: every ID asked about is a container of that ID.
+    containers: list[str] | None = None
+    # ContainerStatus answers this ID for that one (a runtime resolving other spellings).
+    answer_ids: dict[str, str] = field(default_factory=dict)
+    ran_in: list[str] = field(default_factory=list)  # the container of each ExecSync
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def reaches(self, condition: Callable[[], bool]) -> None:
@@ -64,17 +73,30 @@ class Runtime:
             version="0.1.0", runtime_name=self.name, runtime_version="9.9", runtime_api_version="v1"
         )
 
+    async def _resolve(self, container_id: str, context: Any) -> str:
+        """The container `container_id` names (containerd's `containerStore.Get`)."""
+        if self.containers is None:
+            return container_id
+        found = [c for c in self.containers if container_id and c.startswith(container_id)]
+        if len(found) != 1:
+            await context.abort(
+                grpc.StatusCode.NOT_FOUND,
+                f"an error occurred when try to find container {container_id!r}: not found",
+            )
+        return found[0]
+
     async def container_status(
         self, request: pb.ContainerStatusRequest, context: Any
     ) -> pb.ContainerStatusResponse:
         self.statuses.append(request.container_id)
-        labels = self.owners.get(request.container_id, self.labels)
-        return pb.ContainerStatusResponse(
-            status=pb.ContainerStatus(id=request.container_id, labels=labels)
-        )
+        resolved = await self._resolve(request.container_id, context)
+        labels = self.owners.get(resolved, self.labels)
+        answered = self.answer_ids.get(resolved, resolved)
+        return pb.ContainerStatusResponse(status=pb.ContainerStatus(id=answered, labels=labels))
 
     async def exec_sync(self, request: pb.ExecSyncRequest, context: Any) -> pb.ExecSyncResponse:
         self.requests.append(request)
+        self.ran_in.append(await self._resolve(request.container_id, context))
         verb, *args = request.cmd
         if verb == "state":
             return pb.ExecSyncResponse(stdout=self.state.encode(), exit_code=0 if self.state else 1)

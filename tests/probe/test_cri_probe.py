@@ -310,3 +310,104 @@ async def test_another_pods_container_runs_nothing_and_is_logged_once_per_pod(
     assert runtime.requests == []  # no ExecSync at all
     assert runtime.statuses == [ID, ID]  # a refusal is not remembered as checked
     assert len([e for e in logs if e["event"] == "probe.cri_container_unusable"]) == 1
+
+
+# Another pod's container whose ID shares its first six digits with ID's.
+OTHER = "c0ffee" + "1" * 58
+BANK = {
+    "io.kubernetes.pod.uid": "uid-9",
+    "io.kubernetes.container.name": "app",
+    "io.kubernetes.pod.namespace": "bank",
+    "io.kubernetes.pod.name": "vault",
+}
+
+
+@pytest.mark.parametrize(
+    "bare",
+    [
+        pytest.param(ID[:6], id="prefix"),
+        pytest.param(ID[:12], id="prefix-12"),
+        pytest.param(ID[:63], id="one-short"),
+        pytest.param(ID + "0", id="one-long"),
+        pytest.param(ID.upper(), id="uppercase"),
+        pytest.param(ID[:-1] + "F", id="one-uppercase-digit"),
+        pytest.param(f" {ID}", id="leading-space"),
+        pytest.param(f"{ID} ", id="trailing-space"),
+        pytest.param(f"{ID}\n", id="trailing-newline"),
+        pytest.param(f"\t{ID}", id="leading-tab"),
+        pytest.param(ID[:-1] + "g", id="not-hex"),
+        pytest.param(ID[:-1] + "\u0661", id="arabic-indic-digit"),
+        pytest.param(f"{ID}://x", id="another-scheme-part"),
+    ],
+)
+async def test_a_container_id_not_in_the_runtimes_full_form_reaches_no_runtime_call(
+    runtime: Runtime, handler: CRIExecHandler, bare: str
+) -> None:
+    # containerd resolves any unique prefix of an ID (its CRI store is a truncindex):
+    # the pod's own container today, another pod's tomorrow. Nothing but the full,
+    # lowercase ID the kubelet writes may reach the runtime.
+    runtime.containers = [ID]
+    with anyio.fail_after(10), capture_logs() as logs:
+        outcomes = [
+            await handler.run(exec_("echo", "x"), target(f"containerd://{bare}"), time_limit=1.0)
+            for _ in range(2)
+        ]
+    assert {o.result for o in outcomes} == {Result.UNKNOWN}
+    message = outcomes[0].message
+    assert message.startswith("container app of pod default/web: containerID 'containerd://")
+    assert "is not a full containerd container ID (64 lowercase hex digits" in message
+    assert "nothing is run" in message
+    assert runtime.statuses == []  # not even ContainerStatus
+    assert runtime.requests == []
+    warned = [e for e in logs if e["event"] == "probe.cri_container_unusable"]
+    assert [(e["pod"], e["container"]) for e in warned] == [("default/web", "app")]
+
+
+async def test_a_prefix_that_later_names_another_pods_container_runs_nothing_there(
+    runtime: Runtime, handler: CRIExecHandler
+) -> None:
+    # The attack of issue 22: a pod status patched to `containerd://c0ffee` names the
+    # pod's own container while it exists (and a check that passes is remembered);
+    # once it is gone, another pod's container with the same first digits answers to it.
+    prefix = target(f"containerd://{ID[:6]}")
+    runtime.containers = [ID]
+    with anyio.fail_after(10):
+        first = await handler.run(exec_("echo", "mine"), prefix, time_limit=1.0)
+        runtime.containers = [OTHER]
+        runtime.owners[OTHER] = BANK
+        second = await handler.run(exec_("echo", "theirs"), prefix, time_limit=1.0)
+    assert first.result is second.result is Result.UNKNOWN
+    assert runtime.ran_in == []  # neither the pod's container nor the bank's
+
+
+async def test_a_runtime_answering_for_another_id_than_asked_runs_nothing(
+    runtime: Runtime, handler: CRIExecHandler
+) -> None:
+    # Should a runtime ever resolve other spellings of an ID, its answer names the
+    # container it found: only the ID asked for, confirmed, may reach ExecSync.
+    runtime.containers = [ID, OTHER]
+    runtime.answer_ids[ID] = OTHER
+    with anyio.fail_after(10), capture_logs() as logs:
+        got = await handler.run(exec_("echo", "x"), target(), time_limit=1.0)
+        again = await handler.run(exec_("echo", "x"), target(), time_limit=1.0)
+    assert got.result is again.result is Result.UNKNOWN
+    assert f"the runtime answered ContainerStatus for {ID[:12]} with container {OTHER!r}" in (
+        got.message
+    )
+    assert runtime.requests == []
+    assert runtime.statuses == [ID, ID]  # a refusal is not remembered as checked
+    assert len([e for e in logs if e["event"] == "probe.cri_container_unusable"]) == 1
+
+
+async def test_the_full_id_the_runtime_confirmed_is_what_execsync_gets(
+    runtime: Runtime, handler: CRIExecHandler
+) -> None:
+    runtime.containers = [ID, OTHER]
+    with anyio.fail_after(10):
+        for _ in range(2):
+            assert await handler.run(exec_("echo", "x"), target(), time_limit=1.0) == (
+                Outcome.succeeded("x")
+            )
+    assert runtime.statuses == [ID]
+    assert [r.container_id for r in runtime.requests] == [ID, ID]
+    assert runtime.ran_in == [ID, ID]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from probemarker.cri.client import CallFailed, NotConnected, Ran, RuntimeInfo
+from probemarker.cri.client import CallFailed, ContainerInfo, NotConnected, Ran, RuntimeInfo
 from probemarker.identity import PodUID
-from probemarker.probe.cri import (
+from probemarker.probe.cri import cri_outcome, exited
+from probemarker.probe.criid import (
     ContainerRef,
+    confirmation_problem,
     container_ref,
-    cri_outcome,
-    exited,
     ownership_problem,
 )
 from probemarker.probe.handler import ProbeTarget
@@ -39,6 +39,36 @@ ID = "0" * 63 + "f"
         ),
         (f"cri-o://{ID}", CONTAINERD, "runs on 'cri-o' but"),
         (f"containerd://{ID}", CRIO, "runs on 'containerd' but"),
+        pytest.param(
+            f"containerd://{ID[:12]}",
+            CONTAINERD,
+            f"containerID 'containerd://{ID[:12]}' in the pod status is not a full "
+            "containerd container ID (64 lowercase hex digits after containerd://, as the "
+            "kubelet writes it): the runtime would take a prefix for whichever container's "
+            "ID starts so, another pod's too; nothing is run",
+            id="prefix",
+        ),
+        pytest.param(f"cri-o://{ID[:1]}", CRIO, "not a full cri-o container ID", id="one-digit"),
+        pytest.param(f"containerd://{ID[:63]}", CONTAINERD, "not a full", id="one-short"),
+        pytest.param(f"containerd://{ID}0", CONTAINERD, "not a full", id="one-long"),
+        pytest.param(f"containerd://{ID.upper()}", CONTAINERD, "not a full", id="uppercase"),
+        pytest.param(f"containerd:// {ID}", CONTAINERD, "not a full", id="leading-space"),
+        pytest.param(f"containerd://{ID} ", CONTAINERD, "not a full", id="trailing-space"),
+        pytest.param(f"containerd://{ID}\n", CONTAINERD, "\\n' in the pod", id="newline"),
+        pytest.param(f"containerd://{ID[:-1]}g", CONTAINERD, "not a full", id="not-hex"),
+        pytest.param(
+            f"containerd://{ID[:-1]}\u0661", CONTAINERD, "not a full", id="other-script-digit"
+        ),
+        pytest.param(f"containerd://{ID}://{ID}", CONTAINERD, "not a full", id="two-schemes"),
+        pytest.param(
+            f"containerd://{ID[:-1]}/", CONTAINERD, "not a full", id="separator-in-the-id"
+        ),
+        pytest.param(
+            "containerd://" + "a" * 5000,
+            CONTAINERD,
+            "containerID 'containerd://aaa",
+            id="long-value-quoted-short",
+        ),
     ],
 )
 def test_the_container_id_is_used_only_with_the_runtimes_own_scheme(
@@ -50,6 +80,7 @@ def test_the_container_id_is_used_only_with_the_runtimes_own_scheme(
     else:
         assert ref.id == ""
         assert expected in ref.problem
+        assert len(ref.problem) < 500  # a long pod status value is quoted in part
 
 
 def outcome(answer: Ran | CallFailed | NotConnected) -> Outcome:
@@ -181,6 +212,46 @@ def test_the_runtimes_labels_must_name_the_probes_pod_and_container(
 ) -> None:
     target = ProbeTarget("default", "gs-1", PodUID("uid-1"), "app")
     problem = ownership_problem(labels, target, short_id="0000000000ab")
+    if expected:
+        assert expected in problem
+    else:
+        assert problem == ""
+
+
+GS1 = ProbeTarget("default", "gs-1", PodUID("uid-1"), "app")
+OTHER_ID = "1" * 64
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        pytest.param(ContainerInfo(ID, kubelet("uid-1", "app")), "", id="confirmed"),
+        pytest.param(
+            ContainerInfo(OTHER_ID, kubelet("uid-1", "app")),
+            f"the runtime answered ContainerStatus for {ID[:12]} with container "
+            f"'{OTHER_ID}', not the ID asked for; nothing is run in it",
+            id="another-id-answered",
+        ),
+        pytest.param(
+            ContainerInfo("", kubelet("uid-1", "app")), "with container ''", id="no-id-answered"
+        ),
+        pytest.param(
+            ContainerInfo(ID.upper(), kubelet("uid-1", "app")),
+            "not the ID asked for",
+            id="another-spelling-answered",
+        ),
+        pytest.param(
+            ContainerInfo(ID, kubelet("uid-2", "app", pod="other")),
+            f"the pod status names container {ID[:12]}, which the runtime says is container "
+            "'app' of pod default/other",
+            id="another-pods",
+        ),
+    ],
+)
+def test_the_runtimes_answer_must_be_for_the_id_asked_and_the_probes_container(
+    answer: ContainerInfo, expected: str
+) -> None:
+    problem = confirmation_problem(ID, answer, GS1)
     if expected:
         assert expected in problem
     else:
