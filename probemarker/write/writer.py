@@ -17,7 +17,8 @@ Rules (SPEC §3):
   `message_refresh` seconds after the pod's last write, or after the daemon first saw
   the pod when it has not written it yet (`restrict.message_due`: a restart writes
   only where a state differs); a transition goes at once and carries every message
-  with it;
+  with it. The shutdown flush keeps a message-only change held too, so a restart
+  (stop, then start) writes only where a state differs;
 - a failed `test` (422) or a 409: re-read the pod (GET) and recompute at once, up to
   `reread_limit` times in a row, then back off. A re-read that finds another UID
   means the pod was re-created under the same name: everything kept for the old UID
@@ -175,7 +176,6 @@ class PodWriter:
         self._lookup = lookup
         self._plan = plan
         self._refused = refused
-        self._final = False  # shutting down: nothing is held back any more
         self._marks = marks
         self._now_text = now_text
         self._clock = clock
@@ -215,10 +215,11 @@ class PodWriter:
         self._queue.forget(uid)
 
     async def flush_pending(self) -> None:
-        """Shutdown: flush every marked pod now (no coalescing, no hold, no message
-        held back) and return when none is marked or being flushed; `run()` must be
-        running. The caller bounds it."""
-        self._final = True
+        """Shutdown: flush every marked pod now (no coalescing, no hold) and return when
+        none is marked or being flushed; `run()` must be running. The caller bounds it.
+        A message-only change stays held: the next run publishes it once its refresh
+        interval has passed, so a restart (stop and start) writes only where a state
+        differs."""
         self._queue.finish_now()
         self._wake.set()
         while self._queue.busy:
@@ -333,7 +334,7 @@ class PodWriter:
         due = message_due(
             seen=state.seen, written=state.written, refresh=self.settings.message_refresh
         )
-        if not ops or now >= due or self._final:
+        if not ops or now >= due:
             return target, ops
         if build_patch(pod=view, desired=hold_messages(target, view), now=""):
             return target, ops  # a real change goes now, with every message

@@ -84,7 +84,8 @@ async def test_a_restart_writes_only_where_a_state_differs(world: World) -> None
     the one its condition shows. Only the pod whose *state* changed meanwhile
     (`flip`) is written at once; the message-only differences wait for the message
     refresh interval, counted from the daemon's start (one write per pod per run
-    before the fix: 62 writes in 8 s on a busy node)."""
+    before the fix: 62 writes in 8 s on a busy node), and the stop publishes none of
+    the messages held."""
     world.script = script = Uptime(failing={"down"})
     names = ["flip", "up0", "up1", "down"]
     for name in names:
@@ -112,6 +113,8 @@ async def test_a_restart_writes_only_where_a_state_differs(world: World) -> None
             "up1": 0,
             "down": 0,
         }
+        inside = writes()
+    assert writes() == inside  # nor does its stop publish the messages it held
     assert (condition(flipped, "game.io/up") or {}).get("message", "").startswith("down ")
 
     # With a short interval the messages catch up, but never sooner than the interval

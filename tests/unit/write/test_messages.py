@@ -67,7 +67,7 @@ class FakeApi:
 class Rig:
     """A writer whose plan is one probe's decision (`state`, `message`)."""
 
-    def __init__(self, pod: dict[str, Any]) -> None:
+    def __init__(self, pod: dict[str, Any], *, coalesce: float = 0.0) -> None:
         self.clock = FakeClock(1000.0)
         self.api = FakeApi(pod)
         self.state, self.message = S, "up 1"
@@ -80,7 +80,7 @@ class Rig:
             marks=receive,
             now_text=lambda: "2026-11-23T10:00:00Z",
             clock=self.clock,
-            settings=WriterSettings(coalesce=0.0, message_refresh=REFRESH),
+            settings=WriterSettings(coalesce=coalesce, message_refresh=REFRESH),
         )
 
     def plan(self, view: PodView) -> DesiredPod:
@@ -164,3 +164,27 @@ async def test_a_condition_the_previous_run_did_not_write_goes_at_once() -> None
         await rig.decide(S, "up 1")
         assert len(rig.api.patches) == 1
         assert rig.shown() == ("True", "up 1")
+
+
+async def test_a_stop_publishes_no_held_message() -> None:
+    """The other half of a restart: the stopping daemon's last flush leaves a held
+    message held (the next run publishes it after its interval)."""
+    rig = Rig(previous_run())
+    async with rig.running():
+        await rig.decide(S, "up 1")
+        assert rig.writer.stats.messages_held == 1
+        with anyio.fail_after(1):
+            await rig.writer.flush_pending()
+        assert rig.api.patches == []  # before the fix: the held message went out here
+        assert rig.shown() == ("True", "up 0")
+
+
+async def test_a_stop_flushes_a_state_change_with_its_message() -> None:
+    rig = Rig(previous_run(), coalesce=1.0)
+    async with rig.running():
+        rig.state, rig.message = ProbeState.FAILED, "down 1"
+        rig.writer.mark(PodUID(UID))  # within the coalescing window at the stop
+        with anyio.fail_after(1):
+            await rig.writer.flush_pending()
+        assert len(rig.api.patches) == 1
+        assert rig.shown() == ("False", "down 1")
