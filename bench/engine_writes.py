@@ -16,10 +16,16 @@ flips. Probes: exec, period 1 s, thresholds 1.
    at their own phases, spread over the period (not "together": up to 5 patches);
 3. steady state: nothing flips for N minutes (target: 0 writes; reads listed);
 4. a daemon restart: the daemon stops (gracefully) and a new one starts on the pods it
-   labelled; writes from its start until 5 s after it is ready (target: 0).
+   labelled; writes from its start until 5 s after it is ready (target: 0);
+5. a daemon restart where every probe's output changes with each run (an uptime, a
+   timestamp), on `--chatty-pods` pods with one condition each, default message
+   refresh (10 s): the daemon runs long enough to hold a message back on every pod,
+   stops, and a new one starts; writes at the stop, and from the start until 8 s
+   after ready (issue 22; target: 0 and 0, the messages wait for the refresh interval).
 
     python bench/engine_writes.py                    # 1 minute of steady state
     python bench/engine_writes.py --steady-minutes 10 --transitions 50
+    python bench/engine_writes.py --only chatty-restart --chatty-pods 200
 
 Prints the figures and the command that reproduces them.
 """
@@ -129,6 +135,62 @@ async def five_together(world: Any, gate: Gate, *, flips: int, held: bool) -> li
     return rows
 
 
+class Uptime:
+    """A Script's answer that changes with every run, the state staying Succeeded."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    async def answer(self, request: Any) -> Any:
+        from probemarker.sim.exec.runners import ExecReply
+
+        self.runs += 1
+        return ExecReply(0, b"up %d\n" % self.runs)
+
+
+async def chatty_restart(*, pods: int) -> dict[str, Any]:
+    """Case 5 (see the module docstring), in a sim of its own."""
+    from kubernetes_asyncio import client
+
+    from probemarker.sim import SimCluster
+    from tests.integration.world import NS, Script, World, marker, probe, running_daemon
+
+    out: dict[str, Any] = {"pods": pods}
+    async with (
+        SimCluster(node_names=("node-1",), kubelet_events=False) as sim,
+        client.ApiClient(sim.configuration()) as api,
+    ):
+        world = World(sim, api, Script())
+        await world.install_crd()
+        uptime = Uptime()
+        names = [f"c{i}" for i in range(pods)]
+        for name in names:
+            await world.create_pod(name, labels={"app": "chatty"})
+            sim.exec_handlers.register(NS, name, "app", uptime.answer)
+        selector = {"matchLabels": {"app": "chatty"}}
+        await world.apply_marker(
+            marker("chatty", selector=selector, probes=[probe("up", condition="x.io/up")])
+        )
+        async with running_daemon(sim, **DEFAULTS) as daemon:
+            for name in names:
+                await world.wait_pod(name, lambda p: bool(p["status"].get("conditions")))
+            # Every first transition's event written, and a few runs: a new message
+            # held back on every pod.
+            await sim.accounting.wait_for(
+                at_least=pods, verb="create", resource="events", within=60
+            )
+            await _quiet(3.0)
+            out["held"] = daemon.writer.stats.messages_held
+            before = _counts(world)
+        out["stop"] = _counts(world) - before
+        before = _counts(world)
+        async with running_daemon(sim, **DEFAULTS) as daemon:
+            await _quiet(8.0)
+            out["start"] = _counts(world) - before
+            out["runs"] = daemon.engine.dispatcher.stats.runs_finished
+    return out
+
+
 def _markers() -> list[dict[str, Any]]:
     from tests.integration.world import marker, probe
 
@@ -157,6 +219,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     from tests.integration.world import NS, Script, World, labels_of, running_daemon
 
     out: dict[str, Any] = {}
+    if args.chatty_pods > 0:
+        out["chatty"] = await chatty_restart(pods=args.chatty_pods)
+    if args.only == "chatty-restart":
+        return out
     async with SimCluster(node_names=("node-1",), kubelet_events=False) as sim:
         sim.kubelet.auto_finish_deletion = True
         async with client.ApiClient(sim.configuration()) as api:
@@ -199,7 +265,20 @@ def _line(label: str, rows: list[dict[str, int]]) -> None:
     )
 
 
+def _print_chatty(chatty: dict[str, Any]) -> None:
+    print(
+        f"a daemon restart, {chatty['pods']} pods whose output changes every run "
+        f"(message refresh 10 s; {chatty['held']} messages held before the stop): "
+        f"writes at the stop {_writes(chatty['stop'])}, from the start until 8 s after "
+        f"ready ({chatty['runs']} runs) {_writes(chatty['start'])} (target 0 and 0)"
+    )
+
+
 def _print(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    if "chatty" in out:
+        _print_chatty(out["chatty"])
+    if args.only == "chatty-restart":
+        return
     print(
         "writes per flip (counted from the flip until 1.5 s after the pod shows it); "
         "target: 1 pods/status patch"
@@ -240,6 +319,10 @@ def main() -> int:
     parser.add_argument("--transitions", type=int, default=20, help="flips of the one probe")
     parser.add_argument("--flips", type=int, default=6, help="flips of the five probes, per case")
     parser.add_argument("--steady-minutes", type=float, default=1.0)
+    parser.add_argument(
+        "--chatty-pods", type=int, default=60, help="pods of case 5 (0: leave it out)"
+    )
+    parser.add_argument("--only", choices=["chatty-restart"], help="run only this case")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from probemarker.observe.logging import configure_logging

@@ -34,7 +34,10 @@ Thresholds (after a run):
   back once the new container passes, which is the flapping SPEC §6 forbids. The
   new container's own outcomes re-decide after the thresholds, as for any change.
 - A restarted daemon seeds the decided result from what the pod shows (`seed`),
-  with empty counters, so the first runs publish nothing unless the result changes.
+  with empty counters, so the first runs change no state unless a threshold is met
+  with another one. A new message of the same state is published as above; the
+  writer holds it back for its message-refresh interval, which before its first
+  write to a pod counts from the daemon's start (`write.restrict.message_due`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ Invariants:
   marker or a probe stops exactly its keys, and a pod's probes are recomputed on every
   change of the pod or of a marker in its namespace (`match.match_pod`);
 - a new probe is seeded from the pod's ownership record and conditions, so a
-  restarted daemon publishes nothing new until a threshold is met again;
+  restarted daemon publishes no new state until a threshold is met again (a new
+  message of the same state waits in the writer for its refresh interval);
 - one run per probe at a time; its next run is scheduled when it ends, on its grid
   (`schedule.timing.next_due`): a slot that passed is skipped and counted, not drifted;
 - a result of a run started with a command that has since changed is dropped;

@@ -8,6 +8,13 @@ Stage: write (pure). Input: a `DesiredPod` and the pod it is for. Output: a
   message-refresh interval (SPEC §3: a message-only change is published at most once
   per interval, a transition at once), so a probe whose output changes every run
   (`{"status":"ok","uptime":...}`) costs one write per interval, not one per period.
+- `message_due`: when that interval ends for a pod. It counts from the daemon's last
+  write to the pod or, before the first, from when the daemon first saw the pod (its
+  first mark, once the informer has listed it). A restarted daemon cannot know when
+  its predecessor last wrote, and the pod it first sees already shows a message: so
+  counting from then, a restart never publishes a message sooner than steady state
+  would, and writes at once only where a *state* (label, annotation, condition status
+  or reason) differs. SPEC §3: "a restart causes no flapping and no writes".
 - `restrict(desired, pod, scope)`: the parts a refused patch leaves out. A 422 that is
   not a failed `test` means the patched pod would be invalid, most often because its
   annotations would pass the API server's 256 KiB total. The writer then steps down,
@@ -38,7 +45,7 @@ from probemarker.write.desired import DesiredCondition, DesiredPod
 from probemarker.write.ownership import OWNED_KEY, Owned, holds, parse_record, render_record
 from probemarker.write.patch import condition_text
 
-__all__ = ["Scope", "hold_messages", "restrict"]
+__all__ = ["Scope", "hold_messages", "message_due", "restrict"]
 
 
 class Scope(enum.IntEnum):
@@ -70,6 +77,14 @@ def hold_messages(desired: DesiredPod, pod: PodView) -> DesiredPod:
             want = replace(want, message=condition_text(current, "message"))
         conditions[type_] = want
     return replace(desired, conditions=MappingProxyType(conditions))
+
+
+def message_due(*, seen: float, written: float | None, refresh: float) -> float:
+    """When a message-only change of a pod may go out: `refresh` seconds after the
+    later of `seen` (when the daemon first saw the pod) and `written` (its last write
+    to the pod; None: none yet). See the module docstring."""
+    since = seen if written is None else max(seen, written)
+    return since + refresh
 
 
 def _without_new_annotations(desired: DesiredPod, pod: PodView) -> DesiredPod:

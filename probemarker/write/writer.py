@@ -14,8 +14,11 @@ Rules (SPEC §3):
 - the newest desired state always wins: the plan is computed when the request is
   built, never queued; a mark during a flush flushes the pod again afterwards;
 - a message-only change (`restrict.hold_messages` leaves nothing to send) waits until
-  `message_refresh` seconds after the pod's last write; a transition goes at once and
-  carries every message with it;
+  `message_refresh` seconds after the pod's last write, or after the daemon first saw
+  the pod when it has not written it yet (`restrict.message_due`: a restart writes
+  only where a state differs); a transition goes at once and carries every message
+  with it. The shutdown flush keeps a message-only change held too, so a restart
+  (stop, then start) writes only where a state differs;
 - a failed `test` (422) or a 409: re-read the pod (GET) and recompute at once, up to
   `reread_limit` times in a row, then back off. A re-read that finds another UID
   means the pod was re-created under the same name: everything kept for the old UID
@@ -78,7 +81,7 @@ from probemarker.pods import PodView, pod_view
 from probemarker.write.desired import DesiredPod
 from probemarker.write.patch import build_patch, changes_of
 from probemarker.write.queue import FlushQueue
-from probemarker.write.restrict import Scope, hold_messages, restrict
+from probemarker.write.restrict import Scope, hold_messages, message_due, restrict
 
 log = structlog.get_logger(__name__)
 
@@ -141,10 +144,11 @@ class _PodState:
     """What the writer keeps of one pod between flushes (when it is flushed next is
     the queue's)."""
 
+    seen: float  # when the writer first saw the pod (its first mark)
     rereads: int = 0
     backoff: Backoff | None = None
     fresh: tuple[int, PodView] | None = None  # the API server's answer to our last write
-    messages_due: float = 0.0  # no message-only write before this
+    written: float | None = None  # when our last write to it was accepted
     scope: Scope = Scope.FULL  # how much a patch carries after a refusal
     scope_until: float = 0.0  # when the full patch is tried again
     scope_backoff: Backoff | None = None
@@ -172,7 +176,6 @@ class PodWriter:
         self._lookup = lookup
         self._plan = plan
         self._refused = refused
-        self._final = False  # shutting down: nothing is held back any more
         self._marks = marks
         self._now_text = now_text
         self._clock = clock
@@ -202,7 +205,8 @@ class PodWriter:
 
     def mark(self, uid: PodUID) -> None:
         """Flush `uid` after the coalescing window (or its backoff hold), unless sooner."""
-        self._pods.setdefault(uid, _PodState())
+        if uid not in self._pods:
+            self._pods[uid] = _PodState(seen=self._clock.now())
         if self._queue.mark(uid):
             self._wake.set()
 
@@ -211,10 +215,11 @@ class PodWriter:
         self._queue.forget(uid)
 
     async def flush_pending(self) -> None:
-        """Shutdown: flush every marked pod now (no coalescing, no hold, no message
-        held back) and return when none is marked or being flushed; `run()` must be
-        running. The caller bounds it."""
-        self._final = True
+        """Shutdown: flush every marked pod now (no coalescing, no hold) and return when
+        none is marked or being flushed; `run()` must be running. The caller bounds it.
+        A message-only change stays held: the next run publishes it once its refresh
+        interval has passed, so a restart (stop and start) writes only where a state
+        differs."""
         self._queue.finish_now()
         self._wake.set()
         while self._queue.busy:
@@ -326,12 +331,15 @@ class PodWriter:
             state.scope = Scope.FULL  # time to try the full patch again
         target = restrict(desired, view, state.scope)
         ops = build_patch(pod=view, desired=target, now=self._now_text())
-        if not ops or now >= state.messages_due or self._final:
+        due = message_due(
+            seen=state.seen, written=state.written, refresh=self.settings.message_refresh
+        )
+        if not ops or now >= due:
             return target, ops
         if build_patch(pod=view, desired=hold_messages(target, view), now=""):
             return target, ops  # a real change goes now, with every message
         self.stats.messages_held += 1
-        self._queue.at(uid, state.messages_due)
+        self._queue.at(uid, due)
         return None
 
     def _written(
@@ -346,7 +354,7 @@ class PodWriter:
         self.stats.writes += 1
         state.rereads = 0
         self._queue.hold(uid, 0.0)
-        state.messages_due = now + self.settings.message_refresh
+        state.written = now
         if state.backoff is not None:
             state.backoff.reset()
         if state.scope is Scope.FULL and state.scope_backoff is not None:

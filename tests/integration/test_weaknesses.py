@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import anyio
 
-from probemarker.sim.exec.runners import ExecReply
+from probemarker.sim.exec.runners import ExecReply, ExecRequest
 from tests.integration.world import (
     OWNED,
+    Script,
     World,
     annotations_of,
     condition,
+    eventually,
     flag,
     labels_of,
     marker,
@@ -58,6 +62,78 @@ async def test_a_restarted_daemon_writes_nothing_and_flaps_nothing(world: World)
     assert world.pod_writes() == writes
     after = world.pod("g")
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+@dataclass
+class Uptime(Script):
+    """Every answer is new, as from a command that prints an uptime or a timestamp:
+    `up N` on stdout, or `down N` on stderr with exit 1 for the pods in `failing`."""
+
+    failing: set[str] = field(default_factory=set)
+
+    async def answer(self, request: ExecRequest) -> ExecReply:
+        await super().answer(request)
+        n = len(self.calls)
+        if request.target.pod in self.failing:
+            return ExecReply(1, b"", b"down %d\n" % n)
+        return ExecReply(0, b"up %d\n" % n)
+
+
+async def test_a_restart_writes_only_where_a_state_differs(world: World) -> None:
+    """Issue 22: after a restart every pod's probe answers with another message than
+    the one its condition shows. Only the pod whose *state* changed meanwhile
+    (`flip`) is written at once; the message-only differences wait for the message
+    refresh interval, counted from the daemon's start (one write per pod per run
+    before the fix: 62 writes in 8 s on a busy node), and the stop publishes none of
+    the messages held."""
+    world.script = script = Uptime(failing={"down"})
+    names = ["flip", "up0", "up1", "down"]
+    for name in names:
+        await world.create_pod(name, labels={"app": "game"})
+    await world.apply_marker(marker("m", probes=[flag("up", condition="game.io/up")]))
+    async with running_daemon(world.sim):
+        for name in names:
+            await world.wait_pod(name, lambda p: "up" in labels_of(p))
+
+    def writes() -> dict[str, int]:
+        count = world.sim.accounting.count
+        return {
+            n: count(verb="patch", resource="pods", subresource="status", name=n) for n in names
+        }
+
+    script.failing.add("flip")
+    before = writes()
+    async with running_daemon(world.sim, message_refresh_seconds=3600.0):
+        flipped = await world.wait_pod("flip", lambda p: labels_of(p).get("up") == "no")
+        await script.wait_calls(3 * len(names))  # each run a new message on every pod
+        await anyio.sleep(0.2)  # past the writer's coalescing window
+        assert {n: writes()[n] - before[n] for n in names} == {
+            "flip": 1,
+            "up0": 0,
+            "up1": 0,
+            "down": 0,
+        }
+        inside = writes()
+    assert writes() == inside  # nor does its stop publish the messages it held
+    assert (condition(flipped, "game.io/up") or {}).get("message", "").startswith("down ")
+
+    # With a short interval the messages catch up, but never sooner than the interval
+    # after the daemon's start (`started` is before it, so this bound is the weaker).
+    refresh, quiet = 2.0, ["up0", "up1", "down"]
+    before = writes()
+
+    def written(n: str) -> bool:
+        return writes()[n] > before[n]
+
+    started = anyio.current_time()
+    async with running_daemon(world.sim, message_refresh_seconds=refresh):
+        await eventually(lambda: any(written(n) for n in quiet))
+        first = anyio.current_time()
+        await eventually(lambda: all(written(n) for n in quiet))
+    assert first - started >= refresh, (first, started)
+    for name in quiet:
+        message = (condition(world.pod(name), "game.io/up") or {}).get("message", "")
+        assert message.split()[0] == ("down" if name == "down" else "up")
 
 
 async def test_a_period_change_applies_from_the_next_run(world: World) -> None:
