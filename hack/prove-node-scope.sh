@@ -290,6 +290,8 @@ expect_denied "a kubernetes.io/ label" "the label kubernetes.io/hostname" \
   status_patch "$bound" $NS web '[{"op":"add","path":"/metadata/labels/kubernetes.io~1hostname","value":"node-b"}]'
 expect_denied "a k8s.io/ annotation" "the annotation k8s.io/owner" \
   status_patch "$bound" $NS web '[{"op":"add","path":"/metadata/annotations/k8s.io~1owner","value":"me"}]'
+expect_denied "a kubernetes.io/ condition type" "the condition kubernetes.io/Idle" \
+  status_patch "$bound" $NS web '[{"op":"add","path":"/status/conditions/-","value":{"type":"kubernetes.io/Idle","status":"True"}}]'
 run "${K[@]}" -n $NS label pod web kubernetes.io/preexisting=yes --overwrite
 expect_denied "removing a kubernetes.io/ label" "the label kubernetes.io/preexisting" \
   status_patch "$bound" $NS web '[{"op":"remove","path":"/metadata/labels/kubernetes.io~1preexisting"}]'
@@ -308,6 +310,8 @@ expect_allowed "an app.kubernetes.io/ label and a controller.kubernetes.io/ anno
   status_patch "$bound" $NS web '[{"op":"add","path":"/metadata/labels/app.kubernetes.io~1part-of","value":"proof"},{"op":"add","path":"/metadata/annotations/controller.kubernetes.io~1pod-deletion-cost","value":"7"}]'
 expect_allowed "a condition of its own type" \
   status_patch "$bound" $NS web '[{"op":"add","path":"/status/conditions/-","value":{"type":"example.com/Other","status":"True"}}]'
+expect_allowed "a condition type under app.kubernetes.io/" \
+  status_patch "$bound" $NS web '[{"op":"add","path":"/status/conditions/-","value":{"type":"app.kubernetes.io/Idle","status":"True"}}]'
 expect_allowed "another user (admin) is not matched" \
   "${K[@]}" -n $NS patch pod far --subresource=status --type=json -p '[{"op":"add","path":"/metadata/labels/kubernetes.io~1other","value":"x"}]'
 
