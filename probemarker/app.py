@@ -20,7 +20,8 @@ The health and metrics server (`--metrics-address`, observe/serve.py) listens fi
 before the informers list, so /healthz answers while the daemon waits for an API server
 or a CRD, and /readyz says what it waits for; it closes last, after the shutdown. Its
 connections are held to a share of the open-files limit, which `run_daemon` first
-raises to the hard limit (observe/descriptors.py).
+raises to the hard limit (observe/descriptors.py); the event loop's own reports go
+through structlog, at most one line a minute per kind (observe/looperrors.py).
 
 Shutdown (SIGTERM/SIGINT, at any stage): stop starting probes, give running ones and
 pending writes `shutdown_grace_seconds`, write queued events, exit 0. Before the first
@@ -66,6 +67,7 @@ from probemarker.observe.descriptors import (
     raise_open_files_limit,
 )
 from probemarker.observe.health import Health, HealthSettings, Heartbeat
+from probemarker.observe.looperrors import LoopErrors
 from probemarker.observe.metrics import InformerSnapshot, Snapshot, build_registry
 from probemarker.observe.repeats import Repeats
 from probemarker.observe.serve import MetricsServer
@@ -415,6 +417,7 @@ async def run_daemon(settings: RunSettings) -> int:
     `_receive_signals`).
     """
     _take_open_files_limit()
+    LoopErrors(clock=MONOTONIC).install()
     stop = anyio.Event()
     failed: list[Exception] = []
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
