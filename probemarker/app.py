@@ -18,7 +18,10 @@ deleted, a pod relabelled) is cleaned up then, and a pod that matches is not wri
 
 The health and metrics server (`--metrics-address`, observe/serve.py) listens first,
 before the informers list, so /healthz answers while the daemon waits for an API server
-or a CRD, and /readyz says what it waits for; it closes last, after the shutdown.
+or a CRD, and /readyz says what it waits for; it closes last, after the shutdown. Its
+connections are held to a share of the open-files limit, which `run_daemon` first
+raises to the hard limit (observe/descriptors.py); the event loop's own reports go
+through structlog, at most one line a minute per kind (observe/looperrors.py).
 
 Shutdown (SIGTERM/SIGINT, at any stage): stop starting probes, give running ones and
 pending writes `shutdown_grace_seconds`, write queued events, exit 0. Before the first
@@ -57,7 +60,14 @@ from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
 from probemarker.kube.resources import PODS
 from probemarker.markers import marker_projection, marker_resource
 from probemarker.observe.address import parse_listen_address
+from probemarker.observe.connections import ServerStats
+from probemarker.observe.descriptors import (
+    connection_limits,
+    open_files_limit,
+    raise_open_files_limit,
+)
 from probemarker.observe.health import Health, HealthSettings, Heartbeat
+from probemarker.observe.looperrors import LoopErrors
 from probemarker.observe.metrics import InformerSnapshot, Snapshot, build_registry
 from probemarker.observe.repeats import Repeats
 from probemarker.observe.serve import MetricsServer
@@ -149,6 +159,7 @@ class Daemon:
             )
         self.settings = settings
         self._client = client
+        self._clock = clock
         group = settings.marker_group
         repeats = Repeats()  # an unreachable server: one line a minute, not one per informer
         server = client.connection.server
@@ -234,6 +245,7 @@ class Daemon:
             settings=health,
             runtime=self._runtime_client,
         )
+        self.server_stats = ServerStats()  # the health and metrics server's connections
         self.metrics = build_registry(self.snapshot)
         self.serving = anyio.Event()  # set once the health and metrics server listens
         self.metrics_port: int | None = None  # the port it listens on
@@ -259,6 +271,7 @@ class Daemon:
             runtime_refused=0.0
             if self._runtime_client is None
             else self._runtime_client.refused_for()[0],
+            server=self.server_stats,
         )
 
     def _mark(self, uid: PodUID) -> None:
@@ -342,7 +355,16 @@ class Daemon:
         if address is None:
             yield
             return
-        server = MetricsServer(address, health=self.health, registry=self.metrics)
+        server = MetricsServer(
+            address,
+            health=self.health,
+            registry=self.metrics,
+            # its share of the open-files limit: the rest stays the probes' and the API
+            # traffic's (observe/descriptors.py)
+            limits=connection_limits(open_files_limit()),
+            stats=self.server_stats,
+            clock=self._clock,
+        )
         async with server, anyio.create_task_group() as beats:
             beats.start_soon(self.heartbeat.run)
             self.metrics_port = server.port
@@ -394,6 +416,8 @@ async def run_daemon(settings: RunSettings) -> int:
     waiting for the CRD, running. A second signal ends the process at once (see
     `_receive_signals`).
     """
+    _take_open_files_limit()
+    LoopErrors(clock=MONOTONIC).install()
     stop = anyio.Event()
     failed: list[Exception] = []
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
@@ -408,6 +432,18 @@ async def run_daemon(settings: RunSettings) -> int:
         raise failed[0]
     log.info("daemon.stopped")
     return 0
+
+
+def _take_open_files_limit() -> None:
+    """The soft open-files limit up to the hard one, once, before any descriptor is
+    needed (observe/descriptors.py says why); one line when it changed or could not."""
+    limit = raise_open_files_limit()
+    if limit.error is not None:
+        log.warning(
+            "daemon.open_files_limit", soft=limit.soft, hard=limit.hard, error=limit.error
+        )
+    elif limit.raised:
+        log.info("daemon.open_files_limit", soft=limit.soft, hard=limit.hard, was=limit.before)
 
 
 async def _serve(settings: RunSettings, stop: anyio.Event) -> None:

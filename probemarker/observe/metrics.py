@@ -33,6 +33,7 @@ from probemarker import __version__
 from probemarker.engine import EngineStats
 from probemarker.kube.events import EventStats
 from probemarker.kube.informertypes import InformerCounters
+from probemarker.observe.connections import Eviction, ServerStats
 from probemarker.schedule.dispatcher import DispatchStats
 from probemarker.write.writer import WriterStats
 
@@ -65,6 +66,8 @@ class Snapshot:
     exec_backend: str = "api"  # --exec-backend
     # cri backend only: seconds every call to the runtime socket has been refused
     runtime_refused: float = 0.0
+    # the health and metrics server's connections (this very scrape's among them)
+    server: ServerStats | None = None
 
 
 def error_label(class_name: str) -> str:
@@ -112,6 +115,49 @@ def families(snap: Snapshot) -> list[Metric]:
             "event_loop_lag_seconds", "How late the event loop last woke a timer.", snap.loop_lag
         ),
         *_runtime_families(snap),
+        *_server_families(snap.server),
+    ]
+
+
+def _server_families(stats: ServerStats | None) -> list[Metric]:
+    """The health and metrics server's connections (docs/operations.md, "Connections
+    to the port")."""
+    if stats is None:
+        return []
+    return [
+        _gauge("metrics_connections_open", "Connections to this server open now.", stats.open),
+        _gauge(
+            "metrics_connections_limit",
+            "Connections this server holds at most (1/16 of the open-files limit, 4 to 64).",
+            stats.limit,
+        ),
+        *_ones(
+            ("metrics_connections_accepted_total", "Connections accepted.", stats.accepted),
+            (
+                "metrics_bad_requests_total",
+                "Requests this server could not parse (answered 400).",
+                stats.bad_requests,
+            ),
+            (
+                "metrics_connections_expired_total",
+                "Connections closed at the end of their lifetime (30 s), answer unread.",
+                stats.expired,
+            ),
+        ),
+        _counter(
+            "metrics_connections_evicted_total",
+            "Connections closed to make room for a newer one: the server's limit (limit) "
+            "or one address' share of it (peer_limit) was reached.",
+            ["reason"],
+            (((reason.value,), stats.evicted[reason]) for reason in Eviction),
+        ),
+        _counter(
+            "accept_errors_total",
+            "Failed accept() calls of this server, by errno (EMFILE: the process is out "
+            "of file descriptors).",
+            ["error"],
+            (((name,), n) for name, n in stats.accept_errors.items()),
+        ),
     ]
 
 

@@ -19,6 +19,7 @@ from probemarker import __version__
 from probemarker.engine import EngineStats
 from probemarker.kube.events import EventStats
 from probemarker.kube.informertypes import InformerCounters
+from probemarker.observe.connections import Eviction, ServerStats
 from probemarker.observe.histogram import Histogram
 from probemarker.observe.metrics import (
     InformerSnapshot,
@@ -49,6 +50,7 @@ class Parts:
     lag: float = 0.0
     backend: str = "api"
     refused: float = 0.0
+    server: ServerStats | None = field(default_factory=ServerStats)
 
     def snapshot(self) -> Snapshot:
         return Snapshot(
@@ -67,6 +69,7 @@ class Parts:
             loop_lag=self.lag,
             exec_backend=self.backend,
             runtime_refused=self.refused,
+            server=self.server,
         )
 
 
@@ -134,6 +137,14 @@ def _durations(p: Parts) -> None:
     for seconds in (0.05, 0.1, 0.5, 3.0):
         histogram.observe(seconds)
     p.engine.durations["exec"] = histogram
+
+
+def _server(p: Parts) -> None:
+    assert p.server is not None
+    p.server.limit, p.server.open, p.server.accepted, p.server.expired = 64, 3, 1200, 2
+    p.server.evicted.update({Eviction.PEER_LIMIT: 1084, Eviction.LIMIT: 50})
+    p.server.accept_errors.update({"EMFILE": 7})
+    p.server.bad_requests = 5
 
 
 def s(name: str, value: float, **labels: str) -> tuple[str, Labels, float]:
@@ -250,6 +261,20 @@ CASES: list[Any] = [
         ],
         id="probe-duration-histogram",
     ),
+    pytest.param(
+        _server,
+        [
+            s(P + "metrics_connections_limit", 64),
+            s(P + "metrics_connections_open", 3),
+            s(P + "metrics_connections_accepted_total", 1200),
+            s(P + "metrics_connections_expired_total", 2),
+            s(P + "metrics_connections_evicted_total", 1084, reason="peer_limit"),
+            s(P + "metrics_connections_evicted_total", 50, reason="limit"),
+            s(P + "accept_errors_total", 7, error="EMFILE"),
+            s(P + "metrics_bad_requests_total", 5),
+        ],
+        id="health-server-connections",
+    ),
 ]
 
 
@@ -260,6 +285,17 @@ def test_stats_become_samples(fill: Any, expected: list[tuple[str, Labels, float
     samples = scrape(parts)
     for name, labels, value in expected:
         assert samples.get((name, labels)) == pytest.approx(value), (name, labels)
+
+
+def test_without_the_server_no_connection_metrics() -> None:
+    samples = scrape(Parts(server=None))
+    assert not [name for name, _ in samples if "connections" in name or "accept" in name]
+
+
+def test_every_eviction_reason_shows_from_the_start() -> None:
+    samples = scrape(Parts())
+    for reason in ("limit", "peer_limit"):
+        assert samples[(P + "metrics_connections_evicted_total", (("reason", reason),))] == 0
 
 
 def test_build_info() -> None:
@@ -294,7 +330,7 @@ def test_a_scrape_reads_the_live_counters() -> None:
 
 def test_names_follow_prometheus_conventions() -> None:
     parts = Parts()
-    for fill in (_runs, _writer, _requests, _informers, _events, _durations):
+    for fill in (_runs, _writer, _requests, _informers, _events, _durations, _server):
         fill(parts)
     text = generate_latest(build_registry(parts.snapshot)).decode()
     families = list(text_string_to_metric_families(text))

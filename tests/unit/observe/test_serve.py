@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import anyio
@@ -51,14 +53,22 @@ async def parts() -> Parts:
     return Parts()
 
 
-@pytest.fixture
-async def served(parts: Parts) -> AsyncIterator[tuple[Parts, aiohttp.ClientSession, str]]:
+@contextlib.asynccontextmanager
+async def serving(parts: Parts, **options: Any) -> AsyncIterator[tuple[MetricsServer, str]]:
+    """The server on 127.0.0.1, a free port. In the test's own task, not a fixture:
+    its accept loops are a task group, entered and left in one task."""
     server = MetricsServer(
-        ListenAddress("127.0.0.1", 0), health=parts.health, registry=parts.registry
+        ListenAddress("127.0.0.1", 0), health=parts.health, registry=parts.registry, **options
     )
-    async with server, aiohttp.ClientSession() as session:
+    async with server:
         assert server.port
-        yield parts, session, f"http://127.0.0.1:{server.port}"
+        yield server, f"http://127.0.0.1:{server.port}"
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
 
 
 async def get(session: aiohttp.ClientSession, url: str) -> tuple[int, str]:
@@ -66,55 +76,55 @@ async def get(session: aiohttp.ClientSession, url: str) -> tuple[int, str]:
         return response.status, await response.text()
 
 
-async def test_healthz(served: tuple[Parts, aiohttp.ClientSession, str]) -> None:
-    parts, session, base = served
-    assert await get(session, base + "/healthz") == (200, "ok: event loop late 0.000s\n")
-    parts.markers.late = 61.0
-    status, body = await get(session, base + "/healthz")
-    assert (status, body) == (
-        503,
-        "informer podprobemarkers: hung 61s past its own deadline (bound 60s)\n",
-    )
-    parts.markers.late = 0.0
-    parts.clock.t += 10.0  # the heartbeat did not wake for 10 s
-    status, body = await get(session, base + "/healthz")
-    assert status == 503
-    assert body.startswith("event loop: 9.0s late")
+async def test_healthz(parts: Parts, session: aiohttp.ClientSession) -> None:
+    async with serving(parts) as (_, base):
+        assert await get(session, base + "/healthz") == (200, "ok: event loop late 0.000s\n")
+        parts.markers.late = 61.0
+        status, body = await get(session, base + "/healthz")
+        assert (status, body) == (
+            503,
+            "informer podprobemarkers: hung 61s past its own deadline (bound 60s)\n",
+        )
+        parts.markers.late = 0.0
+        parts.clock.t += 10.0  # the heartbeat did not wake for 10 s
+        status, body = await get(session, base + "/healthz")
+        assert status == 503
+        assert body.startswith("event loop: 9.0s late")
 
 
-async def test_readyz(served: tuple[Parts, aiohttp.ClientSession, str]) -> None:
-    parts, session, base = served
-    parts.pods.synced.set()
-    parts.markers.problem = "the API server does not serve podprobemarkers.probemarker.io/v1alpha1"
-    status, body = await get(session, base + "/readyz")
-    assert status == 503
-    assert body == (
-        "informer podprobemarkers: waiting for its first list: the API server does not "
-        "serve podprobemarkers.probemarker.io/v1alpha1\n"
-    )
-    parts.ready.set()
-    assert await get(session, base + "/readyz") == (200, "ok\n")
-    parts.stopping.set()
-    assert await get(session, base + "/readyz") == (503, "stopping\n")
+async def test_readyz(parts: Parts, session: aiohttp.ClientSession) -> None:
+    async with serving(parts) as (_, base):
+        parts.pods.synced.set()
+        parts.markers.problem = (
+            "the API server does not serve podprobemarkers.probemarker.io/v1alpha1"
+        )
+        status, body = await get(session, base + "/readyz")
+        assert status == 503
+        assert body == (
+            "informer podprobemarkers: waiting for its first list: the API server does not "
+            "serve podprobemarkers.probemarker.io/v1alpha1\n"
+        )
+        parts.ready.set()
+        assert await get(session, base + "/readyz") == (200, "ok\n")
+        parts.stopping.set()
+        assert await get(session, base + "/readyz") == (503, "stopping\n")
 
 
-async def test_metrics_text_and_openmetrics(
-    served: tuple[Parts, aiohttp.ClientSession, str],
-) -> None:
-    _, session, base = served
-    async with session.get(base + "/metrics") as response:
-        assert response.status == 200
-        assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-        assert "probemarker_example 3.0" in await response.text()
-    headers = {"Accept": "application/openmetrics-text; version=1.0.0"}
-    async with session.get(base + "/metrics", headers=headers) as response:
-        assert response.headers["Content-Type"].startswith(OPENMETRICS)
-        assert (await response.text()).endswith("# EOF\n")
+async def test_metrics_text_and_openmetrics(parts: Parts, session: aiohttp.ClientSession) -> None:
+    async with serving(parts) as (_, base):
+        async with session.get(base + "/metrics") as response:
+            assert response.status == 200
+            assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            assert "probemarker_example 3.0" in await response.text()
+        headers = {"Accept": "application/openmetrics-text; version=1.0.0"}
+        async with session.get(base + "/metrics", headers=headers) as response:
+            assert response.headers["Content-Type"].startswith(OPENMETRICS)
+            assert (await response.text()).endswith("# EOF\n")
 
 
-async def test_unknown_path_is_404(served: tuple[Parts, aiohttp.ClientSession, str]) -> None:
-    _, session, base = served
-    assert (await get(session, base + "/debug"))[0] == 404
+async def test_unknown_path_is_404(parts: Parts, session: aiohttp.ClientSession) -> None:
+    async with serving(parts) as (_, base):
+        assert (await get(session, base + "/debug"))[0] == 404
 
 
 async def test_a_port_in_use_is_one_clear_error(parts: Parts) -> None:
