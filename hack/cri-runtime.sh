@@ -251,7 +251,12 @@ launch_containerd() {
 launch_failed() {
   local pid
   tail -n 30 "$log" >&2 || true
-  if pid="$(containerd_pid)"; then kill -KILL "$pid" 2>/dev/null || true; fi
+  if pid="$(containerd_pid)"; then
+    kill -KILL "$pid" 2>/dev/null || true
+    # SIGKILL is asynchronous: on a busy machine the process runs on for a moment.
+    # "containerd stopped" holds when this returns, not some time after.
+    for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
+  fi
   fail "$1 (containerd log above: $log); '$0 stop $state_dir' removes what is left"
 }
 
