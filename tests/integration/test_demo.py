@@ -113,28 +113,19 @@ async def test_a_log_file_that_cannot_be_opened_is_one_line_and_nothing_is_left(
 
 
 async def test_ctrl_c_stops_the_demo_gracefully_and_cleans_up(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path), "TERM": "dumb"}
-    command = [sys.executable, "-m", "probemarker", "demo", "--fast"]
-    lines: list[str] = []
-    with anyio.fail_after(45):
-        async with await anyio.open_process(
-            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        ) as process:
-            assert process.stdout is not None
-            buffered = ""
-            async for chunk in process.stdout:
-                buffered += chunk.decode()
-                *complete, buffered = buffered.split("\n")
-                lines += complete
-                if any("s step 2/5: " in line for line in complete):
-                    process.send_signal(signal.SIGINT)
-            lines += [buffered] if buffered else []
-            code = await process.wait()
-    text = "\n".join(lines)
+    sent: list[int] = []
+
+    def in_step_two(pid: int, lines: list[str]) -> int:
+        if sent or not any("s step 2/5: " in line for line in lines):
+            return 0
+        sent.append(pid)
+        return 1
+
+    code, text = await run_demo_process(tmp_path, in_step_two)
     assert code == 130, text
     assert re.search(r"summary: stopped during step [2-5] of 5, after", text), text
     assert "step 5 done" not in text
-    assert lines[-1].startswith("  left behind: nothing ("), text
+    assert text.splitlines()[-1].startswith("  left behind: nothing ("), text
     assert os.listdir(tmp_path) == []
 
 
