@@ -20,7 +20,7 @@ from probemarker.kube.cache import Change, ChangeKind, ObjectKey
 from probemarker.kube.client import KubeClient
 from probemarker.kube.errors import RequestInfo
 from probemarker.kube.informer import PODS, Informer, InformerSettings
-from probemarker.kube.projection import pod_projection
+from probemarker.pods import pod_projection
 from probemarker.sim import SimCluster
 from probemarker.sim.errors import NotFound
 from probemarker.sim.server.discovery import NAMESPACES as SIM_NAMESPACES

@@ -19,7 +19,7 @@ import pytest
 from probemarker.kube.cache import ChangeKind, ObjectKey
 from probemarker.kube.client import KubeClient
 from probemarker.kube.informer import PODS, Informer, InformerSettings
-from probemarker.kube.projection import pod_projection
+from probemarker.pods import pod_projection
 from probemarker.sim import SimCluster
 from probemarker.sim.server.discovery import PODS as SIM_PODS
 from tests.kube.informer_world import (
