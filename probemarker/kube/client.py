@@ -21,7 +21,8 @@ WebSocket connections; failures as the error tree of errors.py.
   `error_from_response`.
 
 Where this departs from kubernetes_asyncio's `ApiClient`: no generated models
-(JSON is parsed once with orjson into dicts the caller projects), one deadline
+(JSON is parsed once with orjson into dicts the caller projects; a LIST item by item
+as it arrives, `list_page`, so a big answer is never held whole), one deadline
 per call instead of none by default, a line splitter for watches without
 aiohttp's 128 KiB line limit, and a single error tree instead of `ApiException`.
 """
@@ -54,6 +55,7 @@ from probemarker.kube.errors import (
     error_from_response,
     loads_object,
 )
+from probemarker.kube.listbody import ListBody, ListBodyError
 from probemarker.kube.tlsresume import ResumingSSLContext, SessionCache
 
 __all__ = [
@@ -397,6 +399,63 @@ class KubeClient:
         finally:
             response.release()
         return loads_object(raw, what="the answer", request=info)
+
+    async def list_page(
+        self,
+        path: str,
+        *,
+        info: RequestInfo,
+        item: Callable[[dict[str, Any]], None],
+        params: Params = None,
+        deadline: float | None = None,
+    ) -> dict[str, Any]:
+        """GET a list and hand each of its items to `item` as soon as it has arrived
+        (listbody.py), so the answer is never held whole; return the answer without
+        its items (`metadata`: resourceVersion, continue). An exception of `item`
+        propagates (the connection is closed, not reused).
+
+        `deadline`: seconds for the whole request (default `settings.request_timeout`).
+        """
+        limits = aiohttp.ClientTimeout(
+            total=deadline if deadline is not None else self.settings.request_timeout,
+            connect=self.settings.connect_timeout,
+        )
+        response = await self._send(
+            self._open_pools.requests,
+            "GET",
+            path,
+            info=info,
+            params=params,
+            body=None,
+            headers={"Accept": "application/json"},
+            limits=limits,
+        )
+        body = ListBody(max_item_bytes=self.settings.max_line_bytes)
+        read = False
+        try:
+            while True:
+                with _mapped(info):
+                    chunk = await response.content.readany()
+                if not chunk:
+                    break
+                try:
+                    raws = body.feed(chunk)
+                except ListBodyError as err:
+                    raise ApiMalformed(f"the list answer: {err}", request=info) from err
+                for raw in raws:
+                    item(loads_object(raw, what="a listed item", request=info))
+            try:
+                rest = body.finish()
+            except ListBodyError as err:
+                raise ApiMalformed(f"the list answer: {err}", request=info) from err
+            read = True
+        finally:
+            # A connection whose answer was not read to its end never goes back to the pool.
+            if read:
+                response.release()
+            else:
+                response.close()
+        return loads_object(rest, what="the answer", request=info)
 
     # -- streams -----------------------------------------------------------------------
 

@@ -198,12 +198,12 @@ class RecordingClient:
         self.watches: list[dict[str, str]] = []
         self.before_request: Callable[[dict[str, str]], None] | None = None
 
-    async def request(
+    async def list_page(
         self,
-        method: str,
         path: str,
         *,
         info: RequestInfo,
+        item: Callable[[dict[str, Any]], None],
         params: Sequence[tuple[str, str]] | None = None,
         deadline: float | None = None,
     ) -> dict[str, Any]:
@@ -211,7 +211,9 @@ class RecordingClient:
         self.lists.append(query)
         if self.before_request is not None:
             self.before_request(query)
-        return await self.client.request(method, path, info=info, params=params, deadline=deadline)
+        return await self.client.list_page(
+            path, info=info, item=item, params=params, deadline=deadline
+        )
 
     def stream_lines(
         self,

@@ -59,6 +59,32 @@ async def test_request_returns_parsed_json(client: KubeClient) -> None:
     assert [p["metadata"]["name"] for p in listed["items"]] == ["a"]  # type: ignore[index]
 
 
+async def test_list_page_hands_out_each_item_and_returns_the_rest(client: KubeClient) -> None:
+    for name in ("a", "b", "c"):
+        await create(client, pod(name, note="n" * 10_000))
+    seen: list[str] = []
+    rest = await client.list_page(
+        PODS, info=LIST, item=lambda obj: seen.append(obj["metadata"]["name"])
+    )
+    assert seen == ["a", "b", "c"]
+    assert rest["kind"] == "PodList"
+    assert rest["items"] == []
+    assert rest["metadata"]["resourceVersion"]  # type: ignore[index]
+    assert client.requests[("list", "pods", 200)] == 1
+
+
+async def test_a_failing_item_ends_the_list_and_the_client_goes_on(client: KubeClient) -> None:
+    await create(client, pod("a"))
+
+    def refuse(obj: dict[str, object]) -> None:
+        raise ValueError("no")
+
+    with pytest.raises(ValueError, match="no"):
+        await client.list_page(PODS, info=LIST, item=refuse)
+    listed = await client.request("GET", PODS, info=LIST)
+    assert len(listed["items"]) == 1  # type: ignore[arg-type]
+
+
 async def test_https_with_token(tls_client: KubeClient) -> None:
     created = await create(tls_client, pod("a"))
     assert created["metadata"]["uid"]  # type: ignore[index]

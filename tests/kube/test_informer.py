@@ -331,7 +331,7 @@ async def test_a_watch_closed_at_once_backs_off() -> None:
             self.watches = 0
             self.fifth = asyncio.Event()
 
-        async def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
+        async def list_page(self, path: str, **_: Any) -> dict[str, Any]:
             return {"metadata": {"resourceVersion": "5"}, "items": []}
 
         @contextlib.asynccontextmanager
