@@ -90,9 +90,12 @@ async def test_listed_items_are_projected_while_the_answer_is_still_arriving(
     script, client = server
     projected: list[str] = []
     alive: list[int] = []  # raw listed objects still referenced after their projection
+    three = anyio.Event()
 
     def project(raw: Mapping[str, Any]) -> dict[str, Any]:
         projected.append(raw["metadata"]["name"])
+        if len(projected) == 3:
+            three.set()
         gc.collect()
         alive.append(sum(1 for o in gc.get_objects() if _a_raw_pod(o)))
         return pod_projection(raw)
@@ -104,8 +107,7 @@ async def test_listed_items_are_projected_while_the_answer_is_still_arriving(
         group.start_soon(informer.run)
         with anyio.fail_after(10):
             await script.paused.wait()
-            while len(projected) < 3:  # read whole, nothing is projected before the end
-                await anyio.sleep(0.01)
+            await three.wait()  # read whole, nothing is projected before the end
         assert not informer.synced.is_set()
         # Each raw item is dropped once projected: only the one being projected lives.
         assert alive == [1, 1, 1]
