@@ -10,6 +10,8 @@ WebSocket connections; failures as the error tree of errors.py.
   status patches, events; `request_connections`), watch streams (one held per
   informer scope for minutes; no limit), exec WebSockets (one held per exec run;
   `exec_connections`, sized by the owner to its cap on probe runs).
+- A TLS connection's read buffer is 64 KiB, not asyncio's 256 KiB
+  (`_smaller_tls_read_buffers`, process-wide), as the daemon holds up to a hundred.
 - Every call has a deadline: `request_timeout` for a whole request, a read
   deadline for streams (no byte for `read_timeout` seconds is a dead
   connection), the handshake `timeout` for WebSockets. Nothing waits forever on
@@ -30,6 +32,7 @@ aiohttp's 128 KiB line limit, and a single error tree instead of `ApiException`.
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 import contextlib
 import ssl
 from collections import Counter
@@ -72,6 +75,23 @@ _T = TypeVar("_T")
 Params = Mapping[str, str] | Sequence[tuple[str, str]] | None
 
 _MAX_ERROR_BODY = 64 << 10  # an error answer is a Status; never read a huge one whole
+
+# asyncio's TLS transport (`asyncio.sslproto.SSLProtocol`, CPython 3.11 to 3.13) gives
+# every TLS connection a read buffer of `max_size`, 256 KiB, zero-filled when the
+# connection is made however little it reads (python/cpython#109534). The daemon makes
+# one TLS connection per exec run (up to --max-concurrent-probes at once) and keeps up
+# to `request_connections` plain ones and one per watch: on a busy node a hundred, 25
+# MiB of zeroes, the biggest part of its peak on a node of 500 pods (issue 22). 64 KiB
+# still takes four full TLS records (16 KiB each) per read.
+_TLS_READ_BUFFER = 64 << 10
+
+
+def _smaller_tls_read_buffers() -> None:
+    """Lower asyncio's per-connection TLS read buffer to `_TLS_READ_BUFFER` (for the
+    whole process: the class attribute is the only handle asyncio gives)."""
+    protocol = getattr(asyncio.sslproto, "SSLProtocol", None)
+    if protocol is not None and getattr(protocol, "max_size", 0) > _TLS_READ_BUFFER:
+        protocol.max_size = _TLS_READ_BUFFER
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +264,8 @@ class KubeClient:
         return f"KubeClient({self.connection.server!r})"
 
     async def __aenter__(self) -> KubeClient:
+        if self.connection.https:
+            _smaller_tls_read_buffers()
         tls = self.connection.tls
         if tls is not None:
             self._ssl = tls.ssl_context(

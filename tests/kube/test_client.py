@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 
 import orjson
 import pytest
@@ -88,6 +89,17 @@ async def test_a_failing_item_ends_the_list_and_the_client_goes_on(client: KubeC
 async def test_https_with_token(tls_client: KubeClient) -> None:
     created = await create(tls_client, pod("a"))
     assert created["metadata"]["uid"]  # type: ignore[index]
+
+
+async def test_a_tls_connection_reads_into_64_kib_not_256(tls_client: KubeClient) -> None:
+    """asyncio zero-fills a read buffer of SSLProtocol.max_size for every TLS connection
+    (256 KiB); the daemon holds up to a hundred connections (issue 22)."""
+    assert asyncio.sslproto.SSLProtocol.max_size == 64 << 10
+    note = "n" * 200_000  # an answer bigger than the buffer still arrives whole
+    created = await create(tls_client, pod("big", note=note))
+    assert created["metadata"]["annotations"] == {"note": note}  # type: ignore[index]
+    listed = await tls_client.request("GET", PODS, info=LIST)
+    assert listed["items"][0]["metadata"]["annotations"]["note"] == note  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
