@@ -11,7 +11,11 @@ the pod as stored at that moment, all or nothing):
   `metadata.labels` (omitempty drops an empty map, so an empty map is never seen)
   gets one `add` of the whole map, after a `test` that the map is still absent (a
   missing member tests equal to null), so a label added meanwhile is never wiped;
-- `remove` fails on a missing member, so it is sent only for keys present;
+- `remove` fails on a missing member, so it is sent only for keys present, and it
+  follows a `test` that the key still holds the value the plan saw: the plan removes a
+  key only while it holds what the daemon wrote (desired.py), and a user who changed it
+  since (a change the daemon's watch has not brought yet) fails the patch, which is
+  re-read and planned again, instead of losing the value;
 - of the annotations the view has a summary (kube/annotations.py): whether a key
   is there and whether it holds the value to write are answered for any key without
   its value, and whether the map is there by its count;
@@ -68,14 +72,20 @@ class _Current:
     present: bool
     holds: Callable[[str, str], bool]
     has: Callable[[str], bool]
+    value: Callable[[str], str | None]  # None: not known (or absent)
 
 
 def _labels(labels: Mapping[str, str]) -> _Current:
-    return _Current(bool(labels), lambda k, v: labels.get(k) == v, labels.__contains__)
+    return _Current(bool(labels), lambda k, v: labels.get(k) == v, labels.__contains__, labels.get)
 
 
 def _annotations(annotations: AnnotationSummary) -> _Current:
-    return _Current(annotations.present, annotations.holds, annotations.has)
+    return _Current(
+        annotations.present,
+        annotations.holds,
+        annotations.has,
+        lambda k: annotations.value(k) if annotations.kept(k) else None,
+    )
 
 
 def _map_ops(path: str, current: _Current, desired: Mapping[str, str | None]) -> list[Op]:
@@ -95,11 +105,13 @@ def _map_ops(path: str, current: _Current, desired: Mapping[str, str | None]) ->
         {"op": "add", "path": f"{path}/{escape_pointer(key)}", "value": value}
         for key, value in changed.items()
     ]
-    ops += [
-        {"op": "remove", "path": f"{path}/{escape_pointer(key)}"}
-        for key, value in sorted(desired.items())
-        if value is None and current.has(key)
-    ]
+    for key, value in sorted(desired.items()):
+        if value is None and current.has(key):
+            member = f"{path}/{escape_pointer(key)}"
+            seen = current.value(key)
+            if seen is not None:  # removed only while it holds what the plan saw
+                ops.append({"op": "test", "path": member, "value": seen})
+            ops.append({"op": "remove", "path": member})
     return ops
 
 

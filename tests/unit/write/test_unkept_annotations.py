@@ -6,11 +6,13 @@ gives what the policy asks."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
 from probemarker.pods import pod_projection, pod_view
+from probemarker.sim.errors import PatchFailed
 from probemarker.write.desired import desired_state
 from probemarker.write.ownership import OWNED_KEY, Owned, parse_record
 from probemarker.write.patch import build_patch
@@ -76,6 +78,21 @@ def test_a_key_the_daemon_wrote_and_a_user_changed_is_not_removed() -> None:
     assert dict(want.annotations) == {"example.com/other": None, OWNED_KEY: None}
     notes = apply(pod, build_patch(pod=view, desired=want, now=NOW))["metadata"]["annotations"]
     assert notes == {**USER, NEW: "changed by a user"}
+
+
+def test_a_removal_planned_from_a_stale_view_fails_rather_than_lose_a_users_value() -> None:
+    """The user changed the key after the view the plan saw (the watch has not brought
+    the change yet): the patch's test fails (a 422, re-read and planned again)."""
+    seen = raw_pod(annotations={**USER, NEW: "1"}, record={"m#p": Owned(S, annotations={NEW: "1"})})
+    view = pod_view(pod_projection(seen))
+    want = desired_state(pod=view, decided=[], live={})  # the marker is gone
+    ops = build_patch(pod=view, desired=want, now=NOW)
+    assert {"op": "remove", "path": "/metadata/annotations/example.com~1new"} in ops
+    now = copy.deepcopy(seen)
+    now["metadata"]["annotations"][NEW] = "changed by a user"
+    with pytest.raises(PatchFailed):  # the test op fails: a 422, re-read
+        apply(now, ops)
+    assert apply(seen, ops)["metadata"]["annotations"] == USER
 
 
 @pytest.mark.parametrize(
