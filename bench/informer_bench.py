@@ -269,8 +269,8 @@ def _cpu() -> float:
 
 def _ours(lines: list[bytes]) -> None:
     from probemarker.kube.cache import Store, entry_of
-    from probemarker.kube.projection import pod_projection
     from probemarker.kube.watchevents import ObjectEvent, parse_watch_line
+    from probemarker.pods import pod_projection
 
     store: Store[dict[str, Any]] = Store()
     for line in lines:
@@ -399,7 +399,7 @@ async def live_ours(
     from probemarker.kube.client import KubeClient
     from probemarker.kube.config import load_kubeconfig
     from probemarker.kube.informer import PODS, Informer
-    from probemarker.kube.projection import pod_projection
+    from probemarker.pods import pod_projection
 
     seen = 0
     progress = asyncio.Event()
@@ -515,8 +515,8 @@ def _hold(kind: str, lines: list[bytes]) -> object:
     if kind == "V1Pod models":
         return asyncio.run(_hold_models(lines))
     from probemarker.kube.cache import Store, entry_of
-    from probemarker.kube.projection import pod_projection
     from probemarker.kube.watchevents import ObjectEvent, parse_watch_line
+    from probemarker.pods import pod_projection
 
     project = pod_projection if kind == "probemarker projections" else (lambda obj: obj)
     store: Store[Any] = Store()

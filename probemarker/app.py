@@ -55,7 +55,6 @@ from probemarker.kube.client import ClientSettings, KubeClient
 from probemarker.kube.config import Connection, load_incluster, load_kubeconfig
 from probemarker.kube.events import EventRecorder
 from probemarker.kube.informer import Informer
-from probemarker.kube.projection import pod_projection
 from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
 from probemarker.kube.resources import PODS
 from probemarker.markers import marker_projection, marker_resource
@@ -71,6 +70,7 @@ from probemarker.observe.looperrors import LoopErrors
 from probemarker.observe.metrics import InformerSnapshot, Snapshot, build_registry
 from probemarker.observe.repeats import Repeats
 from probemarker.observe.serve import MetricsServer
+from probemarker.pods import pod_projection
 from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.grpc import GRPCHandler

@@ -237,7 +237,7 @@ class Engine:
                 # A new period applies from the next run: at the sooner of the old slot
                 # and the first slot of the new grid.
                 self.dispatcher.schedule(key, min(due, first_due(str(key), period, now)))
-        record = parse_record(pod.view.annotations.get(OWNED_KEY), pod_uid=pod.view.uid)[0]
+        record = parse_record(pod.view.annotations.value(OWNED_KEY), pod_uid=pod.view.uid)[0]
         for key in diff.start:
             spec = new[key]
             owned = record.get(key.owner)

@@ -1,10 +1,17 @@
 """A typed, read-only view of the pod fields the engine reads.
 
-Stage: values (pure). Input: a pod projection (`kube.projection.pod_projection`), a
-plain dict from the API server. Output: `PodView` and `ContainerFacts`. Every field
-is read defensively: a pod with no labels, no annotations, no status or odd values
-(Kruise panicked on pods without labels, kruise#2499/#2527) reads as empty, never
-raises. Timestamps are RFC 3339 strings from the API server, parsed to Unix seconds.
+Stage: values (pure). Input: a pod projection (`pod_projection`: the fields of
+`kube.projection.POD_FIELDS` and a summary of the annotations), or a whole pod as the
+API server sends it (its annotations are summarized here the same way). Output:
+`PodView` and `ContainerFacts`. Every field is read defensively: a pod with no labels,
+no annotations, no status or odd values (Kruise panicked on pods without labels,
+kruise#2499/#2527) reads as empty, never raises. Timestamps are RFC 3339 strings from
+the API server, parsed to Unix seconds.
+
+Of the annotations the view has an `AnnotationSummary` (kube/annotations.py): the
+values of the ownership record and of the keys it names (`ownership.read_keys`: all
+the daemon ever reads values of), a fingerprint of every annotation (whether a key
+holds a given value) and their total size; never the other values.
 """
 
 from __future__ import annotations
@@ -16,6 +23,9 @@ from types import MappingProxyType
 from typing import Any
 
 from probemarker.identity import PodUID
+from probemarker.kube.annotations import AnnotationSummary, summarize
+from probemarker.kube.projection import Projector, pod_projector
+from probemarker.write.ownership import read_keys
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -50,7 +60,7 @@ class PodView:
     name: str
     uid: PodUID
     labels: Mapping[str, str]
-    annotations: Mapping[str, str]
+    annotations: AnnotationSummary
     phase: str
     deleting: bool
     pod_ip: str | None
@@ -133,6 +143,17 @@ def _containers(pod: Mapping[str, Any]) -> Mapping[str, ContainerFacts]:
     return MappingProxyType(found)
 
 
+pod_projection: Projector = pod_projector(read_keys)
+"""What the daemon keeps of a pod (its informer's projection; see the module docstring)."""
+
+
+def _annotations(meta: Mapping[str, Any]) -> AnnotationSummary:
+    found = meta.get("annotations")
+    if isinstance(found, AnnotationSummary):
+        return found
+    return summarize(found, read_keys(meta))
+
+
 def pod_view(pod: Mapping[str, Any]) -> PodView:
     """The engine's view of a pod projection; never raises on odd input."""
     meta, status = _mapping(pod.get("metadata")), _mapping(pod.get("status"))
@@ -142,7 +163,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         name=str(meta.get("name") or ""),
         uid=PodUID(str(meta.get("uid") or "")),
         labels=_str_map(meta.get("labels")),
-        annotations=_str_map(meta.get("annotations")),
+        annotations=_annotations(meta),
         phase=phase if isinstance(phase, str) else "",
         deleting=meta.get("deletionTimestamp") is not None,
         pod_ip=ip if isinstance(ip, str) and ip else None,

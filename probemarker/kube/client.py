@@ -10,6 +10,8 @@ WebSocket connections; failures as the error tree of errors.py.
   status patches, events; `request_connections`), watch streams (one held per
   informer scope for minutes; no limit), exec WebSockets (one held per exec run;
   `exec_connections`, sized by the owner to its cap on probe runs).
+- A TLS connection's read buffer is 64 KiB, not asyncio's 256 KiB
+  (`_smaller_tls_read_buffers`, process-wide), as the daemon holds up to a hundred.
 - Every call has a deadline: `request_timeout` for a whole request, a read
   deadline for streams (no byte for `read_timeout` seconds is a dead
   connection), the handshake `timeout` for WebSockets. Nothing waits forever on
@@ -21,7 +23,8 @@ WebSocket connections; failures as the error tree of errors.py.
   `error_from_response`.
 
 Where this departs from kubernetes_asyncio's `ApiClient`: no generated models
-(JSON is parsed once with orjson into dicts the caller projects), one deadline
+(JSON is parsed once with orjson into dicts the caller projects; a LIST item by item
+as it arrives, `list_page`, so a big answer is never held whole), one deadline
 per call instead of none by default, a line splitter for watches without
 aiohttp's 128 KiB line limit, and a single error tree instead of `ApiException`.
 """
@@ -29,6 +32,7 @@ aiohttp's 128 KiB line limit, and a single error tree instead of `ApiException`.
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 import contextlib
 import ssl
 from collections import Counter
@@ -54,6 +58,7 @@ from probemarker.kube.errors import (
     error_from_response,
     loads_object,
 )
+from probemarker.kube.listbody import ListBody, ListBodyError
 from probemarker.kube.tlsresume import ResumingSSLContext, SessionCache
 
 __all__ = [
@@ -70,6 +75,23 @@ _T = TypeVar("_T")
 Params = Mapping[str, str] | Sequence[tuple[str, str]] | None
 
 _MAX_ERROR_BODY = 64 << 10  # an error answer is a Status; never read a huge one whole
+
+# asyncio's TLS transport (`asyncio.sslproto.SSLProtocol`, CPython 3.11 to 3.13) gives
+# every TLS connection a read buffer of `max_size`, 256 KiB, zero-filled when the
+# connection is made however little it reads (python/cpython#109534). The daemon makes
+# one TLS connection per exec run (up to --max-concurrent-probes at once) and keeps up
+# to `request_connections` plain ones and one per watch: on a busy node a hundred, 25
+# MiB of zeroes, the biggest part of its peak on a node of 500 pods (issue 22). 64 KiB
+# still takes four full TLS records (16 KiB each) per read.
+_TLS_READ_BUFFER = 64 << 10
+
+
+def _smaller_tls_read_buffers() -> None:
+    """Lower asyncio's per-connection TLS read buffer to `_TLS_READ_BUFFER` (for the
+    whole process: the class attribute is the only handle asyncio gives)."""
+    protocol = getattr(asyncio.sslproto, "SSLProtocol", None)
+    if protocol is not None and getattr(protocol, "max_size", 0) > _TLS_READ_BUFFER:
+        protocol.max_size = _TLS_READ_BUFFER
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +264,8 @@ class KubeClient:
         return f"KubeClient({self.connection.server!r})"
 
     async def __aenter__(self) -> KubeClient:
+        if self.connection.https:
+            _smaller_tls_read_buffers()
         tls = self.connection.tls
         if tls is not None:
             self._ssl = tls.ssl_context(
@@ -397,6 +421,63 @@ class KubeClient:
         finally:
             response.release()
         return loads_object(raw, what="the answer", request=info)
+
+    async def list_page(
+        self,
+        path: str,
+        *,
+        info: RequestInfo,
+        item: Callable[[dict[str, Any]], None],
+        params: Params = None,
+        deadline: float | None = None,
+    ) -> dict[str, Any]:
+        """GET a list and hand each of its items to `item` as soon as it has arrived
+        (listbody.py), so the answer is never held whole; return the answer without
+        its items (`metadata`: resourceVersion, continue). An exception of `item`
+        propagates (the connection is closed, not reused).
+
+        `deadline`: seconds for the whole request (default `settings.request_timeout`).
+        """
+        limits = aiohttp.ClientTimeout(
+            total=deadline if deadline is not None else self.settings.request_timeout,
+            connect=self.settings.connect_timeout,
+        )
+        response = await self._send(
+            self._open_pools.requests,
+            "GET",
+            path,
+            info=info,
+            params=params,
+            body=None,
+            headers={"Accept": "application/json"},
+            limits=limits,
+        )
+        body = ListBody(max_item_bytes=self.settings.max_line_bytes)
+        read = False
+        try:
+            while True:
+                with _mapped(info):
+                    chunk = await response.content.readany()
+                if not chunk:
+                    break
+                try:
+                    raws = body.feed(chunk)
+                except ListBodyError as err:
+                    raise ApiMalformed(f"the list answer: {err}", request=info) from err
+                for raw in raws:
+                    item(loads_object(raw, what="a listed item", request=info))
+            try:
+                rest = body.finish()
+            except ListBodyError as err:
+                raise ApiMalformed(f"the list answer: {err}", request=info) from err
+            read = True
+        finally:
+            # A connection whose answer was not read to its end never goes back to the pool.
+            if read:
+                response.release()
+            else:
+                response.close()
+        return loads_object(rest, what="the answer", request=info)
 
     # -- streams -----------------------------------------------------------------------
 

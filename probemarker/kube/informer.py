@@ -7,7 +7,10 @@ projections (`get`, `list`), the `Change`s on a memory object stream (`changes`)
 
 Each scope unit (all namespaces, or one namespace of a set) runs its own loop:
 
-1. LIST (paged with `limit` where the server pages, following `metadata.continue`):
+1. LIST (paged with `limit` where the server pages, following `metadata.continue`;
+   every answer read item by item as it arrives, each item projected at once, and an
+   unchanged projection shared with the store, so a re-list never holds the raw list
+   nor two copies of the store):
    the first from `resourceVersion=0`, served from the API server's watch cache, so
    thousands of daemons starting at once do not read etcd; after a 410 on the watch,
    from the last seen resourceVersion (not older than what we saw, still from the
@@ -309,7 +312,7 @@ class Informer(Generic[T]):
         assert unit.list_from is not None
         entries, resource_version = await self._list_all(unit, unit.list_from)
         changes = self._store.replace(
-            entries, namespace=unit.namespace, resource_version=resource_version
+            entries.values(), namespace=unit.namespace, resource_version=resource_version
         )
         first = not unit.synced
         unit.resource_version, unit.list_from, unit.synced = resource_version, None, True
@@ -332,10 +335,21 @@ class Informer(Generic[T]):
         )
         await self._emit(unit, changes)
 
+    def _listed(self, raw: Mapping[str, Any], into: dict[ObjectKey, Entry[T]]) -> None:
+        """One listed object, projected at once (its raw form is dropped) into `into`.
+        A projection equal to the stored one is the stored one: a re-list of unchanged
+        objects holds one copy of each, not two."""
+        entry = entry_of(raw, self._project)
+        stored = self._store.get(entry.key)
+        if stored is not None and stored.uid == entry.uid and stored.obj == entry.obj:
+            entry = Entry(entry.key, entry.uid, entry.resource_version, stored.obj)
+        into[entry.key] = entry
+
     async def _list_all(
         self, unit: _Unit, resource_version: str
-    ) -> tuple[builtins.list[Entry[T]], str]:
-        """Every object of a unit, following continue tokens; the list's resourceVersion."""
+    ) -> tuple[dict[ObjectKey, Entry[T]], str]:
+        """Every object of a unit, following continue tokens; the list's resourceVersion.
+        The answers are read item by item (`list_page`): never a whole page in memory."""
         namespace = unit.namespace
         path, info = self.resource.path(namespace), self.resource.info("list", namespace)
         # Page where the server pages: a list from a given version (not ""/"0") is sent
@@ -344,12 +358,21 @@ class Informer(Generic[T]):
         limit = [("limit", str(self.settings.page_size))] if paged else []
         version = [("resourceVersion", resource_version)] if resource_version else []
         params = [*self._selectors, *version, *limit]
-        entries: builtins.list[Entry[T]] = []
+        entries: dict[ObjectKey, Entry[T]] = {}
+
+        def item(raw: dict[str, Any]) -> None:
+            try:
+                self._listed(raw, entries)
+            except (KeyError, TypeError, AttributeError) as err:
+                raise ApiMalformed(
+                    f"a listed item is not an object: {err!r}", request=info
+                ) from err
+
         while True:
             try:
                 self._expect(unit, self.settings.list_deadline)
-                page = await self._client.request(
-                    "GET", path, info=info, params=params, deadline=self.settings.list_deadline
+                page = await self._client.list_page(
+                    path, info=info, item=item, params=params, deadline=self.settings.list_deadline
                 )
             except ApiGone:
                 if not any(k == "continue" for k, _ in params):
@@ -357,14 +380,9 @@ class Informer(Generic[T]):
                 # The continue token expired between pages: one whole consistent LIST.
                 where = {"namespace": namespace} if namespace is not None else {}
                 log.info("informer.continue_expired", informer=self.name, **where)
-                params, entries = list(self._selectors), []
+                params = list(self._selectors)
+                entries.clear()
                 continue
-            try:
-                entries.extend(entry_of(i, self._project) for i in page.get("items") or ())
-            except (KeyError, TypeError, AttributeError) as err:
-                raise ApiMalformed(
-                    f"a listed item is not an object: {err!r}", request=info
-                ) from err
             meta = page.get("metadata") or {}
             token = meta.get("continue")
             if not token:

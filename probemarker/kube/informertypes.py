@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,12 +25,12 @@ __all__ = ["PODS", "InformerCounters", "InformerSettings", "ListWatchClient", "R
 class ListWatchClient(Protocol):
     """What the informer needs of `KubeClient`."""
 
-    async def request(
+    async def list_page(
         self,
-        method: str,
         path: str,
         *,
         info: RequestInfo,
+        item: Callable[[dict[str, Any]], None],
         params: Sequence[tuple[str, str]] | None = None,
         deadline: float | None = None,
     ) -> dict[str, Any]: ...

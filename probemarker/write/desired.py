@@ -42,7 +42,7 @@ then probe name), then one over departed owners:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
@@ -214,8 +214,8 @@ class _Pass:
         labels, annotations, conditions = (
             (None, None, None) if only is None else (only.labels, only.annotations, only.conditions)
         )
-        _keep(self.labels, owner, owned.labels, pod.labels, labels)
-        _keep(self.annotations, owner, owned.annotations, pod.annotations, annotations)
+        _keep(self.labels, owner, owned.labels, pod.labels.get, labels)
+        _keep(self.annotations, owner, owned.annotations, pod.annotations.value, annotations)
         type_ = owned.condition
         if type_ is None or not _wanted(self.conditions, type_, conditions):
             return
@@ -234,13 +234,17 @@ def _keep(
     board: _Board,
     owner: OwnerRef,
     recorded: Mapping[str, str],
-    current: Mapping[str, str],
+    current: Callable[[str], str | None],
     only: set[str] | None,
 ) -> None:
-    """`owner` claims the recorded keys it keeps that still hold the value written."""
+    """`owner` claims the recorded keys it keeps that still hold the value written
+    (`current`: a key's value on the pod, None when absent)."""
     for key, token in sorted(recorded.items()):
-        if _wanted(board, key, only) and holds(current.get(key), token):
-            board.claim(owner, key, current[key])
+        if not _wanted(board, key, only):
+            continue
+        value = current(key)
+        if value is not None and holds(value, token):
+            board.claim(owner, key, value)
 
 
 @dataclass(slots=True)
@@ -266,7 +270,9 @@ def _candidates(pod: PodView, owners: Iterable[Owned]) -> tuple[set[str], set[st
     conditions: set[str] = set()
     for owned in owners:
         labels |= {k for k, t in owned.labels.items() if holds(pod.labels.get(k), t)}
-        annotations |= {k for k, t in owned.annotations.items() if holds(pod.annotations.get(k), t)}
+        annotations |= {
+            k for k, t in owned.annotations.items() if holds(pod.annotations.value(k), t)
+        }
         if owned.condition is not None and our_condition(pod, owned.condition) is not None:
             conditions.add(owned.condition)
     return labels, annotations, conditions
@@ -311,7 +317,7 @@ def desired_state(
     """See the module docstring. `live`: the owners matched to the pod, with the spec
     each runs (None: unknown, it will write nothing); a decided owner counts as live;
     of two results for one owner the first is used."""
-    old, problem = parse_record(pod.annotations.get(OWNED_KEY), pod_uid=pod.uid)
+    old, problem = parse_record(pod.annotations.value(OWNED_KEY), pod_uid=pod.uid)
     by_owner: dict[OwnerRef, Decided] = {}
     for result in decided:
         by_owner.setdefault(result.owner, result)

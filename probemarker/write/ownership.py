@@ -74,6 +74,7 @@ __all__ = [
     "holds",
     "owners_text",
     "parse_record",
+    "read_keys",
     "render_record",
     "value_token",
 ]
@@ -246,6 +247,31 @@ def parse_record(text: str | None, *, pod_uid: str) -> tuple[dict[OwnerRef, Owne
         f" (and {len(problems) - _PROBLEMS_SHOWN} more)" if len(problems) > _PROBLEMS_SHOWN else ""
     )
     return record, f"{where}: dropped {len(problems)} malformed entries: {shown}{more}"
+
+
+def read_keys(metadata: Mapping[str, Any]) -> tuple[str, ...]:
+    """The annotation keys whose values the daemon reads on the pod with this
+    `metadata`: the record's own key, and every annotation key its record names for
+    this pod (a superset of what `parse_record` accepts: an entry is not validated
+    here). The pod projection keeps these values and only fingerprints of the rest
+    (kube/annotations.py): desired.py and restrict.py read values only to check that a
+    recorded key still holds what was written, and the record names all of those."""
+    annotations = metadata.get("annotations")
+    text = annotations.get(OWNED_KEY) if isinstance(annotations, dict) else None
+    if not isinstance(text, str) or len(text) > _PARSE_LIMIT:
+        return (OWNED_KEY,)
+    try:
+        raw = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return (OWNED_KEY,)
+    if not isinstance(raw, dict) or raw.get(UID_MEMBER) != metadata.get("uid"):
+        return (OWNED_KEY,)  # not trusted: parse_record reads nothing of it
+    keys = {OWNED_KEY}
+    for entry in raw.values():
+        written = entry.get("a") if isinstance(entry, dict) else None
+        if isinstance(written, dict):
+            keys.update(k for k in written if isinstance(k, str))
+    return tuple(sorted(keys))
 
 
 def _json_entry(owned: Owned) -> dict[str, Any]:

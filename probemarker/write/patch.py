@@ -11,7 +11,14 @@ the pod as stored at that moment, all or nothing):
   `metadata.labels` (omitempty drops an empty map, so an empty map is never seen)
   gets one `add` of the whole map, after a `test` that the map is still absent (a
   missing member tests equal to null), so a label added meanwhile is never wiped;
-- `remove` fails on a missing member, so it is sent only for keys present;
+- `remove` fails on a missing member, so it is sent only for keys present, and it
+  follows a `test` that the key still holds the value the plan saw: the plan removes a
+  key only while it holds what the daemon wrote (desired.py), and a user who changed it
+  since (a change the daemon's watch has not brought yet) fails the patch, which is
+  re-read and planned again, instead of losing the value;
+- of the annotations the view has a summary (kube/annotations.py): whether a key
+  is there and whether it holds the value to write are answered for any key without
+  its value, and whether the map is there by its count;
 - `status.conditions` is a list the kubelet writes too, so ops address it by index,
   each element's ops preceded by a `test` of its `type`: a shifted list fails the
   patch (a 422: re-read and recompute) instead of changing the wrong condition.
@@ -37,9 +44,11 @@ never touched; a non-empty patch always starts with the guards.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
+from probemarker.kube.annotations import AnnotationSummary
 from probemarker.pods import PodView
 from probemarker.write.desired import DesiredCondition, DesiredPod
 from probemarker.write.ownership import OWNED_KEY
@@ -55,13 +64,37 @@ def escape_pointer(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def _map_ops(path: str, current: Mapping[str, str], desired: Mapping[str, str | None]) -> list[Op]:
+@dataclass(frozen=True, slots=True)
+class _Current:
+    """What a patch needs of a pod's labels or annotations: whether the map is there at
+    all, whether a key holds a value, whether a key to remove is there."""
+
+    present: bool
+    holds: Callable[[str, str], bool]
+    has: Callable[[str], bool]
+    value: Callable[[str], str | None]  # None: not known (or absent)
+
+
+def _labels(labels: Mapping[str, str]) -> _Current:
+    return _Current(bool(labels), lambda k, v: labels.get(k) == v, labels.__contains__, labels.get)
+
+
+def _annotations(annotations: AnnotationSummary) -> _Current:
+    return _Current(
+        annotations.present,
+        annotations.holds,
+        annotations.has,
+        lambda k: annotations.value(k) if annotations.kept(k) else None,
+    )
+
+
+def _map_ops(path: str, current: _Current, desired: Mapping[str, str | None]) -> list[Op]:
     changed = {
         key: value
         for key, value in sorted(desired.items())
-        if value is not None and current.get(key) != value
+        if value is not None and not current.holds(key, value)
     }
-    if not current:  # absent map (nothing to remove either)
+    if not current.present:  # absent map (nothing to remove either)
         if not changed:
             return []
         return [
@@ -72,11 +105,13 @@ def _map_ops(path: str, current: Mapping[str, str], desired: Mapping[str, str | 
         {"op": "add", "path": f"{path}/{escape_pointer(key)}", "value": value}
         for key, value in changed.items()
     ]
-    ops += [
-        {"op": "remove", "path": f"{path}/{escape_pointer(key)}"}
-        for key, value in sorted(desired.items())
-        if value is None and key in current
-    ]
+    for key, value in sorted(desired.items()):
+        if value is None and current.has(key):
+            member = f"{path}/{escape_pointer(key)}"
+            seen = current.value(key)
+            if seen is not None:  # removed only while it holds what the plan saw
+                ops.append({"op": "test", "path": member, "value": seen})
+            ops.append({"op": "remove", "path": member})
     return ops
 
 
@@ -181,8 +216,8 @@ def guards(pod: PodView) -> list[Op]:
 def build_patch(*, pod: PodView, desired: DesiredPod, now: str) -> list[dict[str, Any]]:
     """RFC 6902 ops for pods/status; `[]` when the pod already matches `desired`."""
     ops = (
-        _map_ops("/metadata/labels", pod.labels, desired.labels)
-        + _map_ops("/metadata/annotations", pod.annotations, desired.annotations)
+        _map_ops("/metadata/labels", _labels(pod.labels), desired.labels)
+        + _map_ops("/metadata/annotations", _annotations(pod.annotations), desired.annotations)
         + _condition_ops(pod.conditions, desired.conditions, now)
     )
     return guards(pod) + ops if ops else []
@@ -202,12 +237,12 @@ def changes_of(pod: PodView, desired: DesiredPod) -> dict[str, Any]:
         "annotations_set": sorted(
             k
             for k, v in desired.annotations.items()
-            if v is not None and k != OWNED_KEY and annotations.get(k) != v
+            if v is not None and k != OWNED_KEY and not annotations.holds(k, v)
         ),
         "annotations_removed": sorted(
             k
             for k, v in desired.annotations.items()
-            if v is None and k != OWNED_KEY and k in annotations
+            if v is None and k != OWNED_KEY and annotations.has(k)
         ),
         "conditions": {
             type_: "removed" if want is None else want.status

@@ -42,7 +42,14 @@ from typing import Any
 
 from probemarker.pods import PodView
 from probemarker.write.desired import DesiredCondition, DesiredPod
-from probemarker.write.ownership import OWNED_KEY, Owned, holds, parse_record, render_record
+from probemarker.write.ownership import (
+    OWNED_KEY,
+    Owned,
+    holds,
+    parse_record,
+    render_record,
+    value_token,
+)
 from probemarker.write.patch import condition_text
 
 __all__ = ["Scope", "hold_messages", "message_due", "restrict"]
@@ -92,13 +99,24 @@ def _without_new_annotations(desired: DesiredPod, pod: PodView) -> DesiredPod:
     kept = {
         key: value
         for key, value in desired.annotations.items()
-        if key != OWNED_KEY and (value is None or current.get(key) == value)
+        if key != OWNED_KEY and (value is None or current.holds(key, value))
     }
-    after = {k: v for k, v in current.items() if kept.get(k, v) is not None}
+
+    def holds_after(key: str, token: str) -> bool:
+        """Whether `key` holds what `token` records once `kept` is written."""
+        if key in kept and kept[key] is None:
+            return False  # removed by this write
+        if current.kept(key):
+            return holds(current.value(key), token)
+        # Not a key the old record names: only a decided owner records it now, with
+        # the value it set (`desired.annotations`), which the pod holds or not.
+        wanted = desired.annotations.get(key)
+        return wanted is not None and value_token(wanted) == token and current.holds(key, wanted)
+
     record = {
         owner: replace(
             owned,
-            annotations={k: t for k, t in owned.annotations.items() if holds(after.get(k), t)},
+            annotations={k: t for k, t in owned.annotations.items() if holds_after(k, t)},
         )
         for owner, owned in desired.record.items()
     }
@@ -115,7 +133,7 @@ def restrict(desired: DesiredPod, pod: PodView, scope: Scope) -> DesiredPod:
         return _without_new_annotations(desired, pod)
     unchanged: Mapping[str, str | None] = MappingProxyType({})
     record: Mapping[Any, Owned] = MappingProxyType(
-        parse_record(pod.annotations.get(OWNED_KEY), pod_uid=pod.uid)[0]
+        parse_record(pod.annotations.value(OWNED_KEY), pod_uid=pod.uid)[0]
     )
     smaller = replace(desired, annotations=unchanged, record=record)
     if scope is Scope.CONDITIONS_ONLY:

@@ -73,11 +73,10 @@ from probemarker.kube.errors import (
     ApiUnreachable,
     KubeError,
 )
-from probemarker.kube.projection import pod_projection
 from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
 from probemarker.kube.resources import PODS
 from probemarker.kube.statuswrite import patch_pod_status
-from probemarker.pods import PodView, pod_view
+from probemarker.pods import PodView, pod_projection, pod_view
 from probemarker.write.desired import DesiredPod
 from probemarker.write.patch import build_patch, changes_of
 from probemarker.write.queue import FlushQueue

@@ -20,7 +20,7 @@ from probemarker.kube.cache import Change, ChangeKind, ObjectKey
 from probemarker.kube.client import KubeClient
 from probemarker.kube.errors import RequestInfo
 from probemarker.kube.informer import PODS, Informer, InformerSettings
-from probemarker.kube.projection import pod_projection
+from probemarker.pods import pod_projection
 from probemarker.sim import SimCluster
 from probemarker.sim.errors import NotFound
 from probemarker.sim.server.discovery import NAMESPACES as SIM_NAMESPACES
@@ -198,12 +198,12 @@ class RecordingClient:
         self.watches: list[dict[str, str]] = []
         self.before_request: Callable[[dict[str, str]], None] | None = None
 
-    async def request(
+    async def list_page(
         self,
-        method: str,
         path: str,
         *,
         info: RequestInfo,
+        item: Callable[[dict[str, Any]], None],
         params: Sequence[tuple[str, str]] | None = None,
         deadline: float | None = None,
     ) -> dict[str, Any]:
@@ -211,7 +211,9 @@ class RecordingClient:
         self.lists.append(query)
         if self.before_request is not None:
             self.before_request(query)
-        return await self.client.request(method, path, info=info, params=params, deadline=deadline)
+        return await self.client.list_page(
+            path, info=info, item=item, params=params, deadline=deadline
+        )
 
     def stream_lines(
         self,

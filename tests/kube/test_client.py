@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 
 import orjson
 import pytest
@@ -59,9 +60,46 @@ async def test_request_returns_parsed_json(client: KubeClient) -> None:
     assert [p["metadata"]["name"] for p in listed["items"]] == ["a"]  # type: ignore[index]
 
 
+async def test_list_page_hands_out_each_item_and_returns_the_rest(client: KubeClient) -> None:
+    for name in ("a", "b", "c"):
+        await create(client, pod(name, note="n" * 10_000))
+    seen: list[str] = []
+    rest = await client.list_page(
+        PODS, info=LIST, item=lambda obj: seen.append(obj["metadata"]["name"])
+    )
+    assert seen == ["a", "b", "c"]
+    assert rest["kind"] == "PodList"
+    assert rest["items"] == []
+    assert rest["metadata"]["resourceVersion"]  # type: ignore[index]
+    assert client.requests[("list", "pods", 200)] == 1
+
+
+async def test_a_failing_item_ends_the_list_and_the_client_goes_on(client: KubeClient) -> None:
+    await create(client, pod("a"))
+
+    def refuse(obj: dict[str, object]) -> None:
+        raise ValueError("no")
+
+    with pytest.raises(ValueError, match="no"):
+        await client.list_page(PODS, info=LIST, item=refuse)
+    listed = await client.request("GET", PODS, info=LIST)
+    assert len(listed["items"]) == 1  # type: ignore[arg-type]
+
+
 async def test_https_with_token(tls_client: KubeClient) -> None:
     created = await create(tls_client, pod("a"))
     assert created["metadata"]["uid"]  # type: ignore[index]
+
+
+async def test_a_tls_connection_reads_into_64_kib_not_256(tls_client: KubeClient) -> None:
+    """asyncio zero-fills a read buffer of SSLProtocol.max_size for every TLS connection
+    (256 KiB); the daemon holds up to a hundred connections (issue 22)."""
+    assert asyncio.sslproto.SSLProtocol.max_size == 64 << 10
+    note = "n" * 200_000  # an answer bigger than the buffer still arrives whole
+    created = await create(tls_client, pod("big", note=note))
+    assert created["metadata"]["annotations"] == {"note": note}  # type: ignore[index]
+    listed = await tls_client.request("GET", PODS, info=LIST)
+    assert listed["items"][0]["metadata"]["annotations"]["note"] == note  # type: ignore[index]
 
 
 @pytest.mark.parametrize(

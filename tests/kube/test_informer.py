@@ -19,7 +19,7 @@ import pytest
 from probemarker.kube.cache import ChangeKind, ObjectKey
 from probemarker.kube.client import KubeClient
 from probemarker.kube.informer import PODS, Informer, InformerSettings
-from probemarker.kube.projection import pod_projection
+from probemarker.pods import pod_projection
 from probemarker.sim import SimCluster
 from probemarker.sim.server.discovery import PODS as SIM_PODS
 from tests.kube.informer_world import (
@@ -331,7 +331,7 @@ async def test_a_watch_closed_at_once_backs_off() -> None:
             self.watches = 0
             self.fifth = asyncio.Event()
 
-        async def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
+        async def list_page(self, path: str, **_: Any) -> dict[str, Any]:
             return {"metadata": {"resourceVersion": "5"}, "items": []}
 
         @contextlib.asynccontextmanager

@@ -116,7 +116,7 @@ class Scripted:
         self.errors = list(errors)
         self.watch_errors = list(watch_errors)
 
-    async def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
+    async def list_page(self, path: str, **_: Any) -> dict[str, Any]:
         if self.errors:
             raise self.errors.pop(0)
         return {"items": [], "metadata": {"resourceVersion": "7"}}

@@ -17,8 +17,9 @@ from probemarker.kube.errors import (
     ApiTooManyRequests,
     RequestInfo,
 )
-from probemarker.kube.projection import compile_fields, pod_projection, project, projector
+from probemarker.kube.projection import compile_fields, project, projector
 from probemarker.kube.watchevents import BookmarkEvent, ErrorEvent, ObjectEvent, parse_watch_line
+from probemarker.pods import pod_projection
 
 POD: dict[str, Any] = {
     "apiVersion": "v1",

@@ -26,9 +26,10 @@ from probemarker.kube.events import EventRecorder, ObjectRef
 from probemarker.kube.execresult import ExecExited
 from probemarker.kube.execstream import run_exec
 from probemarker.kube.informer import PODS, Informer, Resource
-from probemarker.kube.projection import IDENTITY_FIELDS, pod_projection, projector
+from probemarker.kube.projection import IDENTITY_FIELDS, projector
 from probemarker.kube.ratelimit import TokenBucket
 from probemarker.kube.statuswrite import patch_pod_status
+from probemarker.pods import pod_projection
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
 from probemarker.sim.server.accounting import RequestRecord

@@ -16,8 +16,8 @@ from probemarker.engine import Engine
 from probemarker.identity import PodUID
 from probemarker.kube.cache import Entry, entry_of
 from probemarker.kube.events import ObjectRef
-from probemarker.kube.projection import pod_projection
 from probemarker.markers import marker_projection
+from probemarker.pods import pod_projection
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.runner import ProbeRunner
@@ -91,9 +91,21 @@ def pod_entry(
     annotations: dict[str, str] | None = None,
     ports: dict[str, int] | None = None,
 ) -> Any:
+    return entry_of(
+        pod_raw(started_at=started_at, annotations=annotations, ports=ports), pod_projection
+    )
+
+
+def pod_raw(
+    *,
+    started_at: float = START,
+    annotations: dict[str, str] | None = None,
+    ports: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """Pod g as the API server shows it (`pod_entry`: its informer entry)."""
     stamp = rfc3339(started_at)
     declared = [{"name": n, "containerPort": p} for n, p in (ports or {}).items()]
-    raw = {
+    return {
         "metadata": {
             "name": "g",
             "namespace": "ns",
@@ -116,7 +128,6 @@ def pod_entry(
             ],
         },
     }
-    return entry_of(raw, pod_projection)
 
 
 def rfc3339(seconds: float) -> str:

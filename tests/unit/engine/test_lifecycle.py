@@ -15,11 +15,11 @@ from structlog.testing import capture_logs
 
 from probemarker.identity import PodUID
 from probemarker.kube.cache import Entry, entry_of
-from probemarker.kube.projection import pod_projection
+from probemarker.pods import pod_projection
 from probemarker.probe.outcome import Outcome
 from probemarker.sim.store.objmeta import prune_empty
 from probemarker.write.patch import build_patch
-from tests.unit.engine.test_engine import Rig, Runner, marker_entry, pod_entry, running
+from tests.unit.engine.test_engine import Rig, Runner, marker_entry, pod_entry, pod_raw, running
 from tests.unit.write.helpers import apply
 
 NOW = "2026-11-23T00:00:00Z"
@@ -36,11 +36,22 @@ def ops(rig: Rig) -> list[dict[str, Any]]:
     return [] if desired is None else build_patch(pod=view, desired=desired, now=NOW)
 
 
+# The pod as the server holds it, by resourceVersion: an entry holds a projection only.
+_RAW: dict[str, dict[str, Any]] = {}
+
+
+def stored(raw: dict[str, Any]) -> Entry[Any]:
+    """The informer's entry for `raw`, which is kept to be patched later."""
+    entry = entry_of(raw, pod_projection)
+    _RAW[entry.resource_version] = raw
+    return entry
+
+
 def written(rig: Rig, pod: Entry[Any]) -> Entry[Any]:
     """Apply the engine's plan to `pod` and tell the engine about the new version."""
-    raw = apply(prune_empty(copy.deepcopy(pod.obj)), ops(rig))  # as the server holds it
+    raw = apply(prune_empty(copy.deepcopy(_RAW[pod.resource_version])), ops(rig))
     raw["metadata"]["resourceVersion"] = str(int(pod.resource_version) + 1)
-    entry = entry_of(raw, pod_projection)
+    entry = stored(raw)
     rig.engine.sync_pod(entry.key, entry)
     return entry
 
@@ -48,7 +59,7 @@ def written(rig: Rig, pod: Entry[Any]) -> Entry[Any]:
 async def decided_pod(rig: Rig, marker: Entry[Any]) -> Entry[Any]:
     """The marker's probe decided Succeeded on the pod, and written onto it."""
     rig.engine.sync_marker(marker.key, marker)
-    pod = pod_entry()
+    pod = stored(pod_raw())
     rig.engine.sync_pod(pod.key, pod)
     await rig.tick(1)
     pod = written(rig, pod)
@@ -58,13 +69,13 @@ async def decided_pod(rig: Rig, marker: Entry[Any]) -> Entry[Any]:
 
 
 def changed(pod: Entry[Any], change: str) -> Entry[Any]:
-    raw = copy.deepcopy(pod.obj)
+    raw = copy.deepcopy(_RAW[pod.resource_version])
     if change == "deleting":
         raw["metadata"]["deletionTimestamp"] = NOW
     else:
         raw["status"]["phase"] = change
     raw["metadata"]["resourceVersion"] = str(int(pod.resource_version) + 1)
-    return entry_of(raw, pod_projection)
+    return stored(raw)
 
 
 async def test_a_terminating_or_finished_pod_keeps_what_it_shows() -> None:

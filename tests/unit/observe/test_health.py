@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -197,18 +197,21 @@ class HangingWatches:
         self.lists = 0
         self.watching = anyio.Event()
 
-    async def request(
+    async def list_page(
         self,
-        method: str,
         path: str,
         *,
         info: RequestInfo,
+        item: Callable[[dict[str, Any]], None],
         params: Sequence[tuple[str, str]] | None = None,
         deadline: float | None = None,
     ) -> dict[str, Any]:
         self.lists += 1
         if self.lists <= self.fail_lists:
             raise ApiUnreachable("connection refused", request=info)
+        return self.page(item)
+
+    def page(self, item: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         return LIST_PAGE
 
     @contextlib.asynccontextmanager
@@ -275,11 +278,13 @@ async def test_an_informer_retrying_an_unreachable_server_is_never_overdue() -> 
 async def test_an_informer_waiting_for_its_consumer_is_not_overdue() -> None:
     """Back-pressure from our own engine is no hang: no deadline applies to it."""
     clock = FakeClock()
-    page = {"items": [_pod("a"), _pod("b")], "metadata": {"resourceVersion": "5"}}
+    listed = {"items": [_pod("a"), _pod("b")], "metadata": {"resourceVersion": "5"}}
 
     class OneList(HangingWatches):
-        async def request(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-            return page
+        def page(self, item: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+            for obj in listed["items"]:
+                item(obj)
+            return {**listed, "items": []}
 
     settings = InformerSettings(watch_timeout_min=300, watch_timeout_max=300, buffer=0)
     informer: Informer[Any] = Informer(

@@ -432,7 +432,8 @@ def test_empty_record_removes_the_annotation() -> None:
 
 def test_pod_with_nothing_at_all() -> None:
     pod = view()
-    assert (pod.labels, pod.annotations, pod.conditions) == ({}, {}, ())
+    assert (pod.labels, pod.conditions) == ({}, ())
+    assert (pod.annotations.present, pod.annotations.value(OWNED_KEY)) == (False, None)
     got = desired_state(
         pod=pod, decided=[decided("w#p", S, spec(ok={"idle": "true"}, condition=T))], live={}
     )

@@ -59,8 +59,11 @@ CASES = [
     pytest.param(
         {"labels": {"a": "1", "keep": "x"}},
         desired({"a": None, "gone": None}),
-        [{"op": "remove", "path": "/metadata/labels/a"}],
-        id="remove-only-present-keys",
+        [
+            {"op": "test", "path": "/metadata/labels/a", "value": "1"},
+            {"op": "remove", "path": "/metadata/labels/a"},
+        ],
+        id="remove-only-present-keys-while-they-hold-what-was-seen",
     ),
     pytest.param(
         {},
@@ -82,8 +85,19 @@ CASES = [
     pytest.param(
         {"annotations": {"example.com/x": "1"}},
         desired(annotations={"example.com/x": None}),
+        # A value the view did not keep (not in the record: never a removal of the
+        # daemon's own) is not tested.
         [{"op": "remove", "path": "/metadata/annotations/example.com~1x"}],
         id="remove-escaped",
+    ),
+    pytest.param(
+        {"annotations": {"example.com/x": "1", OWNED_KEY: '{"#uid":"uid-1","m#p":{"s":"S","a":{"example.com/x":"1"}}}'}},
+        desired(annotations={"example.com/x": None}),
+        [
+            {"op": "test", "path": "/metadata/annotations/example.com~1x", "value": "1"},
+            {"op": "remove", "path": "/metadata/annotations/example.com~1x"},
+        ],
+        id="remove-a-recorded-annotation-while-it-holds-what-was-seen",
     ),
     pytest.param(
         {"labels": {"a": ""}}, desired({"a": ""}), [], id="empty-label-value-is-a-value"
