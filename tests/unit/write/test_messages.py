@@ -15,9 +15,8 @@ import pytest
 
 from probemarker.api.model import ProbeState
 from probemarker.identity import PodUID
-from probemarker.kube.projection import pod_projection
 from probemarker.kube.ratelimit import TokenBucket
-from probemarker.pods import PodView, pod_view
+from probemarker.pods import PodView, pod_projection, pod_view
 from probemarker.write.desired import DesiredPod, desired_state
 from probemarker.write.ownership import Owned
 from probemarker.write.restrict import message_due
