@@ -287,7 +287,7 @@ class Informer(Generic[T]):
         key = failure.key or (self.name, str(unit.namespace), failure.event, type(err).__name__)
         self._failure_keys.add(key)
         self.problem = failure.fields.get("message") or f"{failure.event}: {err}"
-        held = self._repeats.due(key, self._clock.now())
+        held = self._repeats.fields(key, self._clock.now())
         if held is None:
             return
         log.warning(
@@ -296,7 +296,7 @@ class Informer(Generic[T]):
             **failure.fields,
             retry_in=round(delay, 3),
             failures=unit.backoff.failures,
-            **({"held_back": held} if held else {}),
+            **held,
         )
 
     def _recovered(self) -> None:

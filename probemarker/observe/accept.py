@@ -208,7 +208,7 @@ class AcceptLoop:
         name = errno_name(err)
         self._gate.stats.accept_errors[name] += 1
         self._failing[name] = self._failing.get(name, 0) + 1
-        held = self._repeats.due(("accept", name), self._clock.now())
+        held = self._repeats.fields(("accept", name), self._clock.now())
         if held is None:
             return
         log.warning(
@@ -217,7 +217,7 @@ class AcceptLoop:
             message=err.strerror or str(err),
             retry_in=self._retry,
             hint=_HINTS.get(err.errno or 0, "retrying"),
-            **({"held_back": held} if held else {}),
+            **held,
         )
 
     def _recovered(self) -> None:

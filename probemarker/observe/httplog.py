@@ -66,13 +66,11 @@ class ServerLog(logging.Logger):
         if bad_request:
             self._stats.bad_requests += 1
         kind = type(error).__name__ if error is not None else str(msg)
-        held = self._repeats.due(("http", kind), self._clock.now())
+        held = self._repeats.fields(("http", kind), self._clock.now())
         if held is None:
             return
         text = str(msg) % args if args else str(msg)  # "Error handling request from <peer>"
-        fields: dict[str, Any] = {"message": text}
-        if held:
-            fields["held_back"] = held
+        fields: dict[str, Any] = {"message": text, **held}
         if bad_request:
             assert error is not None
             log.warning("metrics.bad_request", error=f"{kind}: {error}", **fields)

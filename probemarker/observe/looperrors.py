@@ -55,11 +55,11 @@ class LoopErrors:
     def handle(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         self.reported += 1
         key = loop_error_key(context)
-        held = self._repeats.due(key, self._clock.now())
+        held = self._repeats.fields(key, self._clock.now())
         if held is None:
             return
         exception = context.get("exception")
-        fields: dict[str, Any] = {"message": key[0]}
+        fields: dict[str, Any] = {"message": key[0], **held}
         if exception is not None:
             fields["error"] = f"{key[1]}: {exception}"
         # What asyncio names besides the exception: the task, future, handle or
@@ -67,8 +67,6 @@ class LoopErrors:
         for name in ("task", "future", "handle", "transport", "protocol", "socket"):
             if name in context:
                 fields[name] = repr(context[name])
-        if held:
-            fields["held_back"] = held
         if isinstance(exception, BaseException):
             fields["exc_info"] = exception
         log.error("loop.exception", **fields)

@@ -3,7 +3,8 @@
 Stage: logging, used where a condition repeats while the daemon retries (the API
 server unreachable, a CRD not installed, a LIST refused). Input: a key naming the
 problem and the current time (monotonic seconds, from the caller's injected clock).
-Output: whether to log now, and how many lines were held back since the last one.
+Output: whether to log now, and how many lines were held back since the last one
+(`due`), or the same as the fields of the line (`fields`: `held_back` when any were).
 
 The first occurrence of a key is logged at once; later ones at most every
 `interval` seconds, each saying how many were held back in between. `clear(key)`
@@ -34,6 +35,14 @@ class Repeats:
             return None
         self._last[key] = now
         return self._held.pop(key, 0)
+
+    def fields(self, key: Hashable, now: float) -> dict[str, int] | None:
+        """`due` as the extra fields of the line to log: None holds this occurrence back;
+        else `{}`, or `{"held_back": N}` when N were held back before it."""
+        held = self.due(key, now)
+        if held is None:
+            return None
+        return {"held_back": held} if held else {}
 
     def clear(self, key: Hashable) -> None:
         self._last.pop(key, None)
