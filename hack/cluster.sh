@@ -18,7 +18,10 @@
 #                       undoes every host change: iptables chains, the bridge, network
 #                       namespaces, mounts, cgroups, sysctls
 #   restart-apiserver   stops the API server (SIGTERM, waits for its exit) and starts it
-#                       again on the same etcd; prints nothing on stdout
+#                       again on the same etcd
+#   restart-containerd  stops containerd (SIGTERM: it removes its socket; the containers
+#                       keep running under their shims) and starts it again, as an
+#                       upgrade of the runtime does
 #
 # Environment (defaults):
 #   PROBEMARKER_KUBE_BIN     the Kubernetes binaries: a folder with kube-apiserver.xz,
@@ -392,6 +395,15 @@ restart_apiserver() {
   apiserver
 }
 
+restart_containerd() {
+  need_root restart-containerd
+  [[ -f $R/cri/containerd.toml ]] || die "no containerd in $R: run \`$0 up\` first"
+  PROBEMARKER_CRI_PYTHON=$(grpc_python)
+  export PROBEMARKER_CRI_PYTHON
+  bash "$REPO/hack/cri-runtime.sh" down "$R/cri"
+  bash "$REPO/hack/cri-runtime.sh" up "$R/cri"
+}
+
 load_image() {
   need_root load-image
   local image=${1:-} archive
@@ -494,6 +506,7 @@ case ${1:-} in
   status) status ;;
   down) down ;;
   restart-apiserver) restart_apiserver ;;
+  restart-containerd) restart_containerd ;;
   -h | --help) usage 0 ;;
   *) usage 2 ;;
 esac

@@ -48,12 +48,17 @@ IMAGE = f"{IMAGE_NAME}:{__version__}"
 def _why_not() -> str | None:
     if os.geteuid() != 0:
         return "not root: the cluster runs a kubelet and containerd (hack/cluster.sh up)"
-    for tool, why in (("kubectl", "kubectl"), ("podman", "podman (apt-get install podman mmdebstrap)")):
+    for tool, why in (
+        ("kubectl", "kubectl"),
+        ("podman", "podman (apt-get install podman mmdebstrap)"),
+    ):
         if shutil.which(tool) is None:
             return f"{why} is not installed"
     names = ("kube-apiserver", "kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy")
     if not all((KUBE_BIN / f"{n}.xz").exists() or (KUBE_BIN / n).exists() for n in names):
-        return f"no Kubernetes binaries in {KUBE_BIN}: set PROBEMARKER_KUBE_BIN (docs/development.md)"
+        return (
+            f"no Kubernetes binaries in {KUBE_BIN}: set PROBEMARKER_KUBE_BIN (docs/development.md)"
+        )
     return None
 
 
@@ -82,7 +87,11 @@ def _script(*args: str, timeout: float) -> str:
         text=True,
         timeout=timeout,
         check=False,
-        env={**os.environ, "PROBEMARKER_KUBE_BIN": str(KUBE_BIN), "PROBEMARKER_CLUSTER_DIR": str(STATE)},
+        env={
+            **os.environ,
+            "PROBEMARKER_KUBE_BIN": str(KUBE_BIN),
+            "PROBEMARKER_CLUSTER_DIR": str(STATE),
+        },
     )
     assert done.returncode == 0, f"hack/cluster.sh {' '.join(args)}: {done.stderr[-3000:]}"
     return done.stdout
@@ -182,7 +191,9 @@ class Addon:
             lambda: self.cluster.kubectl.json(
                 "-n", DAEMON_NAMESPACE, "get", "pods", "-l", "app.kubernetes.io/name=probemarker"
             )["items"],
-            lambda items: len([p for p in items if not p["metadata"].get("deletionTimestamp")]) == 1,
+            lambda items: (
+                len([p for p in items if not p["metadata"].get("deletionTimestamp")]) == 1
+            ),
             timeout=60,
             what="one daemon pod",
         )

@@ -36,7 +36,9 @@ T = TypeVar("T")
 
 class KubectlError(AssertionError):
     def __init__(self, args: Sequence[str], done: subprocess.CompletedProcess[str]) -> None:
-        super().__init__(f"kubectl {' '.join(args)} exited {done.returncode}: {done.stderr.strip()}")
+        super().__init__(
+            f"kubectl {' '.join(args)} exited {done.returncode}: {done.stderr.strip()}"
+        )
         self.stderr = done.stderr
 
 
@@ -168,7 +170,9 @@ def marker(
     }
 
 
-def pod_ready(kubectl: Kubectl, namespace: str, name: str, *, timeout: float = 60) -> dict[str, Any]:
+def pod_ready(
+    kubectl: Kubectl, namespace: str, name: str, *, timeout: float = 60
+) -> dict[str, Any]:
     return wait_for(
         lambda: kubectl.get("pod", name, namespace),
         lambda pod: (condition(pod, "ContainersReady") or {}).get("status") == "True",

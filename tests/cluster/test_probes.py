@@ -56,7 +56,9 @@ def test_exec_follows_the_container_on_each_backend(
     addon.use(backend)
     kubectl = cluster.kubectl
     kubectl.apply(
-        busybox_pod("ex", namespace, script="touch /tmp/ok && exec sleep 2147483647", labels={"app": "ex"}),
+        busybox_pod(
+            "ex", namespace, script="touch /tmp/ok && exec sleep 2147483647", labels={"app": "ex"}
+        ),
         marker("ex", namespace, app="ex", probe={"exec": {"command": ["cat", "/tmp/ok"]}}),
     )
     pod_ready(kubectl, namespace, "ex")
@@ -83,7 +85,8 @@ def test_http_get_on_the_pod_ip(cluster: Cluster, addon: Addon, namespace: str) 
     pod = wait_label(kubectl, namespace, "web", "probe", "bad")
     message = (condition(pod, "probemarker.test/web") or {}).get("message", "")
     assert message.startswith("HTTP probe failed with statuscode: 404"), message
-    assert "\n" not in message and "<HTML>" not in message.upper(), message
+    assert "\n" not in message, message
+    assert "<HTML>" not in message.upper(), message
 
 
 def test_tcp_socket_on_the_pod_ip(cluster: Cluster, addon: Addon, namespace: str) -> None:
