@@ -419,7 +419,9 @@ load_image() {
   rm -f "$archive"
   podman save --quiet --format oci-archive -o "$archive" "$image"
   ctrk images import "$archive" >&2
-  ctrk images ls -q | grep -qxF "$image" || die "containerd does not list $image after the import"
+  local listed
+  listed=$(ctrk images ls -q) # captured first: grep -q would end the pipe early (pipefail)
+  grep -qxF "$image" <<<"$listed" || die "containerd does not list $image after the import"
   say "$image is in the node's containerd"
 }
 
