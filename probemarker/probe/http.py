@@ -7,7 +7,7 @@ Output: an `Outcome`, never an exception but cancellation.
 |---|---|---|
 | status 200-299 | Succeeded | the body (first 1 KiB) |
 | status 300-399, not followed (another host or port, no Location, not 301/302/303/307/308) | Succeeded | "warning: ... not followed ...", then the body |
-| status 400 and up | Failed | "HTTP probe failed with status code N", then the body |
+| status 400 and up, or below 200 | Failed | "HTTP probe failed with statuscode: N", then the body's first line, short |
 | refused, reset, bad TLS, not HTTP, a 10th redirect | Failed | what went wrong, naming the address |
 | no answer within the time limit (connect, headers and body together) | Failed | "timed out after Ns ..." |
 | no pod IP, a port name the container lacks | Unknown | why (the engine reports the port) |
@@ -31,6 +31,13 @@ Connections are pooled per address and reused across runs (keep-alive); a reused
 connection the server closed meanwhile is retried once by aiohttp (GET is idempotent).
 A response whose body is not read to the end (a large body, a timeout) has its
 connection closed, never returned to the pool.
+
+A failure's message is the kubelet's (pkg/probe/http, DoHTTPProbe: "HTTP probe failed
+with statuscode: N", the body left out) and at most the body's first line, cut to
+`FAILURE_LINE_LIMIT` bytes and left out when it is markup (`<!DOCTYPE html>`, `<html>`,
+`<?xml`: an error page's first line says nothing the status does not). A web server's
+error page is kilobytes of HTML: in a condition message it buried the status under
+lines of markup. The body itself (cleaned, first 1 KiB) stays in `Outcome.answer`.
 """
 
 from __future__ import annotations
@@ -50,12 +57,22 @@ from probemarker import __version__
 from probemarker.api.model import Handler, HTTPGetAction, HTTPHeader
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.outcome import Outcome
-from probemarker.probe.output import MESSAGE_LIMIT, clean_message
+from probemarker.probe.output import MESSAGE_LIMIT, clean_message, first_line
 from probemarker.probe.ports import Address, NoAddress, address_of, local_shortage, os_reason
 
-__all__ = ["BODY_LIMIT", "MAX_REDIRECTS", "HTTPGetHandler", "request_url"]
+__all__ = [
+    "BODY_LIMIT",
+    "FAILURE_LINE_LIMIT",
+    "MAX_REDIRECTS",
+    "HTTPGetHandler",
+    "failure_message",
+    "request_url",
+]
 
-BODY_LIMIT: Final = MESSAGE_LIMIT  # bytes of the body kept for the message
+BODY_LIMIT: Final = MESSAGE_LIMIT  # bytes of the body read and kept
+# Bytes of the body's first line a failure's message shows: a status word or a short
+# reason ("draining", "db unreachable"), not a page.
+FAILURE_LINE_LIMIT: Final = 100
 MAX_REDIRECTS: Final = 10  # Go's client stops after 10, and so does the kubelet
 # The redirects Go's client follows; any other 3xx is an answer (the kubelet's warning).
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
@@ -123,6 +140,14 @@ def _with_body(text: str, body: str) -> str:
     return f"{text}: {body}" if body else text
 
 
+def failure_message(status: int, body: str) -> str:
+    """The message of an answer with a failing status: the kubelet's words, then the
+    first line of `body` when it has one that is not markup (see the module)."""
+    text = f"HTTP probe failed with statuscode: {status}"
+    line = first_line(body, limit=FAILURE_LINE_LIMIT)
+    return text if not line or line.startswith("<") else f"{text}: {line}"
+
+
 class HTTPGetHandler(OwnsConnections):
     """Runs httpGet actions; see the module docstring. Use as an async context manager
     (it owns a connection pool) or call `aclose()`."""
@@ -184,15 +209,14 @@ class HTTPGetHandler(OwnsConnections):
                 return Outcome.unknown(message) if local_shortage(err) else Outcome.failed(message)
             if not 300 <= status < 400:
                 if status >= 400 or status < 200:
-                    return Outcome.failed(
-                        _with_body(f"HTTP probe failed with status code {status}", body)
-                    )
-                return Outcome.succeeded(body)
+                    return Outcome.failed(failure_message(status, body), answer=body)
+                return Outcome.succeeded(body, answer=body)
             following = None
             if status in _REDIRECTS and location is not None:
                 following = _follow(url, location)
             if following is None or not _same_place(following[0], start):
-                return Outcome.succeeded(_with_body(_not_followed(status, location), body))
+                message = _with_body(_not_followed(status, location), body)
+                return Outcome.succeeded(message, answer=body)
             url, absolute = following
             if custom_host and absolute:
                 headers = headers.copy()

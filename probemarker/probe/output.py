@@ -18,6 +18,10 @@ Invariants of `clean_message`, in this order:
   never inside a character; the result is stripped again, so cleaning is idempotent.
 Only the first `_SCAN_FACTOR * limit` characters are looked at: the work stays
 bounded whatever a command printed (the exec stream keeps 1 KiB anyway).
+
+`first_line` is the one-line form for a message that must stay short (an httpGet
+failure shows at most that much of the body): the first line of the cleaned text
+that holds anything, tabs as spaces, cut to a few bytes and marked with `…` when cut.
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ import re
 
 from probemarker.kube.events import trim_utf8
 
-__all__ = ["MESSAGE_LIMIT", "choose_message", "clean_message"]
+__all__ = ["ELLIPSIS", "MESSAGE_LIMIT", "choose_message", "clean_message", "first_line"]
 
 MESSAGE_LIMIT = 1024  # SPEC §3: a condition message is trimmed to 1 KiB
 _SCAN_FACTOR = 16
+ELLIPSIS = "\u2026"  # ends a line that `first_line` cut
 
 _LINE_END = re.compile(r"\r\n?")
 _ESCAPES = re.compile(
@@ -54,6 +59,18 @@ def clean_message(text: str, *, limit: int = MESSAGE_LIMIT) -> str:
     text = _CONTROLS.sub("", text)
     text = _SURROGATES.sub("\ufffd", text)
     return trim_utf8(text.strip(), limit).rstrip()
+
+
+def first_line(text: str, *, limit: int) -> str:
+    """The first line of `text` that holds anything, cleaned as `clean_message` cleans
+    (no control character, no escape sequence), tabs as spaces, stripped, at most
+    `limit` UTF-8 bytes; a line that was longer is cut and ends with `ELLIPSIS`."""
+    if limit <= len(ELLIPSIS.encode()):
+        raise ValueError(f"first_line needs a limit above {len(ELLIPSIS.encode())} bytes")
+    line = clean_message(text).partition("\n")[0].replace("\t", " ").strip()
+    if len(line.encode()) <= limit:
+        return line
+    return trim_utf8(line, limit - len(ELLIPSIS.encode())).rstrip() + ELLIPSIS
 
 
 def choose_message(*, succeeded: bool, stdout: str, stderr: str) -> str:

@@ -23,6 +23,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
@@ -112,7 +113,11 @@ class ProbeRunner:
                 await anyio.lowlevel.checkpoint_if_cancelled()
                 self._report(kind, target, err)
                 return Outcome.unknown(clean_message(f"{kind} probe handler error: {err!r}"))
-            return Outcome(outcome.result, clean_message(outcome.message))
+            return replace(
+                outcome,
+                message=clean_message(outcome.message),
+                answer=clean_message(outcome.answer),
+            )
         log.warning("probe.handler_overran", kind=kind, target=str(target), timeout=timeout)
         return Outcome.failed(f"{kind} probe timed out after {timeout}s")
 

@@ -49,6 +49,29 @@ async def test_http_probes_mark_the_pod(world: World) -> None:
     assert {r.headers["User-Agent"] for r in server.requests} == {f"probemarker/{__version__}"}
 
 
+async def test_an_html_error_page_is_not_the_condition_message(world: World) -> None:
+    # A web server's 404 page in the condition made `kubectl describe` a page of markup;
+    # the kubelet says only the status, and so does the condition (issue 23).
+    pod = await world.create_pod("site", labels={"app": "game"})
+    ip = pod["status"]["podIP"]
+    async with http_server(ip) as server:
+        page_probe = probe(
+            "page", action=http(server.port, "/html-404"), condition="game.example.com/page"
+        )
+        await world.apply_marker(marker("m", probes=[page_probe]))
+        async with running_daemon(world.sim):
+            found = await world.wait_pod(
+                "site", lambda p: condition(p, "game.example.com/page") is not None
+            )
+    page = condition(found, "game.example.com/page")
+    assert page is not None
+    assert (page["status"], page["reason"], page["message"]) == (
+        "False",
+        "ProbeFailed",
+        "HTTP probe failed with statuscode: 404",
+    )
+
+
 async def test_a_named_port_of_a_native_sidecar(world: World) -> None:
     port = free_port("127.0.0.1")  # declared in the pod spec before the server binds it
     pod = await world.create_pod(

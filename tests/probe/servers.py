@@ -34,6 +34,15 @@ class HTTPServer:
     release: asyncio.Event = field(default_factory=asyncio.Event)  # ends the slow routes
 
 
+# A web server's error page, more than the 1 KiB a probe reads.
+HTML_404 = (
+    "<!DOCTYPE html>\n<html>\n<head><title>404 Not Found</title></head>\n<body>\n"
+    "<center><h1>404 Not Found</h1></center>\n"
+    + "<p>The page you asked for is not here.</p>\n" * 40
+    + "<hr><center>nginx</center>\n</body>\n</html>\n"
+)
+
+
 def _app(server: HTTPServer) -> web.Application:
     async def ok(_: web.Request) -> web.Response:
         return web.Response(text="all good")
@@ -76,6 +85,14 @@ def _app(server: HTTPServer) -> web.Application:
     async def hostile(_: web.Request) -> web.Response:
         return web.Response(text="\x1b[31mred\x1b[0m and\x00 nul \u202e")
 
+    async def html_404(_: web.Request) -> web.Response:
+        return web.Response(status=404, text=HTML_404, content_type="text/html")
+
+    async def hostile_500(_: web.Request) -> web.Response:
+        # escapes, a newline in the first 100 bytes, and megabytes after
+        line = "\x1b[31mFAIL\x1b[0m\x00 " + "x" * 80 + "\r\nsecond line\n"
+        return web.Response(status=500, text=line + "y\n" * 2_000_000)
+
     @web.middleware
     async def count(request: web.Request, handler: web.Handler) -> web.StreamResponse:
         peer = request.transport.get_extra_info("peername") if request.transport else None
@@ -96,6 +113,8 @@ def _app(server: HTTPServer) -> web.Application:
     app.router.add_get("/slow-body", slow_body)
     app.router.add_get("/big", big)
     app.router.add_get("/hostile", hostile)
+    app.router.add_get("/html-404", html_404)
+    app.router.add_get("/hostile-500", hostile_500)
     return app
 
 

@@ -81,19 +81,19 @@ async def probe(
         pytest.param(
             "/status/404",
             Result.FAILED,
-            "HTTP probe failed with status code 404: answer 404",
+            "HTTP probe failed with statuscode: 404: answer 404",
             id="404",
         ),
         pytest.param(
             "/status/500",
             Result.FAILED,
-            "HTTP probe failed with status code 500: answer 500",
+            "HTTP probe failed with statuscode: 500: answer 500",
             id="500",
         ),
         pytest.param(
             "/redirect?to=/redirect%3Fto%3D/status/503",
             Result.FAILED,
-            "HTTP probe failed with status code 503: answer 503",
+            "HTTP probe failed with statuscode: 503: answer 503",
             id="redirect-chain-to-503",
         ),
     ],
@@ -101,7 +101,42 @@ async def probe(
 async def test_status_and_redirects(path: str, result: Result, message: str) -> None:
     async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
         outcome = await probe(handler, HTTPGetAction(port=server.port, path=path), server.port)
-    assert outcome == Outcome(result, message)
+    assert (outcome.result, outcome.message) == (result, message)
+
+
+@pytest.mark.parametrize(
+    ("path", "answer"),
+    [
+        pytest.param("/ok", "all good", id="200"),
+        pytest.param(f"/redirect?to=http://{OTHER_HOST}/ok", "moved", id="302-not-followed"),
+        pytest.param("/status/503", "answer 503", id="503"),
+    ],
+)
+async def test_the_body_is_the_answer_whatever_the_status(path: str, answer: str) -> None:
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        outcome = await probe(handler, HTTPGetAction(port=server.port, path=path), server.port)
+    assert outcome.answer == answer
+
+
+async def test_an_html_error_page_is_left_out_of_the_message() -> None:
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        action = HTTPGetAction(port=server.port, path="/html-404")
+        outcome = await probe(handler, action, server.port)
+    assert outcome.result is Result.FAILED
+    assert outcome.message == "HTTP probe failed with statuscode: 404"
+    assert outcome.answer.startswith("<!DOCTYPE html>\n<html>")
+    assert len(outcome.answer.encode()) <= BODY_LIMIT
+
+
+async def test_a_hostile_failure_body_gives_one_short_clean_line() -> None:
+    async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
+        action = HTTPGetAction(port=server.port, path="/hostile-500")
+        outcome = await probe(handler, action, server.port)
+    assert outcome.result is Result.FAILED
+    assert outcome.message.startswith("HTTP probe failed with statuscode: 500: ")
+    assert "\n" not in outcome.message
+    assert "\x1b" not in outcome.message
+    assert len(outcome.message.encode()) < 160
 
 
 async def test_a_redirect_to_the_same_host_on_another_port_is_not_followed() -> None:
@@ -121,7 +156,9 @@ async def test_an_absolute_redirect_to_the_pod_itself_is_followed() -> None:
     async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
         path = f"/redirect?to=http://{POD_IP}:{server.port}/status/500"
         outcome = await probe(handler, HTTPGetAction(port=server.port, path=path), server.port)
-    assert outcome == Outcome.failed("HTTP probe failed with status code 500: answer 500")
+    assert outcome == Outcome.failed(
+        "HTTP probe failed with statuscode: 500: answer 500", answer="answer 500"
+    )
 
 
 async def test_userinfo_in_a_redirect_is_never_sent() -> None:
@@ -164,7 +201,7 @@ async def test_proxy_variables_are_ignored(monkeypatch: pytest.MonkeyPatch) -> N
         monkeypatch.delenv("NO_PROXY", raising=False)
         monkeypatch.delenv("no_proxy", raising=False)
         outcome = await probe(handler, HTTPGetAction(port=server.port, path="/ok"), server.port)
-    assert outcome == Outcome.succeeded("all good")
+    assert outcome == Outcome.succeeded("all good", answer="all good")
     assert proxy.requests == []
 
 
@@ -223,7 +260,7 @@ async def test_https_with_a_self_signed_certificate(tmp_path: Path) -> None:
             handler, HTTPGetAction(port=server.port, path="/ok", scheme="HTTPS"), server.port
         )
         plain = await probe(handler, HTTPGetAction(port=server.port, path="/ok"), server.port)
-    assert outcome == Outcome.succeeded("all good")
+    assert outcome == Outcome.succeeded("all good", answer="all good")
     assert plain.result is Result.FAILED  # HTTP to a TLS port is the container's answer
 
 
@@ -285,8 +322,8 @@ async def test_a_large_body_is_cut_to_the_limit() -> None:
     async with http_server(POD_IP) as server, HTTPGetHandler() as handler:
         first = await probe(handler, HTTPGetAction(port=server.port, path="/big"), server.port)
         then = await probe(handler, HTTPGetAction(port=server.port, path="/ok"), server.port)
-    assert first == Outcome.succeeded("x" * BODY_LIMIT)
-    assert then == Outcome.succeeded("all good")
+    assert first == Outcome.succeeded("x" * BODY_LIMIT, answer="x" * BODY_LIMIT)
+    assert then == Outcome.succeeded("all good", answer="all good")
 
 
 async def test_hostile_body_is_sanitised() -> None:

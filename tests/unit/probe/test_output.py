@@ -7,7 +7,7 @@ import time
 import orjson
 import pytest
 
-from probemarker.probe.output import MESSAGE_LIMIT, choose_message, clean_message
+from probemarker.probe.output import MESSAGE_LIMIT, choose_message, clean_message, first_line
 
 CLEAN_CASES = [
     pytest.param("ok", "ok", id="plain"),
@@ -102,3 +102,42 @@ CHOOSE_CASES = [
 @pytest.mark.parametrize(("succeeded", "stdout", "stderr", "expected"), CHOOSE_CASES)
 def test_choose_message(succeeded: bool, stdout: str, stderr: str, expected: str) -> None:
     assert choose_message(succeeded=succeeded, stdout=stdout, stderr=stderr) == expected
+
+
+FIRST_LINE_CASES = [
+    pytest.param("draining", 100, "draining", id="one-line"),
+    pytest.param("draining\nsince 12:00\n", 100, "draining", id="first-of-many"),
+    pytest.param("\n\n  \t\n  db down  \nmore", 100, "db down", id="blank-lines-skipped"),
+    pytest.param("a\tb", 100, "a b", id="tab-as-space"),
+    pytest.param("a\r\nb", 100, "a", id="crlf-ends-the-line"),
+    pytest.param("a\rb", 100, "a", id="lone-cr-ends-the-line"),
+    pytest.param("\x1b[31merror\x1b[0m: x\x00y", 100, "error: xy", id="escapes-and-nul"),
+    pytest.param("\x1b[0m\nok", 100, "ok", id="a-line-of-escapes-is-blank"),
+    pytest.param("", 100, "", id="empty"),
+    pytest.param(" \n\t\r\n", 100, "", id="only-whitespace"),
+    pytest.param("a" * 100, 100, "a" * 100, id="exactly-at-limit"),
+    pytest.param("a" * 101, 100, "a" * 97 + "\u2026", id="cut-with-ellipsis"),
+    pytest.param("a" * 95 + "     b", 100, "a" * 95 + "\u2026", id="cut-then-stripped"),
+    pytest.param("\u00e9" * 60, 100, "\u00e9" * 48 + "\u2026", id="two-byte-chars-not-split"),
+    pytest.param("x" * 5000 + "\nsecond", 100, "x" * 97 + "\u2026", id="huge-first-line"),
+    pytest.param("abc\u202edef", 100, "abcdef", id="bidi-dropped"),
+]
+
+
+@pytest.mark.parametrize(("text", "limit", "expected"), FIRST_LINE_CASES)
+def test_first_line(text: str, limit: int, expected: str) -> None:
+    line = first_line(text, limit=limit)
+    assert line == expected
+    assert len(line.encode()) <= limit
+    assert "\n" not in line
+    assert "\r" not in line
+
+
+def test_first_line_looks_at_a_bounded_prefix() -> None:
+    # A line after a megabyte of blank lines is past the scan window: not looked for.
+    assert first_line("\n" * 1_000_000 + "late", limit=100) == ""
+
+
+def test_first_line_refuses_a_limit_without_room() -> None:
+    with pytest.raises(ValueError, match="limit above 3"):
+        first_line("x", limit=3)
