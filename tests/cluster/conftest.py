@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import yaml
 
 from probemarker import __version__
+from tests.cluster.install import IMAGE, IMAGE_NAME, overlay
 from tests.cluster.kube import (
     DAEMON_NAMESPACE,
     REPO,
@@ -41,8 +41,6 @@ from tests.cluster.kube import (
 
 STATE = Path(os.environ.get("PROBEMARKER_CLUSTER_DIR", "/tmp/probemarker-cluster"))
 KUBE_BIN = Path(os.environ.get("PROBEMARKER_KUBE_BIN", REPO.parent / "shared" / "realk8s" / "bin"))
-IMAGE_NAME = "localhost/probemarker"
-IMAGE = f"{IMAGE_NAME}:{__version__}"
 
 
 def _why_not() -> str | None:
@@ -143,37 +141,11 @@ class Addon:
     backend: str = ""
     applies: list[str] = field(default_factory=list)
 
-    def overlay(self, backend: str) -> str:
-        manifests = os.path.relpath(REPO / "manifests", self.folder)
-        components = [f"{manifests}/components/node-scope"]
-        patches = []
-        if backend == "cri":
-            components.append(f"{manifests}/components/cri")
-            # containerd's socket is not at the default path on this node: the hostPath
-            # changes, the path inside the pod stays (docs/cri.md, other sockets)
-            patches.append({
-                "target": {"kind": "DaemonSet", "name": "probemarker"},
-                "patch": yaml.safe_dump({
-                    "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "probemarker"},
-                    "spec": {"template": {"spec": {"volumes": [
-                        {"name": "cri-socket", "hostPath": {"path": str(self.cluster.socket()), "type": "Socket"}},
-                    ]}}},
-                }),
-            })  # fmt: skip
-        return yaml.safe_dump({
-            "apiVersion": "kustomize.config.k8s.io/v1beta1",
-            "kind": "Kustomization",
-            "resources": [manifests],
-            "components": components,
-            "patches": patches,
-            "images": [{"name": "ghcr.io/probemarker/probemarker", "newName": IMAGE_NAME,
-                        "newTag": __version__}],
-        })  # fmt: skip
-
     def use(self, backend: str) -> None:
         if backend == self.backend:
             return
-        (self.folder / "kustomization.yaml").write_text(self.overlay(backend))
+        socket = self.cluster.socket()
+        (self.folder / "kustomization.yaml").write_text(overlay(self.folder, backend, socket))
         kubectl = self.cluster.kubectl
         done = kubectl.run("apply", "-k", str(self.folder), timeout=120)
         self.applies.append(done.stdout + done.stderr)

@@ -49,7 +49,9 @@ def _flip(cluster: Cluster, ns: str, pod: str, off: list[str], on: list[str]) ->
     wait_label(kubectl, ns, pod, "probe", "ok")
 
 
-@pytest.mark.parametrize("backend", ["api", "cri"])
+@pytest.mark.parametrize(
+    "backend", ["cri", "api"]
+)  # cri first: the suite ends the module before in cri
 def test_exec_follows_the_container_on_each_backend(
     cluster: Cluster, addon: Addon, namespace: str, backend: str
 ) -> None:

@@ -34,7 +34,7 @@ from tests.cluster.kube import (
 pytestmark = pytest.mark.timeout(600)
 
 
-@pytest.mark.parametrize("backend", ["cri", "api"])
+@pytest.mark.parametrize("backend", ["api", "cri"])  # then the slow runtime test, in cri
 def test_a_hanging_command_runs_at_most_once_at_a_time(
     cluster: Cluster, addon: Addon, namespace: str, backend: str
 ) -> None:

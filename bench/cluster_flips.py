@@ -1,0 +1,252 @@
+"""Figures from the real single-node cluster (hack/cluster.sh): label flip latency per
+exec backend, the delay from the marker's condition to the kubelet's Ready and to the
+EndpointSlice, a DaemonSet rollout's time and writes, and the daemon's memory.
+
+Needs root and a cluster with the add-on installed and the image loaded, e.g. after
+`PROBEMARKER_TEST_CLUSTER_KEEP=1 python -m pytest -q -m cluster` (docs/development.md,
+"A real cluster"). It switches the exec backend with the suite's overlay
+(tests/cluster/install.py) and leaves the `api` backend installed.
+
+One pod (busybox) with a readiness gate and a Service; one marker, exec `cat /tmp/ok`,
+period 1 s, thresholds 1, writing a label and the gate's condition (one patch). Each
+flip: `rm` or `touch` the file through `kubectl exec`; t=0 when that command returns
+(the file changed before it). A watch of the pod (and one of the Service's
+EndpointSlices), opened with the admin credentials, timestamps what follows:
+- label: the event carrying the new label value (the daemon's write);
+- Ready: the event where the kubelet's Ready follows (it recomputes Ready from the
+  gate's condition and writes the pod status);
+- endpoint: the EndpointSlice event whose endpoint's `ready` follows.
+
+The rollout: `kubectl set env` on the DaemonSet until `rollout status` returns, and
+the daemon's pods/status writes in the audit log meanwhile (all namespaces). Memory:
+the daemon container's cgroup (`memory.usage_in_bytes`, v1) and the process's VmRSS,
+after the flips.
+
+    python bench/cluster_flips.py                   # 20 flips per backend
+    python bench/cluster_flips.py --flips 40 --backends cri
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import http.client
+import json
+import os
+import ssl
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.cluster.install import overlay
+from tests.cluster.kube import (
+    AuditLog,
+    Kubectl,
+    busybox_pod,
+    marker,
+    processes_with_args,
+    wait_for,
+)
+
+STATE = Path(os.environ.get("PROBEMARKER_CLUSTER_DIR", "/tmp/probemarker-cluster"))
+NS = "bench-flips"
+GATE = "probemarker.bench/gate"
+
+
+class Watch(threading.Thread):
+    """A raw watch on `path`; every event is kept with its arrival time."""
+
+    def __init__(self, kubeconfig: dict[str, Any], path: str) -> None:
+        super().__init__(daemon=True)
+        cluster = kubeconfig["clusters"][0]["cluster"]
+        user = kubeconfig["users"][0]["user"]
+        self.host, port = cluster["server"].removeprefix("https://").split(":")
+        self.port = int(port)
+        self._tmp = tempfile.TemporaryDirectory()
+        files = {}
+        for key in ("certificate-authority-data", "client-certificate-data", "client-key-data"):
+            source = cluster if key.startswith("certificate-authority") else user
+            files[key] = Path(self._tmp.name) / key
+            files[key].write_bytes(base64.b64decode(source[key]))
+        self.context = ssl.create_default_context(cafile=str(files["certificate-authority-data"]))
+        self.context.load_cert_chain(
+            str(files["client-certificate-data"]), str(files["client-key-data"])
+        )
+        self.path = path
+        self.events: list[tuple[float, dict[str, Any]]] = []
+        self.opened = threading.Event()
+
+    def run(self) -> None:
+        connection = http.client.HTTPSConnection(self.host, self.port, context=self.context)
+        connection.request("GET", self.path)
+        answer = connection.getresponse()
+        self.opened.set()
+        while line := answer.readline():
+            self.events.append((time.monotonic(), json.loads(line)["object"]))
+
+    def first_after(self, since: float, test: Any) -> float | None:
+        for at, item in list(self.events):
+            if at >= since and test(item):
+                return at - since
+        return None
+
+
+def _pod_state(pod: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+    kinds = {c["type"]: c["status"] for c in pod.get("status", {}).get("conditions") or []}
+    return (pod["metadata"].get("labels") or {}).get("probe"), kinds.get(GATE), kinds.get("Ready")
+
+
+def _endpoint_ready(item: dict[str, Any]) -> Any:
+    states = [e.get("conditions", {}).get("ready") for e in item.get("endpoints") or []]
+    return states[0] if len(states) == 1 else None
+
+
+def _use(kubectl: Kubectl, backend: str, folder: Path, socket: Path) -> None:
+    (folder / "kustomization.yaml").write_text(overlay(folder, backend, socket))
+    kubectl.run("apply", "-k", str(folder), timeout=120)
+    kubectl.run("-n", "probemarker-system", "rollout", "status", "ds/probemarker", timeout=200)
+
+
+def _socket() -> Path:
+    short = STATE / "cri" / "short-run-dir"
+    run = Path(short.read_text().strip()) if short.exists() else STATE / "cri" / "run"
+    return run / "containerd.sock"
+
+
+def flips(kubectl: Kubectl, config: dict[str, Any], count: int) -> dict[str, list[float]]:
+    pods = Watch(config, f"/api/v1/namespaces/{NS}/pods?watch=1&fieldSelector=metadata.name%3Dgate")
+    slices = Watch(
+        config,
+        f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices?watch=1"
+        "&labelSelector=kubernetes.io%2Fservice-name%3Dgate",
+    )
+    for watch in (pods, slices):
+        watch.start()
+        watch.opened.wait(10)
+    out: dict[str, list[float]] = {"label": [], "ready": [], "endpoint": []}
+    present = True
+    for _ in range(count):
+        present = not present
+        label, ready, endpoint = _flip(kubectl, pods, slices, present=present)
+        out["label"].append(label)
+        out["ready"].append(ready - label)
+        out["endpoint"].append(endpoint - ready)
+        time.sleep(0.3)
+    return out
+
+
+def _flip(kubectl: Kubectl, pods: Watch, slices: Watch, *, present: bool) -> tuple[float, ...]:
+    """One flip: (file -> label, file -> Ready, file -> endpoint), in seconds."""
+    word = "ok" if present else "bad"
+    status = "True" if present else "False"
+    kubectl.run("-n", NS, "exec", "gate", "--", "touch" if present else "rm", "/tmp/ok")
+    t0 = time.monotonic()
+    found = []
+    for watch, test in (
+        (pods, lambda p: _pod_state(p)[0] == word),
+        (pods, lambda p: _pod_state(p)[2] == status),
+        (slices, lambda s: _endpoint_ready(s) is present),
+    ):
+        found.append(
+            wait_for(
+                lambda watch=watch, test=test: watch.first_after(t0, test),
+                lambda at: at is not None,
+                timeout=30,
+                what=f"flip to {word}",
+            )
+        )
+    return tuple(found)
+
+
+def memory() -> tuple[float, float]:
+    found = processes_with_args(
+        ["/opt/probemarker/bin/python", "/opt/probemarker/bin/probemarker", "run"]
+    )
+    if len(found) != 1:
+        raise SystemExit(f"not one daemon process `probemarker run` on this host: {found}")
+    pid = found[0]
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss = next(int(x.split()[1]) for x in status.splitlines() if x.startswith("VmRSS:")) / 1024
+    line = next(x for x in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if ":memory:" in x)
+    group = Path("/sys/fs/cgroup/memory") / line.split(":", 2)[2].lstrip("/")
+    usage = int((group / "memory.usage_in_bytes").read_text()) / 2**20
+    return usage, rss
+
+
+def _summary(values: list[float]) -> str:
+    ms = sorted(v * 1000 for v in values)
+    p90 = ms[min(len(ms) - 1, int(len(ms) * 0.9))]
+    return f"median {statistics.median(ms):6.0f} ms  p90 {p90:6.0f} ms  max {ms[-1]:6.0f} ms  (n={len(ms)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--flips", type=int, default=20)
+    parser.add_argument("--backends", default="api,cri")
+    args = parser.parse_args()
+    kubectl = Kubectl(STATE / "kubeconfig")
+    config = kubectl.json("config", "view", "--raw", "--minify")
+    audit = AuditLog(STATE / "logs" / "audit.log")
+    kubectl.run("delete", "namespace", NS, "--ignore-not-found", "--wait=true", timeout=120)
+    kubectl.run("create", "namespace", NS)
+    wait_for(
+        lambda: kubectl.run("-n", NS, "get", "sa", "default", check=False).returncode,
+        lambda code: code == 0,
+        timeout=30,
+        what="ServiceAccount",
+    )
+    pod = busybox_pod(
+        "gate", NS, script="touch /tmp/ok && exec sleep 2147483647", labels={"app": "gate"},
+        spec={"readinessGates": [{"conditionType": GATE}]},
+    )  # fmt: skip
+    service = {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "gate", "namespace": NS},
+        "spec": {"selector": {"app": "gate"}, "ports": [{"port": 80}]},
+    }  # fmt: skip
+    probe = {"exec": {"command": ["cat", "/tmp/ok"]}}
+    kubectl.apply(pod, service, marker("gate", NS, app="gate", probe=probe, condition_type=GATE))
+    folder = Path(tempfile.mkdtemp())
+    try:
+        for backend in args.backends.split(","):
+            _use(kubectl, backend, folder, _socket())
+            wait_for(
+                lambda: _pod_state(kubectl.get("pod", "gate", NS)),
+                lambda state: state == ("ok", "True", "True"),
+                timeout=60,
+                what="pod marked ok and Ready",
+            )
+            found = flips(kubectl, config, args.flips)
+            print(f"backend {backend}: {args.flips} flips, period 1 s, thresholds 1")
+            print(f"  file changed -> label written    {_summary(found['label'])}")
+            print(f"  label/condition -> kubelet Ready {_summary(found['ready'])}")
+            print(f"  Ready -> EndpointSlice ready     {_summary(found['endpoint'])}")
+            usage, rss = memory()
+            print(f"  daemon memory: cgroup {usage:.1f} MiB, VmRSS {rss:.1f} MiB")
+        mark = audit.mark()
+        started = time.monotonic()
+        kubectl.run("-n", "probemarker-system", "set", "env", "ds/probemarker",
+                    f"PROBEMARKER_CLEANUP_DELAY_SECONDS={30 + int(started) % 7}")  # fmt: skip
+        kubectl.run("-n", "probemarker-system", "rollout", "status", "ds/probemarker", timeout=200)
+        took = time.monotonic() - started
+        writes = [
+            e for e in audit.events(mark)
+            if (e.get("objectRef") or {}).get("subresource") == "status"
+        ]  # fmt: skip
+        print(
+            f"rollout (env change, 1 node, minReadySeconds 10): {took:.1f} s, {len(writes)} pod writes"
+        )
+    finally:
+        if args.backends.split(",")[-1] != "api":
+            _use(kubectl, "api", folder, _socket())
+        kubectl.run("delete", "namespace", NS, "--wait=false", check=False)
+    print(f"command: python bench/cluster_flips.py --flips {args.flips} --backends {args.backends}")
+
+
+if __name__ == "__main__":
+    main()
