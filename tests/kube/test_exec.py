@@ -283,16 +283,16 @@ def register_pid_tee(sim: SimCluster) -> Pids:
     return pids
 
 
-async def assert_process_gone(sim: SimCluster, pids: Pids) -> None:
+def assert_process_running(sim: SimCluster, pids: Pids) -> None:
+    """The command outlived its aborted stream, as on a real cluster (containerd's
+    streaming exec ignores its client going away; docs/kube-exec.md)."""
     assert sim.server is not None
-    async with asyncio.timeout(10):  # a hang detector: the sim notices the client gone
-        await sim.server.exec_sessions.wait_idle()
     assert len(pids.seen) == 1
-    with pytest.raises(ProcessLookupError):
-        os.kill(pids.seen[0], 0)
+    os.kill(pids.seen[0], 0)  # raises if it is gone
+    assert len(sim.server.exec_sessions) == 1
 
 
-async def test_command_hanging_past_the_deadline_is_killed(env: Env) -> None:
+async def test_command_hanging_past_the_deadline_is_left_running(env: Env) -> None:
     pids = register_pid_tee(env.sim)
     began = asyncio.get_running_loop().time()
     result = await env.run("sh", "-c", "echo $$; exec sleep 60", deadline=2.0)
@@ -301,7 +301,7 @@ async def test_command_hanging_past_the_deadline_is_killed(env: Env) -> None:
         transport_error(result, TransportFailure.DEADLINE)
     )
     assert elapsed < 3.5  # the deadline covers the close too: no close handshake wait
-    await assert_process_gone(env.sim, pids)
+    assert_process_running(env.sim, pids)
 
 
 async def test_slow_handshake_hits_the_deadline(env: Env) -> None:
@@ -315,7 +315,7 @@ async def test_stalled_server_hits_the_deadline(env: Env) -> None:
     transport_error(await env.run("true", deadline=0.5), TransportFailure.DEADLINE)
 
 
-async def test_cancellation_drops_the_socket_and_the_process(env: Env) -> None:
+async def test_cancellation_drops_the_socket_and_leaves_the_command_running(env: Env) -> None:
     pids = register_pid_tee(env.sim)
     task = asyncio.create_task(env.run("sh", "-c", "echo $$; exec sleep 60", deadline=30))
     async with asyncio.timeout(10):
@@ -323,4 +323,5 @@ async def test_cancellation_drops_the_socket_and_the_process(env: Env) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await assert_process_gone(env.sim, pids)
+    await asyncio.sleep(0.2)  # the sim sees the client gone; the command must run on
+    assert_process_running(env.sim, pids)

@@ -56,15 +56,15 @@ async def test_missing_executable_is_failed_with_the_runtime_message(
     assert f'exec: "no-such-check": {NOT_FOUND}' in outcome.message
 
 
-async def test_command_hanging_past_the_time_limit_is_failed_and_killed(probes: Probes) -> None:
+async def test_command_hanging_past_the_time_limit_is_failed_at_the_limit(probes: Probes) -> None:
     loop = asyncio.get_running_loop()
     began = loop.time()
     outcome = await probes.run("sh", "-c", "exec sleep 60", timeout_seconds=1)
     assert outcome == Outcome.failed("command timed out after 1s")
     assert loop.time() - began < 2.5  # the limit, not the outer safety net
     assert probes.sim.server is not None
-    async with asyncio.timeout(10):  # the aborted socket made the sim kill the command
-        await probes.sim.server.exec_sessions.wait_idle()
+    # The command runs on, as on a real cluster (the sim no longer kills it).
+    assert len(probes.sim.server.exec_sessions) == 1
 
 
 @pytest.mark.timeout(120)
