@@ -103,12 +103,20 @@ async def test_connection_dropped_after_the_status_keeps_the_outcome(
     assert await probes.run("sh", "-c", script) == expected
 
 
-async def test_server_that_upgrades_and_stalls_is_a_timeout(probes: Probes) -> None:
-    # After the upgrade the command is running as far as the client can tell.
+async def test_server_that_upgrades_and_stalls_is_unknown(probes: Probes) -> None:
+    # Upgraded, but never the "connection established" frame: the command's clock never
+    # started, so its limit cannot have run out; the client's deadline did (Unknown).
     probes.sim.faults.exec.stall = True
-    assert await probes.run("true", timeout_seconds=1) == Outcome.failed(
-        "command timed out after 1s"
-    )
+    outcome = await probes.run("true", timeout_seconds=1, settings=ExecSettings(grace=0.3))
+    unknown(outcome, "never established")
+
+
+async def test_a_slow_handshake_does_not_eat_the_commands_time(probes: Probes) -> None:
+    # Issue 23, defect 2: 0.7 s to upgrade (a loaded API server), then a 0.5 s command
+    # within its 1 s timeout: Succeeded, as the kubelet would judge the command.
+    probes.sim.faults.add_latency(0.7, subresource="exec")
+    outcome = await probes.run("sh", "-c", "sleep 0.5; echo in time", timeout_seconds=1)
+    assert outcome == Outcome.succeeded("in time")
 
 
 # --- the probe could not be run: Unknown ---------------------------------------------
@@ -149,9 +157,10 @@ async def test_api_server_down_is_unknown(probes: Probes) -> None:
     assert await probes.run("echo", "back") == Outcome.succeeded("back")
 
 
-async def test_slow_handshake_past_the_time_limit_is_unknown(probes: Probes) -> None:
+async def test_slow_handshake_past_the_clients_deadline_is_unknown(probes: Probes) -> None:
     probes.sim.faults.add_latency(5.0, subresource="exec")
-    unknown(await probes.run("true", timeout_seconds=1), "before the WebSocket handshake completed")
+    outcome = await probes.run("true", timeout_seconds=1, settings=ExecSettings(grace=0.5))
+    unknown(outcome, "before the WebSocket handshake completed")
 
 
 async def test_stream_broken_mid_run_is_unknown(probes: Probes) -> None:

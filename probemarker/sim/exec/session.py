@@ -120,6 +120,7 @@ class _Session:
         faults: ExecFaults,
     ) -> None:
         self._ws, self._request, self._opts, self._faults = ws, request, opts, faults
+        self.start_delay = faults.start_delay
         self.protocol = protocol
         self._base64 = KUBELET_PROTOCOLS.get(protocol, False)
         self._stdin: asyncio.Queue[bytes | None] = asyncio.Queue()
@@ -322,6 +323,8 @@ async def _converse(
     # An empty frame on the lowest writable channel tells the client the
     # connection is established (kubelet and translator alike).
     await session.send(STDOUT if opts.stdout else STDERR if opts.stderr else ERROR, b"")
+    if session.start_delay > 0:
+        await asyncio.sleep(session.start_delay)  # the runtime starting the process
     status: dict[str, Any] | None = None
     if plan.failure is not None:
         status = internal_status(plan.failure)
