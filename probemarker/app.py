@@ -54,6 +54,7 @@ from probemarker.kube.cache import ObjectKey
 from probemarker.kube.client import ClientSettings, KubeClient
 from probemarker.kube.config import Connection, load_incluster, load_kubeconfig
 from probemarker.kube.events import EventRecorder
+from probemarker.kube.execstream import ExecSettings
 from probemarker.kube.informer import Informer
 from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
 from probemarker.kube.resources import PODS
@@ -75,6 +76,7 @@ from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.grpc import GRPCHandler
 from probemarker.probe.handler import ProbeHandler
+from probemarker.probe.holds import CommandHolds, HoldSettings
 from probemarker.probe.http import HTTPGetHandler
 from probemarker.probe.runner import ProbeRunner
 from probemarker.probe.tcp import TCPSocketHandler
@@ -133,11 +135,18 @@ def crd_missing_hint(group: str) -> str:
     return "the PodProbeMarker CRD is not installed; install it: kubectl apply -f manifests/crd/"
 
 
+def exec_connections(settings: RunSettings) -> int:
+    """Exec connections needed: one per probe run allowed at once, plus one per exec
+    stream held past its deadline (probe/holds.py), so neither ever waits for one."""
+    return settings.max_concurrent_probes + settings.max_held_exec_streams
+
+
 def client_settings(settings: RunSettings) -> ClientSettings:
     """The client for these settings: an exec connection for every probe run allowed at
-    once, so a running exec probe never waits for a connection (its timeoutSeconds is
-    its own), and the watches, patches and events keep pools of their own."""
-    return ClientSettings(exec_connections=settings.max_concurrent_probes)
+    once and every held exec stream (`exec_connections`), so a running exec probe never
+    waits for a connection (its timeoutSeconds is its own), and the watches, patches and
+    events keep pools of their own."""
+    return ClientSettings(exec_connections=exec_connections(settings))
 
 
 class Daemon:
@@ -151,10 +160,11 @@ class Daemon:
         clock: Clock = MONOTONIC,
         health: HealthSettings | None = None,
     ):
-        if client.settings.exec_connections < settings.max_concurrent_probes:
+        if client.settings.exec_connections < exec_connections(settings):
             raise ValueError(
                 f"the client has {client.settings.exec_connections} exec connections for "
-                f"{settings.max_concurrent_probes} probe runs at once: build it with "
+                f"{settings.max_concurrent_probes} probe runs at once and "
+                f"{settings.max_held_exec_streams} held exec streams: build it with "
                 "client_settings(settings)"
             )
         self.settings = settings
@@ -198,11 +208,21 @@ class Daemon:
         # --exec-backend cri: exec probes through the runtime socket, not pods/exec.
         self.runtime: CRIExecHandler | None = None
         self._runtime_client: RuntimeClient | None = None
+        self.exec: ExecHandler | None = None
         if settings.exec_backend == "cri":
             self._runtime_client = RuntimeClient(socket_path(settings.cri_endpoint), clock=clock)
-            self.runtime = CRIExecHandler(self._runtime_client)
+            self.runtime = CRIExecHandler(self._runtime_client, grace=settings.exec_grace_seconds)
+        else:
+            holds = HoldSettings(
+                limit=settings.exec_hold_seconds, max_streams=settings.max_held_exec_streams
+            )
+            self.exec = ExecHandler(
+                client,
+                settings=ExecSettings(grace=settings.exec_grace_seconds),
+                holds=CommandHolds(settings=holds, clock=clock),
+            )
         handlers: dict[type, ProbeHandler] = {
-            ExecAction: self.runtime or ExecHandler(client),
+            ExecAction: self.runtime or self.exec or ExecHandler(client),
             HTTPGetAction: self.http,
             TCPSocketAction: self.tcp,
             GRPCAction: self.grpc,
@@ -268,6 +288,7 @@ class Daemon:
             events=self.events.stats,
             loop_lag=self.heartbeat.late(),
             exec_backend=self.settings.exec_backend,
+            holds=None if self.exec is None else self.exec.holds,
             runtime_refused=0.0
             if self._runtime_client is None
             else self._runtime_client.refused_for()[0],
@@ -299,6 +320,7 @@ class Daemon:
             self.tcp,
             self.grpc,
             self.runtime or contextlib.nullcontext(),
+            self.exec or contextlib.nullcontext(),
             self._serving(),
             anyio.create_task_group() as inputs,
         ):
@@ -439,9 +461,7 @@ def _take_open_files_limit() -> None:
     needed (observe/descriptors.py says why); one line when it changed or could not."""
     limit = raise_open_files_limit()
     if limit.error is not None:
-        log.warning(
-            "daemon.open_files_limit", soft=limit.soft, hard=limit.hard, error=limit.error
-        )
+        log.warning("daemon.open_files_limit", soft=limit.soft, hard=limit.hard, error=limit.error)
     elif limit.raised:
         log.info("daemon.open_files_limit", soft=limit.soft, hard=limit.hard, was=limit.before)
 

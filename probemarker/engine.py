@@ -15,6 +15,9 @@ Invariants:
   message of the same state waits in the writer for its refresh interval);
 - one run per probe at a time; its next run is scheduled when it ends, on its grid
   (`schedule.timing.next_due`): a slot that passed is skipped and counted, not drifted;
+- one command per probe in a container at a time: a period that comes due while the
+  probe's previous command may still run (an exec stream held past its deadline,
+  `probe.holds`) is skipped and counted (`periods_skipped`), producing no outcome;
 - a result of a run started with a command that has since changed is dropped;
   Unknown is never counted or written (SPEC §2);
 - a terminating or finished pod is not probed and gets no plan (`plan` is None): it
@@ -85,6 +88,8 @@ class EngineStats:
     durations: defaultdict[str, Histogram] = field(default_factory=lambda: defaultdict(Histogram))
     transitions: Counter[str] = field(default_factory=Counter)  # by new state
     missed_slots: int = 0  # periods skipped because a run overran or started late
+    # periods skipped because the probe's previous command may still run (a held exec)
+    periods_skipped: int = 0
     dropped_results: int = 0  # results of runs whose probe changed or went away
 
 
@@ -268,6 +273,11 @@ class Engine:
             passage = gate(facts, spec.timing, now=self._wall())
             if passage is Gate.WAIT or facts is None:
                 return
+            if passage is Gate.RUN and self._runner.busy(spec.handler, key):
+                # Its previous command may still run in the container (issue 23): no
+                # second one beside it. Skipped, not queued; the last outcome stands.
+                self.stats.periods_skipped += 1
+                return
             if passage is Gate.NOT_RUNNING:
                 outcome = Outcome.failed(f"container {key.container} is not running")
             elif (blocked := await self._blocked(key, probe, pod.view, facts)) is not None:
@@ -281,6 +291,7 @@ class Engine:
                     pod_ip=pod.view.pod_ip,
                     container_id=facts.container_id,
                     ports=facts.ports,
+                    probe=key,
                 )
                 started = self._clock.now()
                 outcome = await self._runner.run(spec, target)

@@ -38,6 +38,9 @@ class RunSettings:
     max_concurrent_probes: int = 64
     exec_backend: str = "api"  # api: pods/exec through the API server; cri: the runtime socket
     cri_endpoint: str = DEFAULT_ENDPOINT
+    exec_grace_seconds: float = 10.0
+    exec_hold_seconds: float = 600.0
+    max_held_exec_streams: int = 64
     write_qps: float = 50.0  # the kubelet's API budget (kubeAPIQPS, kubeAPIBurst)
     write_burst: int = 100
     event_qps: float = 50.0  # events' own budget, as the kubelet's eventRecordQPS/eventBurst
@@ -66,6 +69,14 @@ _HELP: Mapping[str, str] = {
     "and the socket mounted: docs/cri.md)",
     "cri_endpoint": "the container runtime socket for --exec-backend cri, as "
     "unix:///PATH (CRI-O: unix:///var/run/crio/crio.sock)",
+    "exec_grace_seconds": "how long past an exec probe's timeoutSeconds the client waits "
+    "before the run is Unknown: for the runtime's verdict (cri; the kubelet waits 2 "
+    "minutes) or for the exec to be established (api) (docs/probes.md)",
+    "exec_hold_seconds": "api backend: how long a timed-out exec stream is kept open "
+    "while its command still runs (the probe's periods are skipped meanwhile; closing "
+    "the stream would not stop the command) (docs/kube-exec.md)",
+    "max_held_exec_streams": "api backend: timed-out exec streams kept open at once, "
+    "beside the --max-concurrent-probes runs (each an exec connection)",
     "write_qps": "pod status writes per second (client-side rate limit)",
     "write_burst": "pod status writes allowed in a burst",
     "event_qps": "event writes per second (a budget apart from the status writes)",
@@ -210,6 +221,12 @@ _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "max_concurrent_probes": _Range(int, 1, 10_000),
     "exec_backend": _choice("api", "cri"),
     "cri_endpoint": _checked_text(socket_path),  # a unix socket URL
+    # The kubelet waits its runtime request timeout, 2 minutes, past an ExecSync's
+    # timeout; longer only keeps a probe's periods skipped. A hold longer than a day
+    # would silence a probe for a day.
+    "exec_grace_seconds": _Range(float, 0, 120),
+    "exec_hold_seconds": _Range(float, 1, 86_400),
+    "max_held_exec_streams": _Range(int, 0, 10_000),
     # A rate below one write per 100 s would leave a pod's change unwritten for minutes;
     # 10,000 a second is far beyond what one node's pods need or an API server takes.
     "write_qps": _Range(float, 0.01, 10_000),

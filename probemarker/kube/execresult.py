@@ -85,13 +85,17 @@ class ExecTransportError:
     """The exec could not be run or observed; `http_status` for a refused handshake.
 
     `upgraded`: the server had accepted the exec (the WebSocket was open) when this
-    happened, so a `DEADLINE` means the command ran past it, not a slow handshake.
+    happened. `timed_out`: a `DEADLINE` that is the command's own: its time limit,
+    counted from the server's "connection established" frame, ran out before its
+    exit status (the probe is Failed, timed out); any other `DEADLINE` is the
+    client's (a handshake or an established frame that came too late: Unknown).
     """
 
     kind: TransportFailure
     message: str
     http_status: int | None = None
     upgraded: bool = False
+    timed_out: bool = False
 
     def __str__(self) -> str:
         status = f" (HTTP {self.http_status})" if self.http_status is not None else ""

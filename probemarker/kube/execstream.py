@@ -1,8 +1,9 @@
 """Run a command in a container through `pods/exec` over WebSocket.
 
 Stage: used by the exec probe handler. Input: a `KubeClient`, the pod, container and
-argv, and a deadline. Output: one `ExecResult` value (execresult.py), never an
-exception other than cancellation: `ExecExited`, `ExecNotStarted` or
+argv, the command's time limit, and optionally a `StreamHolder` to keep a stream
+whose command outlived its limit. Output: one `ExecResult` value (execresult.py),
+never an exception other than cancellation: `ExecExited`, `ExecNotStarted` or
 `ExecTransportError`.
 
 What is sent: `GET /api/v1/namespaces/{ns}/pods/{pod}/exec?command=...&container=...
@@ -12,15 +13,26 @@ nothing is ever written to the server), offering the subprotocols
 talks SPDY to the kubelet; a 1.28/1.29 one passes the upgrade to the kubelet, whose
 WebSocket server speaks v4. Both frame data the same way for us (channel byte, data).
 
+Two clocks (issue 23):
+- the command's: `time_limit` seconds from the server's first frame, the empty
+  "connection established" frame every v4/v5 server sends right after the upgrade
+  (`createWebSocketStreams` in the kubelet's and containerd's streaming server, and
+  in the 1.30+ API server's stream translator, which sends it before it even dials
+  the kubelet). It is the latest point the protocol marks: nothing says when the
+  command itself has started. Running out is the verdict "timed out" (`timed_out`).
+- the client's: `time_limit + settings.grace` from the call, for the handshake and
+  the established frame (and, as an outer bound, everything). Running out before
+  the command's clock started (or ran out) is not the command's fault: Unknown.
+
 Invariants:
-- One deadline covers the handshake, the run and the close. When it expires
-  before the status arrived, the socket is aborted (no close handshake) so the
-  server sees the client gone and kills the command; the result says so.
 - A complete status decides the result: a connection dropped after it (a Go
   server closes TCP right after its close frame) is a normal end. A stream that
   ends without a status is a transport error.
-- Cancellation aborts the socket too, then propagates.
-- Memory is bounded: 1 KiB kept per stream, the rest read and counted.
+- Closing the stream does not stop the command on a real cluster (docs/kube-exec.md).
+  So once the server has upgraded, a stream whose deadline passed without a status
+  is given to `holder` (it is read on until the command's end, `HeldStream`) when
+  the holder admits it; otherwise, and on cancellation, the socket is aborted.
+- Memory is bounded: 1 KiB kept per stream, the rest read and counted, while held too.
 - Only the client's error tree is caught here, never aiohttp's exceptions.
 """
 
@@ -28,8 +40,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from probemarker.kube.client import KubeClient, WebSocket, WsClose
 from probemarker.kube.errors import ApiError, ApiForbidden, ApiTimeout, KubeError
@@ -41,7 +55,7 @@ from probemarker.kube.execresult import (
 )
 from probemarker.kube.resources import PODS
 
-__all__ = ["V4", "V5", "ExecSettings", "run_exec"]
+__all__ = ["V4", "V5", "ExecSettings", "HeldStream", "StreamHolder", "run_exec"]
 
 V5 = "v5.channel.k8s.io"
 V4 = "v4.channel.k8s.io"
@@ -52,19 +66,63 @@ class ExecSettings:
     protocols: tuple[str, ...] = (V5, V4)  # offered, in order of preference
     keep_bytes: int = 1024  # kept per output stream (SPEC §2: 1 KiB)
     max_status_bytes: int = 64 << 10  # a Status is a few hundred bytes
+    # Seconds past the time limit the client waits for the handshake and the server's
+    # "connection established" frame (--exec-grace-seconds).
+    grace: float = 10.0
 
     def __post_init__(self) -> None:
         # Only v4 and v5 frame binary data with a JSON Status on channel 3; the
         # base64 and pre-v4 variants would need another reader.
         if not self.protocols or not set(self.protocols) <= {V5, V4}:
             raise ValueError(f"protocols must be among {(V5, V4)}, not {self.protocols}")
-        if self.keep_bytes < 0 or self.max_status_bytes < 1:
-            raise ValueError("keep_bytes must be >= 0 and max_status_bytes >= 1")
+        if self.keep_bytes < 0 or self.max_status_bytes < 1 or not self.grace >= 0:
+            raise ValueError("keep_bytes and grace must be >= 0 and max_status_bytes >= 1")
 
 
 # RBAC for a WebSocket exec: 1.28 authorises the GET as `get`; newer API servers also
 # check `create` (as SPDY's POST always was). The Forbidden names the verb it lacked.
 _RBAC_HINT = "; a WebSocket exec needs both 'get' and 'create' on pods/exec"
+
+
+class StreamHolder(Protocol):
+    """Where a stream whose command may still run goes (`probe.holds.HoldSlot`)."""
+
+    def admit(self) -> bool:
+        """Whether it can take one now."""
+
+    def hold(self, stream: HeldStream) -> None: ...
+
+
+class HeldStream:
+    """An exec whose run ended before its command: read on (output past the caps
+    dropped) until the status or the connection's end, then closed."""
+
+    def __init__(self, ws: WebSocket, frames: ExecFrames, stack: contextlib.AsyncExitStack) -> None:
+        self._ws, self._frames, self._stack = ws, frames, stack
+
+    def __repr__(self) -> str:
+        return f"HeldStream(frames={self._frames!r})"
+
+    async def finish(self) -> None:
+        """Until the command's end is seen; then the stream is closed (aborted on
+        cancellation or a broken stream)."""
+        clean = False
+        try:
+            while self._frames.outcome is None:
+                item = await self._ws.receive()
+                if isinstance(item, WsClose):
+                    break
+                self._frames.feed(item.data)
+            clean = not isinstance(self._frames.outcome, ExecTransportError)
+        except KubeError:
+            pass  # the connection ended: so did the command, as far as anyone can tell
+        finally:
+            if not clean:
+                self._ws.abort()
+            await self._stack.aclose()
+
+    def abort(self) -> None:
+        self._ws.abort()
 
 
 async def run_exec(
@@ -76,10 +134,14 @@ async def run_exec(
     command: Sequence[str],
     deadline: float,
     settings: ExecSettings | None = None,
+    holder: StreamHolder | None = None,
 ) -> ExecResult:
-    """Run `command` in `container` of `pod` within `deadline` seconds; see the module."""
+    """Run `command` in `container` of `pod`; `deadline`: its time limit, in seconds
+    from the server's established frame (see the module docstring for both clocks)."""
     settings = settings or ExecSettings()
-    end = asyncio.get_running_loop().time() + deadline
+    loop = asyncio.get_running_loop()
+    client_limit = deadline + settings.grace
+    client_end = loop.time() + client_limit
     info = PODS.info("get", namespace, pod, "exec")
     path = PODS.path(namespace, pod, "exec")
     params = [("command", arg) for arg in command]
@@ -90,13 +152,21 @@ async def run_exec(
             info=info,
             params=params,
             protocols=settings.protocols,
-            deadline=max(0.0, end - asyncio.get_running_loop().time()),
+            deadline=max(0.0, client_end - loop.time()),
         )
-        ws = await _handshake(stack, opened, end=end, deadline=deadline)
+        ws = await _handshake(stack, opened, end=client_end, deadline=client_limit)
         if isinstance(ws, ExecTransportError):
             return ws
-        result = await _converse(ws, end=end, deadline=deadline, settings=settings)
-        # Marked once here: after the upgrade, a deadline is the command's, not the network's.
+        result, running = await _converse(
+            ws, time_limit=deadline, client_end=client_end, settings=settings
+        )
+        if running is not None:
+            # The command may still run: never leave it unwatched if it can be helped.
+            if holder is not None and holder.admit():
+                holder.hold(HeldStream(ws, running, stack.pop_all()))
+            else:
+                ws.abort()
+        # Marked once here: the server had accepted the exec.
         return replace(result, upgraded=True) if isinstance(result, ExecTransportError) else result
 
 
@@ -132,39 +202,62 @@ def _expired(deadline: float, when: str) -> ExecTransportError:
 
 
 async def _converse(
-    ws: WebSocket, *, end: float, deadline: float, settings: ExecSettings
-) -> ExecResult:
-    """Read the session to its end; abort the socket on anything but a clean finish."""
+    ws: WebSocket, *, time_limit: float, client_end: float, settings: ExecSettings
+) -> tuple[ExecResult, ExecFrames | None]:
+    """Read the session to its end; abort the socket on anything but a clean finish.
+
+    Returns the result and, when a deadline passed before the command's end, the
+    frames read so far (the command may still run: the caller holds or aborts)."""
     if ws.protocol not in settings.protocols:
         ws.abort()
         return ExecTransportError(
             TransportFailure.PROTOCOL,
             f"the server chose the subprotocol {ws.protocol!r}, not one of {settings.protocols}",
-        )
+        ), None
     frames = ExecFrames(keep=settings.keep_bytes, max_status=settings.max_status_bytes)
-    finished = False
+    loop = asyncio.get_running_loop()
+    verdict_at = math.inf  # the command's clock starts with the first frame
+    handed_over = False
     try:
-        async with asyncio.timeout_at(end):
-            result = await _read(ws, frames)
-        finished = True
-        return result
-    except TimeoutError:
-        # Whatever the status said stands; without one, the command is abandoned and
-        # the aborted socket makes the server kill it.
-        return frames.result() or _expired(deadline, "before the command's exit status")
+        while True:
+            try:
+                async with asyncio.timeout_at(min(verdict_at, client_end)):
+                    item = await ws.receive()
+            except TimeoutError:
+                done = frames.result()
+                if done is not None:
+                    return done, None  # whatever the status said stands
+                handed_over = True
+                return _late(verdict_at, client_end, time_limit), frames
+            if verdict_at == math.inf:
+                verdict_at = loop.time() + time_limit
+            if isinstance(item, WsClose):
+                handed_over = True  # closed already
+                return frames.closed(
+                    code=item.code, abnormal=item.abnormal, detail=item.detail
+                ), None
+            frames.feed(item.data)
+            if isinstance(frames.outcome, ExecTransportError):
+                return frames.outcome, None  # a broken status: nothing more is worth reading
     except KubeError as err:
-        return frames.result() or ExecTransportError(TransportFailure.LOST, str(err))
+        return frames.result() or ExecTransportError(TransportFailure.LOST, str(err)), None
     finally:
-        if not finished:
+        if not handed_over:
             ws.abort()
 
 
-async def _read(ws: WebSocket, frames: ExecFrames) -> ExecResult:
-    while True:
-        item = await ws.receive()
-        if isinstance(item, WsClose):
-            return frames.closed(code=item.code, abnormal=item.abnormal, detail=item.detail)
-        frames.feed(item.data)
-        if isinstance(frames.outcome, ExecTransportError):
-            ws.abort()  # a broken status: nothing more is worth reading, or waiting for
-            return frames.outcome
+def _late(verdict_at: float, client_end: float, time_limit: float) -> ExecTransportError:
+    """Which deadline passed first, the command's or the client's."""
+    if verdict_at <= client_end:
+        return replace(_expired(time_limit, "before the command's exit status"), timed_out=True)
+    if verdict_at == math.inf:
+        return ExecTransportError(
+            TransportFailure.DEADLINE,
+            "the client's deadline expired after the upgrade, before the server's first "
+            "frame (the exec was never established; its command may still start)",
+        )
+    return ExecTransportError(
+        TransportFailure.DEADLINE,
+        "the client's deadline expired before the command's exit status (the exec was "
+        f"established too late for its {time_limit:g}s limit to run out first)",
+    )

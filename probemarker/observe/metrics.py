@@ -34,6 +34,7 @@ from probemarker.engine import EngineStats
 from probemarker.kube.events import EventStats
 from probemarker.kube.informertypes import InformerCounters
 from probemarker.observe.connections import Eviction, ServerStats
+from probemarker.probe.holds import CommandHolds
 from probemarker.schedule.dispatcher import DispatchStats
 from probemarker.write.writer import WriterStats
 
@@ -64,6 +65,8 @@ class Snapshot:
     events: EventStats
     loop_lag: float  # seconds the event loop was late waking the heartbeat
     exec_backend: str = "api"  # --exec-backend
+    # api backend: exec streams held past their deadline while their command runs
+    holds: CommandHolds | None = None
     # cri backend only: seconds every call to the runtime socket has been refused
     runtime_refused: float = 0.0
     # the health and metrics server's connections (this very scrape's among them)
@@ -115,7 +118,34 @@ def families(snap: Snapshot) -> list[Metric]:
             "event_loop_lag_seconds", "How late the event loop last woke a timer.", snap.loop_lag
         ),
         *_runtime_families(snap),
+        *_hold_families(snap.holds),
         *_server_families(snap.server),
+    ]
+
+
+def _hold_families(holds: CommandHolds | None) -> list[Metric]:
+    """api backend: exec streams held after their run's deadline (probe/holds.py)."""
+    if holds is None:
+        return []
+    stats = holds.stats
+    return [
+        _gauge(
+            "exec_streams_held",
+            "Exec streams held open after their deadline, their command still running.",
+            holds.held,
+        ),
+        _one(
+            "exec_streams_held_total",
+            "Exec streams held open after their deadline.",
+            stats.held_total,
+        ),
+        _counter(
+            "exec_hold_limits_total",
+            "Held exec streams given up: limit=time (--exec-hold-seconds ran out), "
+            "limit=streams (--max-held-exec-streams were held already).",
+            ["limit"],
+            (((limit,), stats.limit_hits[limit]) for limit in ("time", "streams")),
+        ),
     ]
 
 
@@ -227,6 +257,12 @@ def _probe_families(snap: Snapshot) -> list[Metric]:
                 "probe_missed_slots_total",
                 "Periods skipped: a run overran or started late.",
                 engine.missed_slots,
+            ),
+            (
+                "probe_periods_skipped_total",
+                "Periods skipped: the probe's previous command may still run "
+                "(an exec stream held past its deadline).",
+                engine.periods_skipped,
             ),
             (
                 "probe_results_dropped_total",

@@ -11,9 +11,8 @@ handler maps the API server's, so both backends judge a command alike:
 |---|---|---|
 | exit 0 | Succeeded | stdout |
 | exit N != 0 | Failed | stderr, or stdout when stderr is empty, or "command exited with code N" |
-| DEADLINE_EXCEEDED from the runtime (it killed the command at the limit) | Failed | "command timed out after Ns" |
-| the call's own deadline passed, and the runtime answers Version (the command overran: a child holding its output open) | Failed | "command timed out after Ns" |
-| the call's own deadline passed, and the runtime does not answer Version either (hung) | Unknown | so |
+| DEADLINE_EXCEEDED from the runtime (the command ran past its timeout, counted from its start; the runtime killed it) | Failed | "command timed out after Ns" |
+| the call's own deadline (the timeout + `grace`) passed without the runtime's verdict | Unknown | so |
 | UNKNOWN from the runtime starting the command (missing executable, no permission) | Failed | the runtime's message |
 | UNKNOWN "container is in CONTAINER_EXITED state" (not running) | Failed | so |
 | an answer over the receive cap (RESOURCE_EXHAUSTED from grpc) | Failed | "output larger than N bytes" |
@@ -39,16 +38,26 @@ give the ID asked for and the kubelet's labels for the probe's pod UID and conta
 confirmed ID is remembered under itself (IDs are never reused), so the check costs one
 call per container, not per run.
 
-Timing: ExecSync carries the probe's timeout in whole seconds (the CRI's unit), so
-the runtime stops the command itself at the limit, as the kubelet's own exec probe
-does; the call's deadline is `_DEADLINE_MARGIN` later, so the runtime's own
-DEADLINE_EXCEEDED arrives first unless something holds the answer back. That is
-either the command (containerd kills the process it started, then waits for its
-output pipes to close: a child still holding them keeps the answer back) or the
-runtime itself (hung). A Version question of `_ALIVE_LIMIT` tells them apart: a
-runtime that answers it is alive, so the command overran (Failed, timed out, as the
-kubelet judges it); one that does not is not the container's fault (Unknown, SPEC
-§2). The margin and the question fit in the runner's grace (0.5 s).
+Timing (issue 23): ExecSync carries the probe's timeout in whole seconds (the CRI's
+unit), and the timeout is the runtime's to enforce, as for the kubelet's own exec
+probes: containerd starts its clock only once the process has started
+(`execInternal`: `context.WithTimeout` after `process.Start`), kills the command
+when it runs out and answers DEADLINE_EXCEEDED, which is the verdict "timed out"
+(Failed). The client only bounds its wait: the call's deadline is the timeout plus
+`grace` (`--exec-grace-seconds`, 10 s by default), and running out of it without the
+runtime's verdict is Unknown (SPEC §2: a slow or hung runtime is not the
+container's fault; the pod keeps its state). Under a slow runtime (a throttled
+shim) the command may start seconds after the call: the kubelet then still gets
+the runtime's verdict, and so do we, within the grace. The kubelet waits its
+runtime request timeout, 2 minutes, past the timeout (`remote_runtime.go`
+ExecSync); here a run waiting that long would hold one of `--max-concurrent-probes`
+slots and skip its probe's periods for 2 minutes, to end as Unknown (no change on
+the pod) in the case that matters, a runtime that does not answer. 10 s covers a
+runtime slowed by load many times over; the setting goes up to 120 s. A run lasts
+until the verdict or the client's deadline, and the probe's periods that come due
+meanwhile are skipped (the dispatcher runs one run per probe at a time, and the
+next slot is booked on the grid when the run ends): never a second command in the
+container while the call is outstanding.
 
 Output: 1 KiB kept per stream, the rest counted, as the api backend keeps it
 (`kube.execresult.CappedOutput`); the runtime sends at most the receive cap.
@@ -77,13 +86,12 @@ from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import clean_message
 
-__all__ = ["CRIExecHandler", "cri_outcome", "exited"]
+__all__ = ["CRIExecHandler", "cri_outcome", "exited", "sent_timeout"]
 
 log = structlog.get_logger(__name__)
 
 KEEP_BYTES = 1024  # kept per output stream (SPEC §2: 1 KiB), as the api backend
-_DEADLINE_MARGIN = 0.2  # seconds after the runtime's own timeout
-_ALIVE_LIMIT = 0.2  # seconds for Version after a call deadline; with the margin < grace
+DEFAULT_GRACE = 10.0  # seconds past the timeout the client waits for the verdict
 _CALL_DEADLINE = "Deadline Exceeded"  # grpc's own text when the call's deadline passes
 _VERSION_LIMIT = 2.0  # seconds for the Version question, at most
 _WARNED_PODS = 4096  # pods remembered for the once-per-pod warning
@@ -109,6 +117,12 @@ def exited(ran: Ran, *, keep: int = KEEP_BYTES) -> ExecExited:
     return ExecExited(ran.exit_code, out, err, out_dropped, err_dropped)
 
 
+def sent_timeout(time_limit: float) -> int:
+    """ExecSync's timeout for `time_limit`: whole seconds (the CRI's unit), at least 1
+    (0 would mean none)."""
+    return max(1, math.ceil(time_limit))
+
+
 def cri_outcome(
     answer: Ran | CallFailed | NotConnected,
     *,
@@ -117,20 +131,20 @@ def cri_outcome(
     container: str,
     max_receive: int,
     keep: int = KEEP_BYTES,
-    runtime_alive: bool = True,
+    grace: float = DEFAULT_GRACE,
 ) -> Outcome:
     """The outcome of one ExecSync answer (the table in the module docstring; pure).
-    `runtime_alive`: after the call's own deadline, whether the runtime answered
-    Version (a runtime that did not is hung, not the container)."""
+    `grace`: how long past `time_limit` the call waited (for the message)."""
     match answer:
         case Ran():
             return exec_outcome(exited(answer, keep=keep), time_limit=time_limit)
         case NotConnected(reason=reason):
             return Outcome.unknown(reason)
-        case CallFailed(code="DEADLINE_EXCEEDED") if not runtime_alive:
+        case CallFailed(code="DEADLINE_EXCEEDED", details=details) if details == _CALL_DEADLINE:
+            sent = sent_timeout(time_limit)
             return Outcome.unknown(
-                f"container runtime at {endpoint} did not answer: ExecSync past its "
-                f"{time_limit:g}s timeout, and Version"
+                f"container runtime at {endpoint} gave no verdict on ExecSync within "
+                f"{sent + grace:g}s ({sent}s timeout + {grace:g}s grace)"
             )
         case CallFailed(code="DEADLINE_EXCEEDED"):
             return Outcome.failed(f"command timed out after {time_limit:g}s")
@@ -159,9 +173,14 @@ def cri_outcome(
 class CRIExecHandler(OwnsConnections):
     """`ProbeHandler` for exec actions through a `RuntimeClient`; closes it on exit."""
 
-    def __init__(self, client: RuntimeClient, *, keep_bytes: int = KEEP_BYTES) -> None:
+    def __init__(
+        self, client: RuntimeClient, *, keep_bytes: int = KEEP_BYTES, grace: float = DEFAULT_GRACE
+    ) -> None:
+        if not grace >= 0:
+            raise ValueError(f"grace must be >= 0, not {grace}")
         self._client = client
         self._keep = keep_bytes
+        self.grace = grace  # seconds past the timeout a run may wait (runner.WaitsPastTheLimit)
         self._runtime: RuntimeInfo | None = None
         self._warned: OrderedDict[PodUID, None] = OrderedDict()
         self._checked: OrderedDict[tuple[str, PodUID, str], None] = OrderedDict()
@@ -201,15 +220,10 @@ class CRIExecHandler(OwnsConnections):
         confirmed = await self._confirmed(ref.id, target, deadline=min(time_limit, _VERSION_LIMIT))
         if isinstance(confirmed, Outcome):
             return confirmed
+        timeout = sent_timeout(time_limit)
         answer = await self._client.exec_sync(
-            confirmed,
-            action.command,
-            timeout_seconds=max(1, math.ceil(time_limit)),
-            deadline=time_limit + _DEADLINE_MARGIN,
+            confirmed, action.command, timeout_seconds=timeout, deadline=timeout + self.grace
         )
-        alive = True
-        if isinstance(answer, CallFailed) and answer.details == _CALL_DEADLINE:
-            alive = isinstance(await self._client.version(deadline=_ALIVE_LIMIT), RuntimeInfo)
         return cri_outcome(
             answer,
             time_limit=time_limit,
@@ -217,7 +231,7 @@ class CRIExecHandler(OwnsConnections):
             container=target.container,
             max_receive=self._client.max_receive,
             keep=self._keep,
-            runtime_alive=alive,
+            grace=self.grace,
         )
 
     async def _confirmed(

@@ -9,10 +9,11 @@ action that is not exec, which is a bug in the caller). The stream itself is
 |---|---|---|
 | exit 0 | Succeeded | stdout |
 | exit N != 0 | Failed | stderr, or stdout when stderr is empty, or "command exited with code N" |
-| no status before the time limit, after the upgrade | Failed | "command timed out after Ns" |
+| no status within the time limit, counted from the server's "connection established" frame | Failed | "command timed out after Ns" |
+| the client's deadline (time limit + `--exec-grace-seconds` from the call) passed first: a handshake or an established frame that came late | Unknown | why |
 | not started, reported by the container runtime | Failed | the runtime's message |
 | not started for any other reason | Unknown | the server's message |
-| handshake refused, unreachable, deadline before the upgrade, lost, no status, protocol | Unknown | why |
+| handshake refused, unreachable, lost, no status, protocol | Unknown | why |
 
 Why "not started" is split: through a 1.30+ API server (v5), everything that goes
 wrong between the API server and the kubelet comes back as an InternalError Status
@@ -27,12 +28,21 @@ outage on the way to the kubelet never flips a pod to Failed (SPEC §2). A conta
 that stopped is Failed all the same, from its pod status (decide.gate), without
 an exec.
 
+A command that outlives its run (a deadline passed without its status) keeps
+running in the container whatever the client does (docs/kube-exec.md), so its stream
+is held (`probe.holds.CommandHolds`, entered with the handler) until the command
+ends, and `busy(probe)` tells the engine to skip the probe's periods meanwhile. The
+outcome is decided at the deadline all the same.
+
 A completed exit status decides whatever the connection does afterwards (a 1.30+
 server may drop TCP right after its close frame; the client sees 1006): the stream
 layer already returns the status in that case.
 """
 
 from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Self
 
 from probemarker.api.model import ExecAction, Handler
 from probemarker.kube.client import KubeClient
@@ -44,7 +54,8 @@ from probemarker.kube.execresult import (
     TransportFailure,
 )
 from probemarker.kube.execstream import ExecSettings, run_exec
-from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.handler import OwnsConnections, ProbeTarget
+from probemarker.probe.holds import CommandHolds
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import choose_message, clean_message
 
@@ -58,19 +69,43 @@ _RUNTIME_MARKERS = (
 )
 
 
-class ExecHandler:
-    """`ProbeHandler` for exec actions over a `KubeClient`."""
+class ExecHandler(OwnsConnections):
+    """`ProbeHandler` for exec actions over a `KubeClient`; `async with` it so that
+    timed-out streams can be held (`holds`)."""
 
-    def __init__(self, client: KubeClient, *, settings: ExecSettings | None = None) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        settings: ExecSettings | None = None,
+        holds: CommandHolds | None = None,
+    ) -> None:
         self._client = client
-        self._settings = settings
+        self._settings = settings or ExecSettings()
+        self.holds = holds or CommandHolds()
 
     def __repr__(self) -> str:
-        return f"ExecHandler(settings={self._settings!r})"
+        return f"ExecHandler(settings={self._settings!r}, holds={self.holds!r})"
+
+    @property
+    def grace(self) -> float:
+        """Seconds past the time limit a run may last (the client's deadline)."""
+        return self._settings.grace
+
+    def busy(self, probe: Hashable) -> bool:
+        return self.holds.busy(probe)
+
+    async def __aenter__(self) -> Self:
+        await self.holds.__aenter__()
+        return self
+
+    async def aclose(self) -> None:
+        await self.holds.__aexit__(None, None, None)
 
     async def run(self, action: Handler, target: ProbeTarget, *, time_limit: float) -> Outcome:
         if not isinstance(action, ExecAction):
             raise TypeError(f"ExecHandler runs exec actions, not {type(action).__name__}")
+        key = target.probe if target.probe is not None else (target.pod_uid, target.container)
         result = await run_exec(
             self._client,
             namespace=target.namespace,
@@ -79,6 +114,7 @@ class ExecHandler:
             command=action.command,
             deadline=time_limit,
             settings=self._settings,
+            holder=self.holds.slot(key),
         )
         return exec_outcome(result, time_limit=time_limit)
 
@@ -95,7 +131,7 @@ def exec_outcome(result: ExecResult, *, time_limit: float) -> Outcome:
             if any(marker in message for marker in _RUNTIME_MARKERS):
                 return Outcome.failed(clean_message(message))
             return Outcome.unknown(clean_message(f"exec not started: {message}"))
-        case ExecTransportError(kind=TransportFailure.DEADLINE, upgraded=True):
+        case ExecTransportError(kind=TransportFailure.DEADLINE, timed_out=True):
             # The kubelet's exec prober fails a timeout too ("command ... timed out").
             return Outcome.failed(f"command timed out after {time_limit:g}s")
         case ExecTransportError():

@@ -10,10 +10,10 @@ run). Only a bug or cancellation escapes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol, Self
+from typing import Protocol, Self, runtime_checkable
 
 from probemarker.api.model import Handler
 from probemarker.identity import PodUID
@@ -32,6 +32,9 @@ class ProbeTarget:
     # The pod status value, `<runtime>://<id>`; only the cri exec backend reads it.
     container_id: str = ""
     ports: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    # The probe's identity (the engine's `ProbeKey`): a handler that may leave a command
+    # running keys it by this, so one probe never runs two at once (probe.holds).
+    probe: Hashable | None = None
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.pod}/{self.container}"
@@ -41,6 +44,14 @@ class ProbeHandler(Protocol):
     """Runs one kind of action; see the module docstring."""
 
     async def run(self, action: Handler, target: ProbeTarget, *, time_limit: float) -> Outcome: ...
+
+
+@runtime_checkable
+class HoldsCommands(Protocol):
+    """A handler whose command may outlive its run (the api exec handler): says when
+    the probe's previous command may still run, so its next period is skipped."""
+
+    def busy(self, probe: Hashable) -> bool: ...
 
 
 class OwnsConnections:

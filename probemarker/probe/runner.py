@@ -11,7 +11,12 @@ Invariants:
   (`unavailable`: the engine checks it before a run and reports it on the pod once).
 - The handler gets `time_limit = timeoutSeconds` and is expected to honour it;
   an outer bound of `timeoutSeconds + grace` is a safety net. A handler that
-  overruns it is Failed ("timed out"), as a timeout is (SPEC §2).
+  overruns it is Failed ("timed out"), as a timeout is (SPEC §2). An exec handler
+  waits past the limit by design (`WaitsPastTheLimit.grace`: the runtime's verdict
+  on the cri backend, the server's established frame on the api backend): its
+  bound is `timeoutSeconds + its grace + grace`.
+- `busy(action, probe)`: whether the probe's previous command may still run in the
+  container (`handler.HoldsCommands`); the engine then skips the period.
 - An unexpected exception from a handler is a bug, not a probe result: it is logged
   (event `probe.handler_error`, the traceback once per action kind and exception
   type, so a bug hit on every run does not flood the log with tracebacks) and the
@@ -22,7 +27,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
@@ -39,7 +44,7 @@ from probemarker.api.model import (
     ProbeSpec,
     TCPSocketAction,
 )
-from probemarker.probe.handler import ProbeHandler, ProbeTarget
+from probemarker.probe.handler import HoldsCommands, ProbeHandler, ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import clean_message
 
@@ -53,6 +58,14 @@ class MayBeUnavailable(Protocol):
     """A handler that depends on an optional library (grpc): says when it is missing."""
 
     async def unavailable(self) -> str | None: ...
+
+
+@runtime_checkable
+class WaitsPastTheLimit(Protocol):
+    """A handler whose runs may last `grace` seconds past their time limit."""
+
+    @property
+    def grace(self) -> float: ...
 
 
 DEFAULT_GRACE = 0.5  # seconds past timeoutSeconds before the safety net fires
@@ -83,6 +96,10 @@ class ProbeRunner:
         self._handlers = MappingProxyType(dict(handlers))
         # Checked before every run: sorted out once here, not per run.
         self._optional = {t: h for t, h in handlers.items() if isinstance(h, MayBeUnavailable)}
+        self._holding = {t: h for t, h in handlers.items() if isinstance(h, HoldsCommands)}
+        self._waiting = {
+            t: h.grace for t, h in handlers.items() if isinstance(h, WaitsPastTheLimit)
+        }
         self._grace = grace
         self._traced: set[tuple[str, type[BaseException]]] = set()
 
@@ -98,6 +115,11 @@ class ProbeRunner:
         optional = self._optional.get(type(action))
         return None if optional is None else await optional.unavailable()
 
+    def busy(self, action: Handler, probe: Hashable) -> bool:
+        """Whether `probe`'s previous command may still run (see the module docstring)."""
+        handler = self._holding.get(type(action))
+        return handler is not None and handler.busy(probe)
+
     async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
         """One run of `spec` against `target`; see the module docstring."""
         action, kind = spec.handler, action_kind(spec.handler)
@@ -105,7 +127,8 @@ class ProbeRunner:
         if handler is None:
             return Outcome.unknown(_unsupported(kind))
         timeout = spec.timing.timeout_seconds
-        with anyio.move_on_after(timeout + self._grace):
+        extra = self._waiting.get(type(action), 0.0)
+        with anyio.move_on_after(timeout + extra + self._grace):
             try:
                 outcome = await handler.run(action, target, time_limit=float(timeout))
             except Exception as err:

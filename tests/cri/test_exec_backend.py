@@ -181,15 +181,54 @@ async def test_the_runtime_down_is_unknown_and_back_is_used_again(
     assert again == Outcome.succeeded("again")  # the same container, through its shim
 
 
-async def test_a_child_holding_the_output_open_is_timed_out_by_the_call_deadline(
+async def test_a_child_holding_the_output_open_is_unknown_at_the_call_deadline(
     cri_endpoint: str, start_ours: StartContainer
 ) -> None:
-    # containerd kills the command at its timeout, then waits for the output pipes to
-    # close; the background sleep holds them. The call's own deadline ends the wait,
-    # the runtime answers Version, so the command overran: Failed, as the kubelet has it.
+    # sh exits at once; containerd then waits for the output pipes, which the background
+    # sleep holds, so no verdict comes within the timeout + grace (the kubelet would
+    # wait 2 minutes and see exit 0 at 30 s). Issue 23: a client deadline without the
+    # runtime's verdict is Unknown, never Failed.
     container_id = start_ours("child")
-    got = await run(cri_endpoint, container_id, sh("sleep 30 & echo started"), limit=1.0)
-    assert got == Outcome.failed("command timed out after 1s")
+    async with CRIExecHandler(RuntimeClient(socket_path(cri_endpoint)), grace=1.0) as handler:
+        with anyio.fail_after(15):
+            got = await handler.run(
+                sh("sleep 30 & echo started"), target(container_id), time_limit=1.0
+            )
+    assert got.result is Result.UNKNOWN, got
+    assert "gave no verdict on ExecSync within 2s (1s timeout + 1s grace)" in got.message
+
+
+async def test_a_hanging_command_never_runs_twice_at_once(
+    cri: CRIClient, cri_endpoint: str, start_ours: StartContainer
+) -> None:
+    # Issue 23: `sleep 30`, timeout 1, run back to back as the engine runs one probe (a
+    # run starts only when the last one has ended): at most one in the container.
+    container_id = start_ours("hang")
+    most = 0
+    done = anyio.Event()
+
+    async def count() -> None:
+        nonlocal most
+        while not done.is_set():
+            running = [p for p in processes(cri, container_id) if p.startswith("sleep 31")]
+            most = max(most, len(running))
+            await anyio.sleep(0.1)
+
+    async with (
+        CRIExecHandler(RuntimeClient(socket_path(cri_endpoint))) as handler,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(count)
+        with anyio.fail_after(60):
+            outcomes = [
+                await handler.run(
+                    ExecAction(command=("sleep", "31")), target(container_id), time_limit=1.0
+                )
+                for _ in range(4)
+            ]
+        done.set()
+    assert outcomes == [Outcome.failed("command timed out after 1s")] * 4
+    assert most <= 1
 
 
 async def test_output_over_the_receive_cap_is_failed(
@@ -217,7 +256,7 @@ async def test_a_hung_runtime_is_unknown_not_failed(
             finally:
                 os.kill(pid, signal.SIGCONT)
     assert got.result is Result.UNKNOWN
-    assert "did not answer: ExecSync past its 1s timeout, and Version" in got.message
+    assert "gave no verdict on ExecSync within 11s (1s timeout + 10s grace)" in got.message
 
 
 @pytest.mark.parametrize(

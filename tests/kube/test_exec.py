@@ -283,16 +283,16 @@ def register_pid_tee(sim: SimCluster) -> Pids:
     return pids
 
 
-async def assert_process_gone(sim: SimCluster, pids: Pids) -> None:
+def assert_process_running(sim: SimCluster, pids: Pids) -> None:
+    """The command outlived its aborted stream, as on a real cluster (containerd's
+    streaming exec ignores its client going away; docs/kube-exec.md)."""
     assert sim.server is not None
-    async with asyncio.timeout(10):  # a hang detector: the sim notices the client gone
-        await sim.server.exec_sessions.wait_idle()
     assert len(pids.seen) == 1
-    with pytest.raises(ProcessLookupError):
-        os.kill(pids.seen[0], 0)
+    os.kill(pids.seen[0], 0)  # raises if it is gone
+    assert len(sim.server.exec_sessions) == 1
 
 
-async def test_command_hanging_past_the_deadline_is_killed(env: Env) -> None:
+async def test_command_hanging_past_the_deadline_is_left_running(env: Env) -> None:
     pids = register_pid_tee(env.sim)
     began = asyncio.get_running_loop().time()
     result = await env.run("sh", "-c", "echo $$; exec sleep 60", deadline=2.0)
@@ -301,21 +301,46 @@ async def test_command_hanging_past_the_deadline_is_killed(env: Env) -> None:
         transport_error(result, TransportFailure.DEADLINE)
     )
     assert elapsed < 3.5  # the deadline covers the close too: no close handshake wait
-    await assert_process_gone(env.sim, pids)
+    assert_process_running(env.sim, pids)
 
 
-async def test_slow_handshake_hits_the_deadline(env: Env) -> None:
+async def test_slow_handshake_hits_the_clients_deadline(env: Env) -> None:
     env.sim.faults.add_latency(5.0, subresource="exec")
-    result = transport_error(await env.run("true", deadline=0.3), TransportFailure.DEADLINE)
-    assert "expired before the WebSocket handshake completed" in result.message
+    settings = ExecSettings(grace=0.2)
+    result = await env.run("true", deadline=0.3, settings=settings)
+    error = transport_error(result, TransportFailure.DEADLINE)
+    assert "the deadline of 0.5s expired before the WebSocket handshake completed" in str(error)
+    assert not error.timed_out  # not the command's: Unknown
 
 
-async def test_stalled_server_hits_the_deadline(env: Env) -> None:
+async def test_stalled_server_hits_the_clients_deadline(env: Env) -> None:
+    # Upgraded, but no "connection established" frame: the command's clock never started.
     env.sim.faults.exec.stall = True
-    transport_error(await env.run("true", deadline=0.5), TransportFailure.DEADLINE)
+    result = await env.run("true", deadline=0.3, settings=ExecSettings(grace=0.2))
+    error = transport_error(result, TransportFailure.DEADLINE)
+    assert "never established" in error.message
+    assert not error.timed_out
 
 
-async def test_cancellation_drops_the_socket_and_the_process(env: Env) -> None:
+async def test_the_commands_clock_starts_at_the_established_frame(env: Env) -> None:
+    # Issue 23, defect 2: a handshake slowed by a loaded API server is not the command's
+    # time. 0.7 s to upgrade, then a 0.5 s command within its 1 s limit: it exited.
+    # (Before, one clock from the call: 1.2 s > 1 s, "timed out", a false Failed.)
+    env.sim.faults.add_latency(0.7, subresource="exec")
+    result = await env.run("sh", "-c", "sleep 0.5; echo in time", deadline=1.0)
+    assert result == ExecExited(0, "in time\n", "")
+
+
+async def test_a_runtime_slow_to_start_the_command_counts_against_its_limit(env: Env) -> None:
+    # The protocol marks nothing later than the established frame, which real servers
+    # send before the runtime starts the command: a slow start is the command's time on
+    # this backend (docs/probes.md: the cri backend gets the runtime's verdict instead).
+    env.sim.faults.exec.start_delay = 1.5
+    result = await env.run("true", deadline=1.0)
+    assert transport_error(result, TransportFailure.DEADLINE).timed_out
+
+
+async def test_cancellation_drops_the_socket_and_leaves_the_command_running(env: Env) -> None:
     pids = register_pid_tee(env.sim)
     task = asyncio.create_task(env.run("sh", "-c", "echo $$; exec sleep 60", deadline=30))
     async with asyncio.timeout(10):
@@ -323,4 +348,5 @@ async def test_cancellation_drops_the_socket_and_the_process(env: Env) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await assert_process_gone(env.sim, pids)
+    await asyncio.sleep(0.2)  # the sim sees the client gone; the command must run on
+    assert_process_running(env.sim, pids)

@@ -5,7 +5,8 @@ the kubelet's labels the test gives (`owners`, `labels`). With `containers` set,
 container ID in a request is looked up as containerd's CRI store does (a truncindex: any
 unique prefix names a container, for ContainerStatus and ExecSync alike; NOT_FOUND
 otherwise), and ContainerStatus answers the full ID. ExecSync is scripted by the
-command: `echo WORDS`, `exit N` (stderr "bye"), `sleep S` (until the
+command: `echo WORDS`, `exit N` (stderr "bye"), `slowstart S` (S seconds to start,
+then exit 0: its timeout counts from the start), `sleep S` (until the
 call ends; a cancelled call is recorded), `flood N` (N bytes of stdout), `fail CODE
 DETAILS` (the call ends with that grpc status), and `state` (prints `Runtime.state`,
 exit 0, or exit 1 when it is empty: what a test flips).
@@ -108,6 +109,11 @@ class Runtime:
             return pb.ExecSyncResponse(stdout=b"x" * int(args[0]))
         if verb == "fail":
             await context.abort(getattr(grpc.StatusCode, args[0]), " ".join(args[1:]))
+        if verb == "slowstart":
+            # A runtime slow to start the command (a throttled shim): its own timeout
+            # counts only from the start (containerd execInternal), so it answers.
+            await asyncio.sleep(float(args[0]))
+            return pb.ExecSyncResponse(stdout=b"started late")
         if verb == "sleep":
             self.sleeping += 1
             await self._note()

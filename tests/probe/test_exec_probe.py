@@ -56,15 +56,15 @@ async def test_missing_executable_is_failed_with_the_runtime_message(
     assert f'exec: "no-such-check": {NOT_FOUND}' in outcome.message
 
 
-async def test_command_hanging_past_the_time_limit_is_failed_and_killed(probes: Probes) -> None:
+async def test_command_hanging_past_the_time_limit_is_failed_at_the_limit(probes: Probes) -> None:
     loop = asyncio.get_running_loop()
     began = loop.time()
     outcome = await probes.run("sh", "-c", "exec sleep 60", timeout_seconds=1)
     assert outcome == Outcome.failed("command timed out after 1s")
     assert loop.time() - began < 2.5  # the limit, not the outer safety net
     assert probes.sim.server is not None
-    async with asyncio.timeout(10):  # the aborted socket made the sim kill the command
-        await probes.sim.server.exec_sessions.wait_idle()
+    # The command runs on, as on a real cluster (the sim no longer kills it).
+    assert len(probes.sim.server.exec_sessions) == 1
 
 
 @pytest.mark.timeout(120)
@@ -103,12 +103,20 @@ async def test_connection_dropped_after_the_status_keeps_the_outcome(
     assert await probes.run("sh", "-c", script) == expected
 
 
-async def test_server_that_upgrades_and_stalls_is_a_timeout(probes: Probes) -> None:
-    # After the upgrade the command is running as far as the client can tell.
+async def test_server_that_upgrades_and_stalls_is_unknown(probes: Probes) -> None:
+    # Upgraded, but never the "connection established" frame: the command's clock never
+    # started, so its limit cannot have run out; the client's deadline did (Unknown).
     probes.sim.faults.exec.stall = True
-    assert await probes.run("true", timeout_seconds=1) == Outcome.failed(
-        "command timed out after 1s"
-    )
+    outcome = await probes.run("true", timeout_seconds=1, settings=ExecSettings(grace=0.3))
+    unknown(outcome, "never established")
+
+
+async def test_a_slow_handshake_does_not_eat_the_commands_time(probes: Probes) -> None:
+    # Issue 23, defect 2: 0.7 s to upgrade (a loaded API server), then a 0.5 s command
+    # within its 1 s timeout: Succeeded, as the kubelet would judge the command.
+    probes.sim.faults.add_latency(0.7, subresource="exec")
+    outcome = await probes.run("sh", "-c", "sleep 0.5; echo in time", timeout_seconds=1)
+    assert outcome == Outcome.succeeded("in time")
 
 
 # --- the probe could not be run: Unknown ---------------------------------------------
@@ -149,9 +157,10 @@ async def test_api_server_down_is_unknown(probes: Probes) -> None:
     assert await probes.run("echo", "back") == Outcome.succeeded("back")
 
 
-async def test_slow_handshake_past_the_time_limit_is_unknown(probes: Probes) -> None:
+async def test_slow_handshake_past_the_clients_deadline_is_unknown(probes: Probes) -> None:
     probes.sim.faults.add_latency(5.0, subresource="exec")
-    unknown(await probes.run("true", timeout_seconds=1), "before the WebSocket handshake completed")
+    outcome = await probes.run("true", timeout_seconds=1, settings=ExecSettings(grace=0.5))
+    unknown(outcome, "before the WebSocket handshake completed")
 
 
 async def test_stream_broken_mid_run_is_unknown(probes: Probes) -> None:

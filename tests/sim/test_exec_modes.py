@@ -124,6 +124,7 @@ def test_reset_and_clear_switch_every_exec_fault_off() -> None:
         reject_status=403,
         drop_after_close=True,
         drop_after_status=True,
+        start_delay=1.0,
     )
     faults.exec = on
     faults.clear()

@@ -49,6 +49,10 @@ class ExecFaults:
     reject_status: int | None = None  # answer the upgrade request with this HTTP status
     drop_after_close: bool = False  # status, close frame, then TCP closed without waiting
     drop_after_status: bool = False  # status, then TCP closed with no close frame (1006)
+    # A runtime slow to start the command (a throttled shim): seconds between the
+    # "connection established" frame and the command's start, where real servers
+    # have it (containerd's streaming exec starts the process after that frame).
+    start_delay: float = 0.0
 
     def reset(self) -> None:
         """Switch every exec fault off."""
@@ -57,6 +61,7 @@ class ExecFaults:
         self.reject_status = None
         self.drop_after_close = False
         self.drop_after_status = False
+        self.start_delay = 0.0
 
 
 _NO_STREAMS = "you must specify at least 1 of stdin, stdout, stderr"  # kubelet NewOptions

@@ -36,8 +36,15 @@ What Kubernetes does, and so what this module does:
   required" (SPDY is not spoken; kubectl only falls back to it when the
   WebSocket upgrade fails).
 
-Invariants: nothing is sent after the status; when the client goes away the
-command is cancelled (and the runner kills its process group).
+Invariants: nothing is sent after the status. When the client goes away (closes
+or drops the stream) the command keeps running until it ends, its output read and
+dropped, as on a real cluster: containerd's streaming exec runs the command with a
+context that nothing cancels and no timeout (`streamRuntime.Exec` calls
+`execInContainer(ctrdutil.NamespacedContext(), ...)`, and execInternal waits for the
+process to exit), so a client leaving closes only the IO. The session (and its entry
+in `ExecSessions`) lasts until then. Only the server going away (`close_all`, the
+sim stopping) cancels the command, and the runner kills its process group: the sim's
+commands are host processes, which must not outlive it.
 
 Neighbours: `plan` (the answer before any upgrade), `proto`
 (subprotocols, options, Status bodies), `target` (pod -> `ExecTarget`),
@@ -113,11 +120,15 @@ class _Session:
         faults: ExecFaults,
     ) -> None:
         self._ws, self._request, self._opts, self._faults = ws, request, opts, faults
+        self.start_delay = faults.start_delay
         self.protocol = protocol
         self._base64 = KUBELET_PROTOCOLS.get(protocol, False)
         self._stdin: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._stdin_open = opts.stdin
         self._sent = 0
+        # Set once the client has gone: output is then read and dropped, not sent.
+        self.gone = False
+        self._command: asyncio.Task[int] | None = None
 
     async def send(self, channel: int, data: bytes) -> None:
         if self._base64:
@@ -126,6 +137,8 @@ class _Session:
             await self._ws.send_bytes(bytes((channel,)) + data)
 
     async def _send_output(self, channel: int, data: bytes) -> None:
+        if self.gone:
+            return  # nobody reads it: the runtime's copy to a closed stream drops it
         limit = self._faults.break_after_bytes
         if limit is not None and self._sent + len(data) >= limit:
             if limit > self._sent:
@@ -136,7 +149,10 @@ class _Session:
                 transport.close()  # flushes what was sent, then FIN: no close frame, no status
             raise _StreamBroken
         self._sent += len(data)
-        await self.send(channel, data)
+        try:
+            await self.send(channel, data)
+        except ConnectionError:
+            self.gone = True  # the client left while the command wrote: it runs on
 
     async def write_stdout(self, data: bytes) -> None:
         if data and self._opts.stdout:
@@ -197,10 +213,16 @@ class _Session:
             target=target, command=self._opts.command, stdin=self._opts.stdin, tty=self._opts.tty
         )
         command = asyncio.create_task(runner.run(exec_request, self))
+        self._command = command
         try:
             await asyncio.wait({reader, command}, return_when=asyncio.FIRST_COMPLETED)
             if not command.done():
-                return None  # the client went away first
+                # The client went away first: the command runs on to its end, as
+                # containerd's streaming exec lets it (see the module docstring).
+                self.gone = True
+                await asyncio.wait({command})
+            if self.gone or command.cancelled():
+                return None  # no one to tell, or the server is going away (`kill`)
             try:
                 return command.result()
             except ContainerRuntimeError as err:
@@ -218,6 +240,11 @@ class _Session:
             command.cancel()
             await asyncio.gather(command, return_exceptions=True)
             await asyncio.gather(command, return_exceptions=True)
+
+    def kill(self) -> None:
+        """The server is going away: cancel the command (its process group is killed)."""
+        if self._command is not None:
+            self._command.cancel()
 
     async def finish(self, status: Mapping[str, Any] | None) -> None:
         """Write the status (if any), then close the WebSocket (1000) and await the reply
@@ -268,7 +295,7 @@ async def serve_exec(
     session = _Session(ws, request, plan.opts, protocol=plan.protocol, faults=faults)
     reader = asyncio.create_task(session.pump_input())
     if sessions is not None:
-        sessions.add(ws)
+        sessions.add(ws, stop=session.kill)
     try:
         if faults.stall:
             await reader  # upgraded, never answers; over when the client leaves
@@ -296,11 +323,15 @@ async def _converse(
     # An empty frame on the lowest writable channel tells the client the
     # connection is established (kubelet and translator alike).
     await session.send(STDOUT if opts.stdout else STDERR if opts.stderr else ERROR, b"")
+    if session.start_delay > 0:
+        await asyncio.sleep(session.start_delay)  # the runtime starting the process
     status: dict[str, Any] | None = None
     if plan.failure is not None:
         status = internal_status(plan.failure)
     else:
         outcome = await session.run(runner, target, reader)
+        if session.gone:
+            return  # the command ended after its client left: nothing to send
         if outcome is not None:
             status = kubelet_status(opts.command, outcome)
             if plan.protocol == V5:

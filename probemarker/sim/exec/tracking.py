@@ -1,17 +1,20 @@
 """The exec sessions a server has open, so that it can end them and tests can await them.
 
 Stage: owned by the sim's HTTP layer (`ApiServer.exec_sessions`); `serve_exec` adds
-each WebSocket once upgraded and discards it when the session has ended, after
-its command was cancelled and reaped.
+each WebSocket once upgraded and discards it when the session has ended: after
+its command ended (a command outlives its client, as on a real cluster) and was
+reaped.
 
 Invariants: `wait_idle()` returns only when no session is open; `close_all()`
-closes every open session with 1001 (going away), as a real API server drops
-its connections when it stops.
+cancels every session's command and closes its WebSocket with 1001 (going away),
+as a real API server drops its connections when it stops (the sim's commands are
+its own host processes: they must not outlive it).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from aiohttp import WSCloseCode, web
 
@@ -27,7 +30,7 @@ class ExecSessions:
     """
 
     def __init__(self) -> None:
-        self._open: set[web.WebSocketResponse] = set()
+        self._open: dict[web.WebSocketResponse, Callable[[], None]] = {}
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -37,12 +40,13 @@ class ExecSessions:
     def __repr__(self) -> str:
         return f"ExecSessions(open={len(self._open)})"
 
-    def add(self, ws: web.WebSocketResponse) -> None:
-        self._open.add(ws)
+    def add(self, ws: web.WebSocketResponse, *, stop: Callable[[], None] = lambda: None) -> None:
+        """Track `ws`; `stop` cancels its command when the server goes away."""
+        self._open[ws] = stop
         self._idle.clear()
 
     def discard(self, ws: web.WebSocketResponse) -> None:
-        self._open.discard(ws)
+        self._open.pop(ws, None)
         if not self._open:
             self._idle.set()
 
@@ -54,6 +58,8 @@ class ExecSessions:
     async def close_all(self) -> int:
         """Close every open session (1001 going away); their commands are cancelled."""
         sockets = list(self._open)
+        for stop in list(self._open.values()):
+            stop()
         await asyncio.gather(
             *(ws.close(code=WSCloseCode.GOING_AWAY) for ws in sockets), return_exceptions=True
         )

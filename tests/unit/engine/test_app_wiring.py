@@ -1,4 +1,5 @@
-"""app.py wiring: the client's exec pool is sized by the probe cap (issue 15, 2)."""
+"""app.py wiring: the client's exec pool is sized by the probe cap (issue 15, 2) plus
+the exec streams held past their deadline (issue 23)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,29 @@ from probemarker.settings import RunSettings
 CONNECTION = Connection(server="http://127.0.0.1:1")
 
 
-def test_the_exec_pool_is_sized_by_the_probe_cap() -> None:
-    settings = RunSettings(node="n", max_concurrent_probes=200)
-    assert client_settings(settings).exec_connections == 200
+@pytest.mark.parametrize(
+    ("runs", "held", "pool"),
+    [
+        pytest.param(200, 64, 264, id="default-held"),
+        pytest.param(200, 0, 200, id="nothing-held"),
+        pytest.param(1, 500, 501, id="many-held"),
+    ],
+)
+def test_the_exec_pool_has_room_for_every_run_and_every_held_stream(
+    runs: int, held: int, pool: int
+) -> None:
+    settings = RunSettings(node="n", max_concurrent_probes=runs, max_held_exec_streams=held)
+    assert client_settings(settings).exec_connections == pool
 
 
 def test_a_client_with_fewer_exec_connections_than_the_cap_is_refused() -> None:
     client = KubeClient(CONNECTION, settings=ClientSettings(exec_connections=32))
     # Refused before anything is built (nothing is left open).
     with pytest.raises(ValueError, match="32 exec connections for 64 probe runs"):
+        Daemon(client, RunSettings(node="n", max_concurrent_probes=64))
+
+
+def test_a_client_without_room_for_the_held_streams_is_refused() -> None:
+    client = KubeClient(CONNECTION, settings=ClientSettings(exec_connections=64))
+    with pytest.raises(ValueError, match="64 probe runs at once and 64 held exec streams"):
         Daemon(client, RunSettings(node="n", max_concurrent_probes=64))

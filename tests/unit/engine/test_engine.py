@@ -36,9 +36,13 @@ class Runner:
         self.runs = 0
         self.missing = missing  # what `unavailable` says of every action
         self.targets: list[ProbeTarget] = []
+        self.busy_probes: set[object] = set()  # whose previous command may still run
 
     async def unavailable(self, action: Handler) -> str | None:
         return self.missing
+
+    def busy(self, action: Handler, probe: object) -> bool:
+        return probe in self.busy_probes
 
     async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
         answer = self.answers[min(self.runs, len(self.answers) - 1)]
@@ -192,6 +196,30 @@ async def test_failure_threshold_decides_on_exactly_the_third_run() -> None:
         await rig.tick(3)
         assert str(rig.decided().state) == "Failed"
         assert rig.sink.events == [("Pod", "ProbeFailed", "m/p on container app: Failed: c")]
+
+
+async def test_periods_while_the_previous_command_may_still_run_are_skipped_not_queued() -> None:
+    # Issue 23: a held exec stream means the last command still runs in the container.
+    runner = Runner(Outcome.failed("timed out"), Outcome.succeeded("ok"))
+    async with running(runner) as rig:
+        rig.engine.sync_marker(marker_entry().key, marker_entry())
+        rig.engine.sync_pod(pod_entry().key, pod_entry())
+        await rig.tick(1)
+        assert str(rig.decided().state) == "Failed"
+        (key,) = rig.engine._probes
+        runner.busy_probes.add(key)
+        for skipped in (1, 2, 3):
+            rig.clock.advance(1.0)
+            await until(lambda: rig.engine.stats.periods_skipped >= skipped)  # noqa: B023
+        assert runner.runs == 1  # nothing started beside the running command
+        assert sum(rig.engine.stats.runs.values()) == 1  # and no outcome recorded
+        assert str(rig.decided().state) == "Failed"  # the last one stands
+        runner.busy_probes.clear()
+        await rig.tick(2)  # one run, not the three skipped ones queued
+        await until(lambda: rig.engine.dispatcher.due(key) is not None)
+        assert runner.runs == 2
+        assert str(rig.decided().state) == "Succeeded"
+        assert runner.targets[0].probe == key  # handlers key their holds by the probe
 
 
 async def test_alternating_outcomes_never_decide() -> None:

@@ -55,7 +55,9 @@ CASES = [
         ExecNotStarted(UPGRADE), Outcome.unknown(f"exec not started: {UPGRADE}"), id="upgrade-v5"
     ),
     pytest.param(
-        ExecTransportError(TransportFailure.DEADLINE, "expired before the exit status", None, True),
+        ExecTransportError(
+            TransportFailure.DEADLINE, "expired before the exit status", None, True, True
+        ),
         Outcome.failed("command timed out after 1s"),
         id="deadline-while-running",
     ),
@@ -76,6 +78,10 @@ def test_decided(result: ExecResult, expected: Outcome) -> None:
         pytest.param(ExecTransportError(TransportFailure.REFUSED, "boom", 500), id="server-error"),
         pytest.param(ExecTransportError(TransportFailure.UNREACHABLE, "refused"), id="unreachable"),
         pytest.param(ExecTransportError(TransportFailure.DEADLINE, "handshake"), id="slow-upgrade"),
+        pytest.param(
+            ExecTransportError(TransportFailure.DEADLINE, "no first frame", None, True),
+            id="upgraded-never-established",
+        ),
         pytest.param(ExecTransportError(TransportFailure.LOST, "1006", None, True), id="lost"),
         pytest.param(
             ExecTransportError(TransportFailure.NO_STATUS, "closed", None, True), id="no-status"
@@ -89,7 +95,7 @@ def test_outside_the_container_is_unknown(error: ExecTransportError) -> None:
 
 
 def test_timeout_message_names_the_limit() -> None:
-    error = ExecTransportError(TransportFailure.DEADLINE, "x", None, True)
+    error = ExecTransportError(TransportFailure.DEADLINE, "x", None, True, True)
     assert exec_outcome(error, time_limit=2.5).message == "command timed out after 2.5s"
 
 
