@@ -34,6 +34,7 @@ import base64
 import http.client
 import json
 import os
+import random
 import ssl
 import statistics
 import sys
@@ -133,7 +134,9 @@ def _socket() -> Path:
     return run / "containerd.sock"
 
 
-def flips(kubectl: Kubectl, config: dict[str, Any], count: int) -> dict[str, list[float]]:
+def flips(
+    kubectl: Kubectl, config: dict[str, Any], count: int, seed: int
+) -> dict[str, list[float]]:
     pods = Watch(config, f"/api/v1/namespaces/{NS}/pods?fieldSelector=metadata.name%3Dgate")
     slices = Watch(
         config,
@@ -145,13 +148,16 @@ def flips(kubectl: Kubectl, config: dict[str, Any], count: int) -> dict[str, lis
         watch.opened.wait(10)
     out: dict[str, list[float]] = {"label": [], "ready": [], "endpoint": []}
     present = True
+    rng = random.Random(seed)
     for _ in range(count):
         present = not present
         label, ready, endpoint = _flip(kubectl, pods, slices, present=present)
         out["label"].append(label)
         out["ready"].append(ready - label)
         out["endpoint"].append(endpoint - ready)
-        time.sleep(0.3)
+        # a random pause: flips at a fixed pace would lock onto the probe's period and
+        # measure one phase of it; the phase must be uniform over the period
+        time.sleep(rng.uniform(0.3, 1.3))
     return out
 
 
@@ -205,6 +211,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flips", type=int, default=20)
     parser.add_argument("--backends", default="api,cri")
+    parser.add_argument("--seed", type=int, default=23, help="of the pauses between flips")
     args = parser.parse_args()
     kubectl = Kubectl(STATE / "kubeconfig")
     config = kubectl.json("config", "view", "--raw", "--minify")
@@ -237,7 +244,7 @@ def main() -> None:
                 timeout=60,
                 what="pod marked ok and Ready",
             )
-            found = flips(kubectl, config, args.flips)
+            found = flips(kubectl, config, args.flips, args.seed)
             print(f"backend {backend}: {args.flips} flips, period 1 s, thresholds 1")
             print(f"  kubectl exec (rm/touch) itself   {_summary(EXEC_TIMES)}")
             EXEC_TIMES.clear()
