@@ -414,8 +414,9 @@ load_image() {
   command -v podman >/dev/null || die "podman is not installed (apt-get install podman): it holds the image hack/build-image.sh built"
   podman image exists "$image" || die "podman has no image $image: build it with hack/build-image.sh"
   archive=$(mktemp "$R/image.XXXXXX.tar")
+  # EXIT, not RETURN: die() exits, and the archive (the whole image) must not stay
   # shellcheck disable=SC2064
-  trap "rm -f '$archive'" RETURN
+  trap "rm -f '$archive'" EXIT
   rm -f "$archive"
   podman save --quiet --format oci-archive -o "$archive" "$image"
   ctrk images import "$archive" >&2
