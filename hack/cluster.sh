@@ -184,9 +184,13 @@ cri() {
   bash "$REPO/hack/cri-runtime.sh" install
   if containerd_pid >/dev/null; then
     :
-  elif [[ -f $R/cri/containerd.toml ]]; then
+  elif [[ -f $R/cri/containerd.toml ]] && pid_of etcd >/dev/null; then
+    # containerd alone died: its containers still run under their shims
     bash "$REPO/hack/cri-runtime.sh" up "$R/cri"
   else
+    # A new cluster (etcd starts empty): containers left from a cluster whose processes
+    # were killed (a machine's session ending) belong to pods that no longer exist.
+    [[ -f $R/cri/containerd.toml ]] && { bash "$REPO/hack/cri-runtime.sh" stop "$R/cri" || true; }
     rm -rf "$R/cri"
     bash "$REPO/hack/cri-runtime.sh" start "$R/cri" >/dev/null # stdout: env lines for the cri tests
   fi
