@@ -65,3 +65,24 @@ def test_load_image_names_the_fix(cluster: Cluster) -> None:
         "podman has no image localhost/no-such-image:1: build it with hack/build-image.sh"
         in done.stderr
     )
+
+
+@pytest.mark.parametrize("command", ["up", "down", "load-image", "restart-apiserver"])
+def test_without_root_it_says_it_needs_root(command: str, tmp_path: Path) -> None:
+    # The script goes in on stdin and runs from /: the checkout may be in a folder the
+    # unprivileged user cannot read.
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    with SCRIPT.open() as script:
+        done = subprocess.run(
+            [*nobody, "bash", "-s", command],
+            stdin=script,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/",
+            env={**os.environ, "PROBEMARKER_CLUSTER_DIR": str(tmp_path / "state")},
+            check=False,
+        )
+    assert done.returncode == 1, done.stderr
+    assert f"{command} needs root" in done.stderr
+    assert not (tmp_path / "state").exists()
