@@ -209,9 +209,11 @@ class Daemon:
         self.runtime: CRIExecHandler | None = None
         self._runtime_client: RuntimeClient | None = None
         self.exec: ExecHandler | None = None
+        exec_handler: ProbeHandler
         if settings.exec_backend == "cri":
             self._runtime_client = RuntimeClient(socket_path(settings.cri_endpoint), clock=clock)
             self.runtime = CRIExecHandler(self._runtime_client, grace=settings.exec_grace_seconds)
+            exec_handler = self.runtime
         else:
             holds = HoldSettings(
                 limit=settings.exec_hold_seconds, max_streams=settings.max_held_exec_streams
@@ -221,8 +223,9 @@ class Daemon:
                 settings=ExecSettings(grace=settings.exec_grace_seconds),
                 holds=CommandHolds(settings=holds, clock=clock),
             )
+            exec_handler = self.exec
         handlers: dict[type, ProbeHandler] = {
-            ExecAction: self.runtime or self.exec or ExecHandler(client),
+            ExecAction: exec_handler,
             HTTPGetAction: self.http,
             TCPSocketAction: self.tcp,
             GRPCAction: self.grpc,
