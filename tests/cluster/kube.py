@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 
 import yaml
 
+from tests.podfields import condition, labels_of
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "hack" / "cluster.sh"
 NODE_NAME = "probemarker-node"
@@ -92,17 +94,6 @@ def wait_for(
         if time.monotonic() > end:
             raise AssertionError(f"{what}: not within {timeout:g} s; last seen: {value!r}"[:4000])
         time.sleep(interval)
-
-
-def labels(pod: Mapping[str, Any]) -> dict[str, str]:
-    return dict(pod["metadata"].get("labels") or {})
-
-
-def condition(pod: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
-    for item in pod.get("status", {}).get("conditions") or []:
-        if item.get("type") == kind:
-            return dict(item)
-    return None
 
 
 # -- pods and markers -------------------------------------------------------------------
@@ -186,7 +177,7 @@ def wait_label(
 ) -> dict[str, Any]:
     return wait_for(
         lambda: kubectl.get("pod", name, namespace),
-        lambda pod: labels(pod).get(key) == value,
+        lambda pod: labels_of(pod).get(key) == value,
         timeout=timeout,
         what=f"label {key}={value} on pod {namespace}/{name}",
     )

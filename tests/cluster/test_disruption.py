@@ -20,14 +20,13 @@ from tests.cluster.conftest import Addon, Cluster
 from tests.cluster.kube import (
     DAEMON_NAMESPACE,
     busybox_pod,
-    condition,
     exec_in,
-    labels,
     marker,
     pod_ready,
     wait_for,
     wait_label,
 )
+from tests.podfields import condition, labels_of
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -48,7 +47,7 @@ def _targets(cluster: Cluster, namespace: str) -> None:
         wait_for(
             lambda name=name: kubectl.get("pod", name, namespace),
             lambda pod: (
-                labels(pod).get("probe") == "ok"
+                labels_of(pod).get("probe") == "ok"
                 and (condition(pod, KIND) or {}).get("status") == "True"
             ),
             timeout=30,
@@ -77,7 +76,7 @@ class Watcher:
                 continue
             for pod in json.loads(done.stdout)["items"]:
                 state = (condition(pod, KIND) or {}).get("status")
-                self.seen.add((pod["metadata"]["name"], labels(pod).get("probe"), state))
+                self.seen.add((pod["metadata"]["name"], labels_of(pod).get("probe"), state))
             self._stop.wait(0.2)
 
     def __enter__(self) -> Watcher:

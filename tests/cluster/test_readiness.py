@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 
 from tests.cluster.conftest import Addon, Cluster
-from tests.cluster.kube import busybox_pod, condition, exec_in, marker, wait_for
+from tests.cluster.kube import (
+    busybox_pod,
+    exec_in,
+    marker,
+    wait_for,
+)
+from tests.podfields import condition
 
 pytestmark = pytest.mark.timeout(600)
 

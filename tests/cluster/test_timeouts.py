@@ -22,14 +22,13 @@ import pytest
 from tests.cluster.conftest import Addon, Cluster
 from tests.cluster.kube import (
     busybox_pod,
-    condition,
-    labels,
     marker,
     parent_of,
     pod_ready,
     processes_with_args,
     wait_label,
 )
+from tests.podfields import condition, labels_of
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -53,7 +52,7 @@ def test_a_hanging_command_runs_at_most_once_at_a_time(
         most = max(most, len(processes_with_args(["sleep", "30"])))
         time.sleep(0.1)
     assert most <= 1, f"{most} `sleep 30` ran at once in the container ({backend} backend)"
-    assert labels(kubectl.get("pod", "hang", namespace))["probe"] == "bad"
+    assert labels_of(kubectl.get("pod", "hang", namespace))["probe"] == "bad"
 
 
 @contextmanager
@@ -115,7 +114,7 @@ def test_under_a_slow_runtime_the_marker_agrees_with_the_kubelet(
         end = time.monotonic() + 30
         while time.monotonic() < end:
             now = kubectl.get("pod", "slow", namespace)
-            seen.add(((condition(now, "Ready") or {}).get("status"), labels(now).get("probe")))
+            seen.add(((condition(now, "Ready") or {}).get("status"), labels_of(now).get("probe")))
             time.sleep(0.2)
     kubelet_failed = any(ready != "True" for ready, _ in seen)
     marker_failed = any(label != "ok" for _, label in seen)

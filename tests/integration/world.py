@@ -28,6 +28,9 @@ from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
 from probemarker.sim.server.discovery import EVENTS, PODS
 from probemarker.sim.store.watchcache import WatchEvent
+from tests.podfields import annotations_of as annotations_of
+from tests.podfields import condition as condition
+from tests.podfields import labels_of as labels_of
 
 NS = "default"
 GROUP, VERSION, PLURAL = "probemarker.io", "v1alpha1", "podprobemarkers"
@@ -293,21 +296,6 @@ def _container(name: str, ports: dict[str, dict[str, int]] | None) -> dict[str, 
     if declared:
         container["ports"] = [{"name": n, "containerPort": p} for n, p in declared.items()]
     return container
-
-
-def labels_of(pod: dict[str, Any]) -> dict[str, str]:
-    return dict(pod["metadata"].get("labels") or {})
-
-
-def annotations_of(pod: dict[str, Any]) -> dict[str, str]:
-    return dict(pod["metadata"].get("annotations") or {})
-
-
-def condition(pod: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    for item in pod.get("status", {}).get("conditions") or []:
-        if item.get("type") == kind:
-            return dict(item)
-    return None
 
 
 def settings(sim: SimCluster, **over: Any) -> RunSettings:
