@@ -11,8 +11,9 @@ One pod (busybox) with a readiness gate and a Service; one marker, exec `cat /tm
 period 1 s, thresholds 1, writing a label and the gate's condition (one patch). Each
 flip: `rm` or `touch` the file through `kubectl exec`; t=0 just before that command
 starts (the file changes while it runs, and the probe may see it before kubectl
-returns), so the label latency includes part of the exec, whose own time is printed. A watch of the pod (and one of the Service's
-EndpointSlices), opened with the admin credentials, timestamps what follows:
+returns), so the label latency includes part of the exec, whose own time is printed.
+A watch of the pod and one of the Service's EndpointSlices (tests/cluster/kube.py,
+`Watch`) timestamp what follows:
 - label: the event carrying the new label value (the daemon's write);
 - Ready: the event where the kubelet's Ready follows (it recomputes Ready from the
   gate's condition and writes the pod status);
@@ -30,91 +31,36 @@ after the flips.
 from __future__ import annotations
 
 import argparse
-import base64
-import http.client
-import json
-import os
 import random
-import ssl
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.cluster.install import overlay
+from tests.cluster.install import STATE, Addon, Cluster
 from tests.cluster.kube import (
-    AuditLog,
     Kubectl,
+    Watch,
     busybox_pod,
     marker,
     processes_with_args,
     wait_for,
 )
+from tests.podfields import condition, labels_of
 
-STATE = Path(os.environ.get("PROBEMARKER_CLUSTER_DIR", "/tmp/probemarker-cluster"))
 NS = "bench-flips"
 EXEC_TIMES: list[float] = []  # how long each `kubectl exec` that changed the file took
 GATE = "probemarker.bench/gate"
 
 
-class Watch(threading.Thread):
-    """A raw watch on `path`; every event is kept with its arrival time."""
-
-    def __init__(self, kubeconfig: dict[str, Any], path: str) -> None:
-        super().__init__(daemon=True)
-        cluster = kubeconfig["clusters"][0]["cluster"]
-        user = kubeconfig["users"][0]["user"]
-        self.host, port = cluster["server"].removeprefix("https://").split(":")
-        self.port = int(port)
-        self._tmp = tempfile.TemporaryDirectory()
-        files = {}
-        for key in ("certificate-authority-data", "client-certificate-data", "client-key-data"):
-            source = cluster if key.startswith("certificate-authority") else user
-            files[key] = Path(self._tmp.name) / key
-            files[key].write_bytes(base64.b64decode(source[key]))
-        self.context = ssl.create_default_context(cafile=str(files["certificate-authority-data"]))
-        self.context.load_cert_chain(
-            str(files["client-certificate-data"]), str(files["client-key-data"])
-        )
-        self.path = path
-        self.events: list[tuple[float, dict[str, Any]]] = []
-        self.opened = threading.Event()
-
-    def run(self) -> None:
-        # A LIST, then a watch from its resourceVersion; an ERROR event (the watch cache
-        # behind etcd answers "Too large resource version") starts over.
-        sep = "&" if "?" in self.path else "?"
-        while True:
-            connection = http.client.HTTPSConnection(self.host, self.port, context=self.context)
-            connection.request("GET", self.path)
-            listed = json.loads(connection.getresponse().read())
-            version = listed["metadata"]["resourceVersion"]
-            connection.request("GET", f"{self.path}{sep}watch=1&resourceVersion={version}")
-            answer = connection.getresponse()
-            self.opened.set()
-            while line := answer.readline():
-                event = json.loads(line)
-                if event["type"] == "ERROR":
-                    break
-                self.events.append((time.monotonic(), event["object"]))
-            connection.close()
-            time.sleep(0.5)
-
-    def first_after(self, since: float, test: Any) -> float | None:
-        for at, item in list(self.events):
-            if at >= since and test(item):
-                return at - since
-        return None
-
-
 def _pod_state(pod: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
-    kinds = {c["type"]: c["status"] for c in pod.get("status", {}).get("conditions") or []}
-    return (pod["metadata"].get("labels") or {}).get("probe"), kinds.get(GATE), kinds.get("Ready")
+    """(the label, the gate's condition, Ready)."""
+    gate, ready = (condition(pod, GATE) or {}), (condition(pod, "Ready") or {})
+    return labels_of(pod).get("probe"), gate.get("status"), ready.get("status")
 
 
 def _endpoint_ready(item: dict[str, Any]) -> Any:
@@ -122,30 +68,20 @@ def _endpoint_ready(item: dict[str, Any]) -> Any:
     return states[0] if len(states) == 1 else None
 
 
-def _use(kubectl: Kubectl, backend: str, folder: Path, socket: Path) -> None:
-    (folder / "kustomization.yaml").write_text(overlay(folder, backend, socket))
-    kubectl.run("apply", "-k", str(folder), timeout=120)
-    kubectl.run("-n", "probemarker-system", "rollout", "status", "ds/probemarker", timeout=200)
-
-
-def _socket() -> Path:
-    short = STATE / "cri" / "short-run-dir"
-    run = Path(short.read_text().strip()) if short.exists() else STATE / "cri" / "run"
-    return run / "containerd.sock"
-
-
-def flips(
-    kubectl: Kubectl, config: dict[str, Any], count: int, seed: int
-) -> dict[str, list[float]]:
-    pods = Watch(config, f"/api/v1/namespaces/{NS}/pods?fieldSelector=metadata.name%3Dgate")
+def flips(kubectl: Kubectl, count: int, seed: int) -> dict[str, list[float]]:
+    pods = Watch(kubectl, f"/api/v1/namespaces/{NS}/pods?fieldSelector=metadata.name%3Dgate")
     slices = Watch(
-        config,
+        kubectl,
         f"/apis/discovery.k8s.io/v1/namespaces/{NS}/endpointslices?"
         "labelSelector=kubernetes.io%2Fservice-name%3Dgate",
     )
-    for watch in (pods, slices):
-        watch.start()
-        watch.opened.wait(10)
+    with pods, slices:
+        return _flips(kubectl, pods, slices, count, seed)
+
+
+def _flips(
+    kubectl: Kubectl, pods: Watch, slices: Watch, count: int, seed: int
+) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"label": [], "ready": [], "endpoint": []}
     present = True
     rng = random.Random(seed)
@@ -213,9 +149,8 @@ def main() -> None:
     parser.add_argument("--backends", default="api,cri")
     parser.add_argument("--seed", type=int, default=23, help="of the pauses between flips")
     args = parser.parse_args()
-    kubectl = Kubectl(STATE / "kubeconfig")
-    config = kubectl.json("config", "view", "--raw", "--minify")
-    audit = AuditLog(STATE / "logs" / "audit.log")
+    cluster = Cluster.at(STATE)
+    kubectl = cluster.kubectl
     kubectl.run("delete", "namespace", NS, "--ignore-not-found", "--wait=true", timeout=120)
     kubectl.run("create", "namespace", NS)
     wait_for(
@@ -234,17 +169,17 @@ def main() -> None:
     }  # fmt: skip
     probe = {"exec": {"command": ["cat", "/tmp/ok"]}}
     kubectl.apply(pod, service, marker("gate", NS, app="gate", probe=probe, condition_type=GATE))
-    folder = Path(tempfile.mkdtemp())
+    addon = Addon(cluster, Path(tempfile.mkdtemp()))
     try:
         for backend in args.backends.split(","):
-            _use(kubectl, backend, folder, _socket())
+            addon.use(backend)
             wait_for(
                 lambda: _pod_state(kubectl.get("pod", "gate", NS)),
                 lambda state: state == ("ok", "True", "True"),
                 timeout=60,
                 what="pod marked ok and Ready",
             )
-            found = flips(kubectl, config, args.flips, args.seed)
+            found = flips(kubectl, args.flips, args.seed)
             print(f"backend {backend}: {args.flips} flips, period 1 s, thresholds 1")
             print(f"  kubectl exec (rm/touch) itself   {_summary(EXEC_TIMES)}")
             EXEC_TIMES.clear()
@@ -253,22 +188,18 @@ def main() -> None:
             print(f"  Ready -> EndpointSlice ready     {_summary(found['endpoint'])}")
             usage, rss = memory()
             print(f"  daemon memory: cgroup {usage:.1f} MiB, VmRSS {rss:.1f} MiB")
-        mark = audit.mark()
+        mark = cluster.audit.mark()
         started = time.monotonic()
         kubectl.run("-n", "probemarker-system", "set", "env", "ds/probemarker",
                     f"PROBEMARKER_CLEANUP_DELAY_SECONDS={30 + int(started) % 7}")  # fmt: skip
-        kubectl.run("-n", "probemarker-system", "rollout", "status", "ds/probemarker", timeout=200)
+        addon.rolled_out()
         took = time.monotonic() - started
-        writes = [
-            e for e in audit.events(mark)
-            if (e.get("objectRef") or {}).get("subresource") == "status"
-        ]  # fmt: skip
+        writes = cluster.audit.daemon_writes(mark)
         print(
             f"rollout (env change, 1 node, minReadySeconds 10): {took:.1f} s, {len(writes)} pod writes"
         )
     finally:
-        if args.backends.split(",")[-1] != "api":
-            _use(kubectl, "api", folder, _socket())
+        addon.use("api")
         kubectl.run("delete", "namespace", NS, "--wait=false", check=False)
     print(f"command: python bench/cluster_flips.py --flips {args.flips} --backends {args.backends}")
 

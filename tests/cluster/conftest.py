@@ -23,24 +23,20 @@ import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
 from probemarker import __version__
-from tests.cluster.install import IMAGE, IMAGE_NAME, overlay
-from tests.cluster.kube import (
-    DAEMON_NAMESPACE,
-    REPO,
-    SCRIPT,
-    AuditLog,
-    Kubectl,
-    wait_for,
+from tests.cluster.install import (
+    IMAGE,
+    IMAGE_NAME,
+    KUBE_BIN,
+    STATE,
+    Addon,
+    Cluster,
+    run_script,
 )
-
-STATE = Path(os.environ.get("PROBEMARKER_CLUSTER_DIR", "/tmp/probemarker-cluster"))
-KUBE_BIN = Path(os.environ.get("PROBEMARKER_KUBE_BIN", REPO.parent / "shared" / "realk8s" / "bin"))
+from tests.cluster.kube import REPO, wait_for
 
 
 def _why_not() -> str | None:
@@ -78,45 +74,14 @@ def _available() -> None:
     pytest.skip(f"no real cluster: {WHY_NOT}")
 
 
-def _script(*args: str, timeout: float) -> str:
-    done = subprocess.run(
-        ["bash", str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env={
-            **os.environ,
-            "PROBEMARKER_KUBE_BIN": str(KUBE_BIN),
-            "PROBEMARKER_CLUSTER_DIR": str(STATE),
-        },
-    )
-    assert done.returncode == 0, f"hack/cluster.sh {' '.join(args)}: {done.stderr[-3000:]}"
-    return done.stdout
-
-
-@dataclass
-class Cluster:
-    kubectl: Kubectl
-    state: Path
-    audit: AuditLog
-
-    def socket(self) -> Path:
-        """containerd's socket (hack/cri-runtime.sh keeps it under /run for a long state dir)."""
-        short = self.state / "cri" / "short-run-dir"
-        run = Path(short.read_text().strip()) if short.exists() else self.state / "cri" / "run"
-        return run / "containerd.sock"
-
-    def script(self, *args: str, timeout: float = 180) -> str:
-        return _script(*args, timeout=timeout)
-
-
 @pytest.fixture(scope="package")
 def cluster() -> Iterator[Cluster]:
-    out = _script("up", timeout=300)
+    out = run_script("up", timeout=300)
     last = out.strip().splitlines()[-1]
-    match = re.fullmatch(r"KUBECONFIG=(.+)", last)
-    assert match, f"hack/cluster.sh up: the last line is not KUBECONFIG=...: {last!r}"
+    up = Cluster.at(STATE)
+    assert last == f"KUBECONFIG={up.kubectl.kubeconfig}", (
+        f"hack/cluster.sh up: the last line: {last!r}"
+    )
     try:
         if os.environ.get("PROBEMARKER_TEST_CLUSTER_SKIP_BUILD") != "1":
             build = subprocess.run(
@@ -125,51 +90,11 @@ def cluster() -> Iterator[Cluster]:
                 capture_output=True, text=True, timeout=900, check=False,
             )  # fmt: skip
             assert build.returncode == 0, f"hack/build-image.sh: {build.stderr[-3000:]}"
-        _script("load-image", IMAGE, timeout=300)
-        yield Cluster(Kubectl(Path(match.group(1))), STATE, AuditLog(STATE / "logs" / "audit.log"))
+        run_script("load-image", IMAGE, timeout=300)
+        yield up
     finally:
         if os.environ.get("PROBEMARKER_TEST_CLUSTER_KEEP") != "1":
-            _script("down", timeout=300)
-
-
-@dataclass
-class Addon:
-    """The add-on as installed by `kubectl apply -k` on an overlay in `folder`."""
-
-    cluster: Cluster
-    folder: Path
-    backend: str = ""
-    applies: list[str] = field(default_factory=list)
-
-    def use(self, backend: str) -> None:
-        if backend == self.backend:
-            return
-        socket = self.cluster.socket()
-        (self.folder / "kustomization.yaml").write_text(overlay(self.folder, backend, socket))
-        kubectl = self.cluster.kubectl
-        done = kubectl.run("apply", "-k", str(self.folder), timeout=120)
-        self.applies.append(done.stdout + done.stderr)
-        self.rolled_out()
-        self.backend = backend
-
-    def rolled_out(self, timeout: float = 180) -> None:
-        self.cluster.kubectl.run(
-            "-n", DAEMON_NAMESPACE, "rollout", "status", "daemonset/probemarker",
-            f"--timeout={timeout:g}s", timeout=timeout + 10,
-        )  # fmt: skip
-
-    def daemon_pod(self) -> dict[str, object]:
-        pods = wait_for(
-            lambda: self.cluster.kubectl.json(
-                "-n", DAEMON_NAMESPACE, "get", "pods", "-l", "app.kubernetes.io/name=probemarker"
-            )["items"],
-            lambda items: (
-                len([p for p in items if not p["metadata"].get("deletionTimestamp")]) == 1
-            ),
-            timeout=60,
-            what="one daemon pod",
-        )
-        return next(p for p in pods if not p["metadata"].get("deletionTimestamp"))
+            run_script("down", timeout=300)
 
 
 @pytest.fixture(scope="package")

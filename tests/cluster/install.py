@@ -1,25 +1,120 @@
-"""The overlay the cluster suite (and bench/cluster_flips.py) installs the add-on with.
+"""The cluster and the add-on on it, for the cluster suite (tests/cluster/conftest.py)
+and bench/cluster_flips.py alike.
 
-Stage: a test helper, pure. Input: the overlay's folder, the exec backend, the node's
-containerd socket. Output: kustomization.yaml text, as docs/installation.md tells
-users to write it: `resources` the checkout's manifests/, the image renamed to the one
-loaded into the node, the `node-scope` component, and for the `cri` backend the `cri`
-component with the hostPath of this node's socket (not containerd's default path; the
-path inside the pod stays, as docs/cri.md shows for other sockets).
+Stage: a test helper. `overlay` is pure: the overlay's folder, the exec backend and
+the node's containerd socket in, kustomization.yaml text out, as
+docs/installation.md tells users to write it: `resources` the checkout's manifests/,
+the image renamed to the one loaded into the node, the `node-scope` component, and
+for the `cri` backend the `cri` component with the hostPath of this node's socket
+(not containerd's default path; the path inside the pod stays, as docs/cri.md shows
+for other sockets). `Cluster` is hack/cluster.sh's cluster, read from its state
+folder; `Addon` installs the overlay with `kubectl apply -k` and waits for the
+rollout.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from probemarker import __version__
-from tests.cluster.kube import REPO
+from tests.cluster.kube import DAEMON_NAMESPACE, REPO, SCRIPT, AuditLog, Kubectl, wait_for
 
 IMAGE_NAME = "localhost/probemarker"
 IMAGE = f"{IMAGE_NAME}:{__version__}"
+STATE = Path(os.environ.get("PROBEMARKER_CLUSTER_DIR", "/tmp/probemarker-cluster"))
+KUBE_BIN = Path(os.environ.get("PROBEMARKER_KUBE_BIN", REPO.parent / "shared" / "realk8s" / "bin"))
+
+
+def run_script(*args: str, timeout: float) -> str:
+    """`hack/cluster.sh ARGS` on STATE with KUBE_BIN; its stdout (fails on an error)."""
+    done = subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={
+            **os.environ,
+            "PROBEMARKER_KUBE_BIN": str(KUBE_BIN),
+            "PROBEMARKER_CLUSTER_DIR": str(STATE),
+        },
+    )
+    assert done.returncode == 0, f"hack/cluster.sh {' '.join(args)}: {done.stderr[-3000:]}"
+    return done.stdout
+
+
+@dataclass
+class Cluster:
+    kubectl: Kubectl
+    state: Path
+    audit: AuditLog
+
+    @classmethod
+    def at(cls, state: Path) -> Cluster:
+        """The cluster hack/cluster.sh keeps in `state`."""
+        return cls(Kubectl(state / "kubeconfig"), state, AuditLog(state / "logs" / "audit.log"))
+
+    def socket(self) -> Path:
+        """containerd's socket (hack/cri-runtime.sh keeps it under /run for a long state dir)."""
+        short = self.state / "cri" / "short-run-dir"
+        run = Path(short.read_text().strip()) if short.exists() else self.state / "cri" / "run"
+        return run / "containerd.sock"
+
+    def script(self, *args: str, timeout: float = 180) -> str:
+        return run_script(*args, timeout=timeout)
+
+
+def _live(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+@dataclass
+class Addon:
+    """The add-on as installed by `kubectl apply -k` on an overlay in `folder`."""
+
+    cluster: Cluster
+    folder: Path
+    backend: str = ""
+
+    def use(self, backend: str) -> None:
+        """Install with this exec backend (a rollout when it changes)."""
+        if backend == self.backend:
+            return
+        socket = self.cluster.socket()
+        (self.folder / "kustomization.yaml").write_text(overlay(self.folder, backend, socket))
+        self.cluster.kubectl.run("apply", "-k", str(self.folder), timeout=120)
+        self.rolled_out()
+        self.backend = backend
+
+    def rolled_out(self, timeout: float = 180) -> None:
+        self.cluster.kubectl.run(
+            "-n", DAEMON_NAMESPACE, "rollout", "status", "daemonset/probemarker",
+            f"--timeout={timeout:g}s", timeout=timeout + 10,
+        )  # fmt: skip
+
+    def daemon_pod(self) -> dict[str, Any]:
+        pods = wait_for(
+            lambda: _live(
+                self.cluster.kubectl.json(
+                    "-n",
+                    DAEMON_NAMESPACE,
+                    "get",
+                    "pods",
+                    "-l",
+                    "app.kubernetes.io/name=probemarker",
+                )["items"]
+            ),
+            lambda live: len(live) == 1,
+            timeout=60,
+            what="one daemon pod",
+        )
+        return pods[0]
 
 
 def overlay(folder: Path, backend: str, socket: Path) -> str:

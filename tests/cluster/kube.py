@@ -5,17 +5,23 @@ Stage: a test helper. Input: the kubeconfig and the state folder `hack/cluster.s
 made. Output: JSON objects, counts, waits that end at a deadline with what was last
 seen. Every call has a time bound; nothing here retries a failure silently.
 
-Waiting: `wait_for` polls a read (kubectl get) until a predicate holds. A real cluster
-has no event this suite can await more cheaply than a watch, and a watch through
-kubectl is a process per wait; polling every 0.1 s keeps the suite simple and the
-figures it reports come from `bench/cluster_flips.py`, which watches.
+Waiting: `wait_for` polls a read (kubectl get) until a predicate holds: a kubectl
+watch would be a process per wait, and polling every 0.1 s keeps the waits simple.
+What must not be missed (a label that flips and flips back) is read by `Watch`, a
+raw watch that keeps every event with its arrival time (the suite's flip counts,
+bench/cluster_flips.py's latencies).
 """
 
 from __future__ import annotations
 
+import base64
+import http.client
 import json
 import os
+import ssl
 import subprocess
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -94,6 +100,90 @@ def wait_for(
         if time.monotonic() > end:
             raise AssertionError(f"{what}: not within {timeout:g} s; last seen: {value!r}"[:4000])
         time.sleep(interval)
+
+
+# -- a watch ----------------------------------------------------------------------------
+
+
+class Watch(threading.Thread):
+    """A LIST and a watch of `path` (a collection, with its query) with the admin
+    credentials; every object seen, listed or in an event, is kept with the time it
+    arrived (`seen`). It lists again after each watch ends (`timeoutSeconds` 5, so
+    that `stop` is heard), after an ERROR event (a watch cache behind etcd answers
+    "Too large resource version") and after a connection error (an API server
+    restarting), so an object's state is never missed across a gap."""
+
+    def __init__(self, kubectl: Kubectl, path: str) -> None:
+        super().__init__(daemon=True)
+        config = kubectl.json("config", "view", "--raw", "--minify")
+        cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+        host, port = cluster["server"].removeprefix("https://").rsplit(":", 1)
+        self._address = (host, int(port))
+        with tempfile.TemporaryDirectory() as folder:
+            files = {}
+            for key, source in (
+                ("certificate-authority-data", cluster),
+                ("client-certificate-data", user),
+                ("client-key-data", user),
+            ):
+                files[key] = Path(folder) / key
+                files[key].write_bytes(base64.b64decode(source[key]))
+            self._context = ssl.create_default_context(
+                cafile=str(files["certificate-authority-data"])
+            )
+            self._context.load_cert_chain(
+                str(files["client-certificate-data"]), str(files["client-key-data"])
+            )
+        self._path = path
+        self._stopping = threading.Event()
+        self.seen: list[tuple[float, dict[str, Any]]] = []
+        self.listed = threading.Event()  # the first LIST is in `seen`
+
+    def run(self) -> None:
+        sep = "&" if "?" in self._path else "?"
+        while not self._stopping.is_set():
+            connection = http.client.HTTPSConnection(
+                *self._address, context=self._context, timeout=30
+            )
+            try:
+                connection.request("GET", self._path)
+                listed = json.loads(connection.getresponse().read())
+                now = time.monotonic()
+                self.seen.extend((now, item) for item in listed["items"])
+                self.listed.set()
+                version = listed["metadata"]["resourceVersion"]
+                query = f"watch=1&timeoutSeconds=5&resourceVersion={version}"
+                connection.request("GET", f"{self._path}{sep}{query}")
+                answer = connection.getresponse()
+                while line := answer.readline():
+                    event = json.loads(line)
+                    if event["type"] == "ERROR":
+                        break
+                    self.seen.append((time.monotonic(), event["object"]))
+            except (OSError, http.client.HTTPException, ValueError, KeyError):
+                self._stopping.wait(0.5)  # the API server away: list again when it is back
+            finally:
+                connection.close()
+
+    def __enter__(self) -> Watch:
+        self.start()
+        if not self.listed.wait(30):
+            raise AssertionError(f"watch {self._path}: no LIST within 30 s")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join(timeout=15)
+
+    def first_after(self, since: float, test: Callable[[dict[str, Any]], bool]) -> float | None:
+        """Seconds from `since` to the first object seen then that passes `test`."""
+        for at, item in list(self.seen):
+            if at >= since and test(item):
+                return at - since
+        return None
 
 
 # -- pods and markers -------------------------------------------------------------------

@@ -9,16 +9,15 @@ change in a container is followed).
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from typing import Any
 
 import pytest
 
-from tests.cluster.conftest import Addon, Cluster
+from tests.cluster.install import Addon, Cluster
 from tests.cluster.kube import (
     DAEMON_NAMESPACE,
+    Watch,
     busybox_pod,
     exec_in,
     marker,
@@ -55,40 +54,23 @@ def _targets(cluster: Cluster, namespace: str) -> None:
         )
 
 
-class Watcher:
-    """What the target pods carried, read every 0.2 s until stopped."""
+def _watch(cluster: Cluster, namespace: str) -> Watch:
+    """Every state the namespace's pods show, from a real watch (none missed)."""
+    return Watch(cluster.kubectl, f"/api/v1/namespaces/{namespace}/pods")
 
-    def __init__(self, cluster: Cluster, namespace: str) -> None:
-        self.seen: set[tuple[str, str | None, str | None]] = set()
-        self.unread = 0
-        self._cluster, self._namespace = cluster, namespace
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            done = self._cluster.kubectl.run(
-                "-n", self._namespace, "get", "pods", "-o", "json", check=False
-            )
-            if done.returncode != 0:  # the API server restarting: nothing to read
-                self.unread += 1
-                self._stop.wait(0.2)
-                continue
-            for pod in json.loads(done.stdout)["items"]:
-                state = (condition(pod, KIND) or {}).get("status")
-                self.seen.add((pod["metadata"]["name"], labels_of(pod).get("probe"), state))
-            self._stop.wait(0.2)
-
-    def __enter__(self) -> Watcher:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-    def flips(self) -> set[tuple[str, str | None, str | None]]:
-        return {seen for seen in self.seen if seen[1:] != ("ok", "True")}
+def _flips(watch: Watch) -> set[tuple[str, str | None, str | None]]:
+    """(pod, label, condition) seen other than (ok, True)."""
+    seen = {
+        (
+            pod["metadata"]["name"],
+            labels_of(pod).get("probe"),
+            (condition(pod, KIND) or {}).get("status"),
+        )
+        for _, pod in watch.seen
+    }
+    assert {state[0] for state in seen} >= set(PODS), f"the watch saw {sorted(seen)}"
+    return {state for state in seen if state[1:] != ("ok", "True")}
 
 
 @pytest.fixture
@@ -116,13 +98,13 @@ def test_a_rollout_writes_nothing_and_flips_nothing(
     kubectl = cluster.kubectl
     mark = cluster.audit.mark()
     started = time.monotonic()
-    with Watcher(cluster, steady) as watcher:
+    with _watch(cluster, steady) as watch:
         kubectl.run("-n", DAEMON_NAMESPACE, "set", "env", "daemonset/probemarker",
                     f"PROBEMARKER_CLEANUP_DELAY_SECONDS={30 + int(started) % 7}")  # fmt: skip
         addon.rolled_out()
         _settle(3)
     took = time.monotonic() - started
-    assert watcher.flips() == set(), f"flips during the rollout ({took:.1f} s)"
+    assert _flips(watch) == set(), f"flips during the rollout ({took:.1f} s)"
     writes = cluster.audit.daemon_writes(mark, namespace=steady)
     assert writes == [], [w.get("requestURI") for w in writes]
     _works(cluster, steady)
@@ -134,7 +116,7 @@ def test_a_deleted_daemon_pod_is_replaced_by_one_that_writes_nothing_and_warns_n
     kubectl = cluster.kubectl
     old = addon.daemon_pod()
     mark = cluster.audit.mark()
-    with Watcher(cluster, steady) as watcher:
+    with _watch(cluster, steady) as watch:
         kubectl.run("-n", DAEMON_NAMESPACE, "delete", "pod", old["metadata"]["name"], "--wait=true")
         addon.rolled_out()
         new = wait_for(
@@ -147,7 +129,7 @@ def test_a_deleted_daemon_pod_is_replaced_by_one_that_writes_nothing_and_warns_n
             what="the replacement daemon pod Ready",
         )
         _settle(3)
-    assert watcher.flips() == set()
+    assert _flips(watch) == set()
     writes = cluster.audit.daemon_writes(mark, namespace=steady)
     assert writes == [], [w.get("requestURI") for w in writes]
     # a normal start raises no Warning from the kubelet's probes (issue 23)
@@ -164,10 +146,10 @@ def test_the_daemon_recovers_from_an_api_server_restart(
     cluster: Cluster, addon: Addon, steady: str
 ) -> None:
     mark = cluster.audit.mark()
-    with Watcher(cluster, steady) as watcher:
+    with _watch(cluster, steady) as watch:
         cluster.script("restart-apiserver")
         _settle(3)
-    assert watcher.flips() == set()
+    assert _flips(watch) == set()
     assert cluster.audit.daemon_writes(mark, namespace=steady) == []
     _works(cluster, steady)
 
@@ -187,7 +169,7 @@ def test_cri_backend_recovers_from_a_containerd_restart_as_docs_say(
     _targets(cluster, namespace)
     before = addon.daemon_pod()
     mark = cluster.audit.mark()
-    with Watcher(cluster, namespace) as watcher:
+    with _watch(cluster, namespace) as watch:
         cluster.script("restart-containerd")
         restarted = wait_for(
             addon.daemon_pod,
@@ -199,6 +181,6 @@ def test_cri_backend_recovers_from_a_containerd_restart_as_docs_say(
             what="the daemon container restarted by its liveness probe, and Ready",
         )
     assert restarted["metadata"]["uid"] == before["metadata"]["uid"]
-    assert watcher.flips() == set()
+    assert _flips(watch) == set()
     assert cluster.audit.daemon_writes(mark, namespace=namespace) == []
     _works(cluster, namespace)

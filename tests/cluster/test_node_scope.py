@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from tests.cluster.conftest import Addon, Cluster
+from tests.cluster.install import Addon, Cluster
 from tests.cluster.kube import busybox_pod, pod_ready
 
 pytestmark = pytest.mark.timeout(600)

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from probemarker import __version__
-from tests.cluster.conftest import Addon, Cluster
-from tests.cluster.install import IMAGE_NAME
+from tests.cluster.install import IMAGE_NAME, Addon, Cluster
 from tests.cluster.kube import busybox_pod, exec_in, marker, pod_ready, wait_label
 from tests.podfields import condition
 

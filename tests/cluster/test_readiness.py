@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.conftest import Addon, Cluster
+from tests.cluster.install import Addon, Cluster
 from tests.cluster.kube import (
     busybox_pod,
     exec_in,

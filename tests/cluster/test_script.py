@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import Cluster
+from tests.cluster.install import Cluster
 from tests.cluster.kube import SCRIPT
 
 pytestmark = pytest.mark.timeout(300)

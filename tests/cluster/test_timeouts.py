@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import Addon, Cluster
+from tests.cluster.install import Addon, Cluster
 from tests.cluster.kube import (
     busybox_pod,
     marker,
