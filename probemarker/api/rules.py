@@ -115,6 +115,23 @@ QUALIFIED_NAME_RE: Final = f"^({_DNS1123_SUBDOMAIN}/)?{_QUALIFIED_NAME_NAME}$"
 ANNOTATION_KEY_RE: Final = f"^({_DNS1123_SUBDOMAIN_ANY_CASE}/)?{_QUALIFIED_NAME_NAME}$"
 QUALIFIED_NAME_PREFIX_LENGTH_RE: Final = "^[^/]{1,253}/"
 LABEL_VALUE_RE: Final = f"^({_QUALIFIED_NAME_NAME})?$"
+# `{{.Result}}` in a markerPolicy value (api/template.py): the one Go template action
+# accepted, with Go's template spaces inside the braces.
+RESULT_ACTION_RE: Final = "\\{\\{[ \\t\\r\\n]*\\.Result[ \\t\\r\\n]*\\}\\}"
+# A markerPolicy label value: a label value in which `{{.Result}}` may stand for any
+# character. Every unit (an alphanumeric, '-', '_', '.', or the action) counts as one
+# character, so `{0,61}` bounds the value at 63 with a one-character result; the
+# rendered value is checked again on every write (write/desired.py).
+_LABEL_UNIT_END = f"([A-Za-z0-9]|{RESULT_ACTION_RE})"
+LABEL_TEMPLATE_RE: Final = (
+    f"^({_LABEL_UNIT_END}(([-A-Za-z0-9_.]|{RESULT_ACTION_RE}){{0,61}}{_LABEL_UNIT_END})?)?$"
+)
+# A markerPolicy annotation value: any text in which every `{{` begins `{{.Result}}`.
+# No look-ahead (RE2 has none): a character that is not '{', a '{' followed by one
+# that is not, the action, and one '{' at the very end.
+ANNOTATION_TEMPLATE_RE: Final = f"^([^{{]|\\{{[^{{]|{RESULT_ACTION_RE})*\\{{?$"
+# A written template's length: the action's spaces are not bounded by the patterns.
+MAX_LABEL_TEMPLATE_LENGTH: Final = 1024
 # IANA_SVC_NAME (RFC 6335): lower-case alphanumerics and '-', at most 15 characters
 # (MAX_PORT_NAME_LENGTH, checked apart), at least one letter, no leading, trailing or
 # doubled '-'. One pattern, so the CRD can say it in OpenAPI (`pattern`) instead of CEL:

@@ -1,0 +1,75 @@
+"""`{{.Result}}` in markerPolicy values: the probe's answer as a label or annotation value.
+
+Stage: api (pure). Used by the validator (what a value may hold), the CRD (the same
+rule as OpenAPI patterns, `rules.py`), the engine (which probes need their answer) and
+the desired state (rendering). docs/api.md states these rules for users.
+
+The grammar is Go template's, cut down to one action:
+- `{{.Result}}`, with any Go template space (space, tab, CR, LF) after `{{` and before
+  `}}`, as Go allows: `{{ .Result }}`. Go's trim markers (`{{- .Result -}}`), other
+  fields, pipelines, functions and comments are refused, as is a `{{` that begins no
+  action: every `{{` in a value must begin `{{.Result}}`. A lone `}}` is text, as in Go.
+- `result_text(answer)` is what `{{.Result}}` stands for: the answer's first line,
+  trimmed, with every `|` removed (kruise-game's rule for its `{{.Result}}`, so a
+  result moves between the two unchanged), at most `MAX_RESULT_BYTES` of UTF-8.
+- `render(value, result)` puts it in; a value without an action renders as itself.
+
+Whether a rendered value fits where it goes (a label value's alphabet and length, the
+pod's annotation room) is the desired state's question (`value_problem`), asked on
+every render: the validator can only check that *some* result makes a valid value.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from probemarker.api import rules
+
+__all__ = [
+    "MAX_RESULT_BYTES",
+    "render",
+    "result_text",
+    "template_problems",
+    "uses_result",
+]
+
+MAX_RESULT_BYTES: Final = 1024
+_ACTION: Final = re.compile(rules.RESULT_ACTION_RE)
+_OPEN: Final = "{{"
+
+
+def uses_result(value: str) -> bool:
+    """Whether `value` holds a `{{.Result}}` action."""
+    return _ACTION.search(value) is not None
+
+
+def template_problems(value: str) -> list[str]:
+    """Why `value` is not a valid template: a `{{` that does not begin `{{.Result}}`."""
+    position = 0
+    while (start := value.find(_OPEN, position)) >= 0:
+        action = _ACTION.match(value, start)
+        if action is None:
+            shown = value[start : start + 24]
+            return [
+                f"{shown!r}: only {{{{.Result}}}} may appear between {{{{ and }}}} (the probe's "
+                "answer; spaces inside the braces are allowed); write it so, or remove the {{"
+            ]
+        position = action.end()
+    return []
+
+
+def render(value: str, result: str) -> str:
+    """`value` with every `{{.Result}}` replaced by `result` (already `result_text`)."""
+    return _ACTION.sub(lambda _: result, value)
+
+
+def result_text(answer: str) -> str:
+    """What `{{.Result}}` stands for, from a probe's answer (already cleaned of control
+    characters by the handler): its first line, stripped, without `|`, stripped again,
+    cut to `MAX_RESULT_BYTES` bytes of UTF-8 (never inside a character)."""
+    line = answer.partition("\n")[0].strip().replace("|", "").strip()
+    data = line.encode("utf-8")
+    if len(data) <= MAX_RESULT_BYTES:
+        return line
+    return data[:MAX_RESULT_BYTES].decode("utf-8", errors="ignore").rstrip()
