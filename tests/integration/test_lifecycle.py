@@ -5,16 +5,13 @@ output, a refused write, a copied ownership record."""
 
 from __future__ import annotations
 
-import contextlib
-import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
 from probemarker.sim.server.discovery import PODS
-from probemarker.sim.store.watchcache import WatchEvent
 from tests.integration.world import (
     NS,
     OWNED,
@@ -24,6 +21,7 @@ from tests.integration.world import (
     condition,
     eventually,
     flag,
+    history,
     labels_of,
     marker,
     probe,
@@ -32,26 +30,6 @@ from tests.integration.world import (
 
 READY = "game.io/ready"
 COST = "controller.kubernetes.io/pod-deletion-cost"
-
-
-@contextlib.asynccontextmanager
-async def history(world: World, name: str) -> AsyncIterator[list[dict[str, Any]]]:
-    """Every version of pod `name` the API server stores from now on, in order."""
-    seen: list[dict[str, Any]] = []
-    watch = world.sim.store.watch(PODS, namespace=NS)
-
-    async def follow() -> None:
-        async for event in watch:
-            if isinstance(event, WatchEvent) and event.object["metadata"]["name"] == name:
-                seen.append(copy.deepcopy(dict(event.object)))
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(follow)
-        try:
-            yield seen
-        finally:
-            watch.close()
-            group.cancel_scope.cancel()
 
 
 def exists(world: World, name: str) -> bool:

@@ -9,6 +9,7 @@ daemon's client layer is never tested against itself. Containers answer from a
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -281,6 +282,26 @@ class World:
 
     def pod_writes(self) -> int:
         return self.sim.accounting.count(verb="patch", resource="pods", subresource="status")
+
+
+@contextlib.asynccontextmanager
+async def history(world: World, name: str) -> AsyncIterator[list[dict[str, Any]]]:
+    """Every version of pod `name` the API server stores from now on, in order."""
+    seen: list[dict[str, Any]] = []
+    watch = world.sim.store.watch(PODS, namespace=NS)
+
+    async def follow() -> None:
+        async for event in watch:
+            if isinstance(event, WatchEvent) and event.object["metadata"]["name"] == name:
+                seen.append(copy.deepcopy(dict(event.object)))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(follow)
+        try:
+            yield seen
+        finally:
+            watch.close()
+            group.cancel_scope.cancel()
 
 
 async def eventually(predicate: Callable[[], bool], *, within: float = 10.0) -> None:

@@ -227,3 +227,35 @@ def test_not_running_outcome() -> None:
     assert not_running("server") == Outcome.failed("container server is not running")
     _, decision = step(ThresholdState(), not_running("server"), timing(1, 1))
     assert decision == Decision(F, "container server is not running")
+
+
+@pytest.mark.parametrize(
+    ("results", "published"),
+    [
+        pytest.param(["a", "a", "a"], ["a", None, None], id="same-result-once"),
+        pytest.param(["a", "b", "b", "a"], ["a", "b", None, "a"], id="new-result-at-once"),
+        pytest.param(["", ""], ["", None], id="empty-result"),
+    ],
+)
+def test_a_new_result_in_the_decided_state_is_published_at_once(
+    results: list[str], published: list[str | None]
+) -> None:
+    """A `{{.Result}}` that changes changes the pod's values, not its state: no
+    threshold holds it back (failureThreshold 3 would hold a new state)."""
+    state = ThresholdState()
+    seen: list[str | None] = []
+    for value in results:
+        state, decision = step(state, Outcome.succeeded("ok"), timing(1, 3), result=value)
+        seen.append(None if decision is None else decision.result)
+    assert seen == published
+
+
+def test_a_seeded_decision_with_an_unknown_result_publishes_the_first_run() -> None:
+    """A restarted daemon does not know the result the pod shows (None): its first run
+    of the same state is published; the writer finds nothing to change if it renders
+    what the pod shows."""
+    state = seed(Decision(ProbeState.SUCCEEDED, "ok", None))
+    state, decision = step(state, Outcome.succeeded("ok"), timing(1, 3), result="primary")
+    assert decision == Decision(ProbeState.SUCCEEDED, "ok", "primary")
+    state, decision = step(state, Outcome.failed("down"), timing(1, 3), result="x")
+    assert decision is None  # a new state still waits for its threshold
