@@ -306,14 +306,15 @@ ANNOTATION_JOB = [
 ]
 
 
+def doc_objects() -> list[dict[str, Any]]:
+    """Every YAML object in docs/operations.md's code blocks."""
+    blocks = re.findall(r"```yaml\n(.*?)```", OPERATIONS_DOC.read_text(), flags=re.DOTALL)
+    return [d for block in blocks for d in yaml.safe_load_all(block) if isinstance(d, dict)]
+
+
 def doc_annotation_overlay() -> dict[str, Any]:
     """The Kustomization of docs/operations.md that adds the annotations."""
-    blocks = re.findall(r"```yaml\n(.*?)```", OPERATIONS_DOC.read_text(), flags=re.DOTALL)
-    found = [
-        doc
-        for doc in map(yaml.safe_load, blocks)
-        if isinstance(doc, dict) and doc.get("kind") == "Kustomization" and doc.get("patches")
-    ]
+    found = [d for d in doc_objects() if d.get("kind") == "Kustomization" and d.get("patches")]
     assert len(found) == 1, found
     return dict(found[0])
 
@@ -342,3 +343,19 @@ def test_the_doc_annotation_overlay_gives_the_same_url(
         assert by_annotation[key] == by_monitor[key], key
     # ... and without the annotations (the base), that job leaves the daemon alone.
     assert target(daemon_port(rendered).meta(), ANNOTATION_JOB, "/metrics") is None
+
+
+def test_the_doc_role_lets_prometheus_discover_the_daemons_pods() -> None:
+    """kubernetes_sd `role: pod` lists and watches pods in the namespaces it looks at."""
+    docs = doc_objects()
+    (role,) = [d for d in docs if d.get("kind") == "Role"]
+    (binding,) = [d for d in docs if d.get("kind") == "RoleBinding"]
+    assert role["metadata"]["namespace"] == binding["metadata"]["namespace"] == NAMESPACE
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": role["metadata"]["name"],
+    }
+    (rule,) = role["rules"]
+    assert (rule["apiGroups"], rule["resources"]) == ([""], ["pods"])
+    assert {"list", "watch"} <= set(rule["verbs"])
