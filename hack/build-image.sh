@@ -16,8 +16,9 @@
 #      probemarker[sim] and kubectl), the daemon itself: in-cluster configuration from a
 #      mounted service-account directory, NODE_NAME set, until an exec probe's label
 #      lands on a pod, then SIGTERM and exit 0. Nothing may appear in the overlay's upper
-#      directory: the image runs on a read-only root file system;
-#   4. the image's size.
+#      directory: the image runs on a read-only root file system; and the sim extra's
+#      modules (kubernetes_asyncio, cel-python, ...) must not be importable in it;
+#   4. the image's size, and (root) what /opt/probemarker holds, largest first.
 #
 # Usage: hack/build-image.sh [options]
 #   --image NAME        image name            [$PROBEMARKER_IMAGE; localhost/probemarker]
@@ -103,6 +104,24 @@ for name in names: importlib.import_module(name)
 import grpc, grpc_health.v1.health_pb2_grpc
 print(len(names))' >"$work/imported" || fail "importing the daemon's modules failed"
   say "as root, bytecode writing on: imported $(cat "$work/imported") probemarker modules and grpc"
+
+  # What the image must not carry: the sim extra (kubernetes_asyncio is the demo's, the
+  # sim's and the tests' client; the daemon talks to the API server with aiohttp), which
+  # would be half of /opt/probemarker. Each import must fail, as the image's user.
+  local absent
+  absent="$(as_user "$python" -c '
+import importlib
+found = []
+for name in ("kubernetes_asyncio", "celpy", "lark", "re2", "cryptography"):
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError:
+        continue
+    found.append(name)
+print(" ".join(found) or "none")')" || fail "checking for the sim extra's modules failed: $absent"
+  [[ "$absent" == none ]] ||
+    fail "the image carries the sim extra's $absent (pyproject.toml: [project] dependencies)"
+  say "as $user: import kubernetes_asyncio, celpy, lark, re2, cryptography: each not found (no sim extra)"
 
   if [[ "$VERIFY_SMOKE" == yes ]]; then
     smoke_run
@@ -359,4 +378,15 @@ fi
 size="$(podman image inspect --format '{{.Size}}' "$full")"
 base_size="$(podman image inspect --format '{{.Size}}' "$base")"
 say "image $full: $((size / 1000000)) MB ($((size / 1048576)) MiB), of which the base $base: $((base_size / 1000000)) MB"
+# What /opt/probemarker holds, largest first (root: it mounts the image): the figures of
+# docs/image.md. Apparent sizes, as the image's layers count them, in MB.
+if [[ "$(id -u)" == 0 ]]; then
+  mounted="$(podman image mount "$full")"
+  site="$(echo "$mounted"/opt/probemarker/lib/python3*/site-packages)"
+  opt_mb="$(du -s --apparent-size --block-size=1MB "$mounted/opt/probemarker" | cut -f1)"
+  largest="$(cd "$site" && du -s --apparent-size --block-size=1kB -- * |
+    sort -rn | head -8 | awk '{printf "%s%s %.1f", (NR > 1 ? ", " : ""), $2, $1 / 1000}')"
+  podman image unmount "$full" >/dev/null
+  say "/opt/probemarker: $opt_mb MB; largest in site-packages (MB): $largest"
+fi
 printf '%s\n' "$full"

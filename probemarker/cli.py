@@ -77,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     settings.add_arguments(run)
     commands.add_parser(
         "sim",
-        help="the simulated API server (see docs/sim.md); 'probemarker sim --help'",
+        help="the simulated API server (see docs/sim.md; needs the sim extra); "
+        "'probemarker sim --help'",
         add_help=False,
     )
     demo = commands.add_parser(
@@ -91,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
         "itself (about a minute; --fast: about 15 s) or on Ctrl-C, prints a summary and "
         "removes everything it made. In a pipe it prints one line per change. Exit 0: the "
         "scenario played to the end; 1: a change was not seen in time; 2: it cannot run "
-        "here; 130: stopped by Ctrl-C. Exec commands run on this host (see docs/demo.md).",
+        "here; 130: stopped by Ctrl-C. Exec commands run on this host (see docs/demo.md). "
+        "Needs the sim extra: pip install 'probemarker[sim]'.",
     )
     demo.add_argument(
         "--fast",
@@ -119,11 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             from probemarker.sim.cli import main as sim_main
         except ModuleNotFoundError as exc:
-            sys.stderr.write(
-                f"probemarker sim: missing module {exc.name!r}; the simulated API server "
-                "needs the sim extra: pip install 'probemarker[sim]'\n"
-            )
-            return EXIT_UNREADABLE
+            return needs_sim_extra("sim", exc)
         return sim_main(args_list[1:])
     # `probemarker demo` takes Ctrl-C and SIGTERM from here on, before the parser and
     # the demo's own imports (demo/stopping.py); given back if it does not run.
@@ -214,17 +212,25 @@ def demo_command(args: argparse.Namespace, signals: StopSignals) -> int:
         from probemarker.demo.runner import DemoOptions
         from probemarker.demo.runner import main as demo_main
     except ModuleNotFoundError as exc:
-        sys.stderr.write(
-            f"probemarker demo: missing module {exc.name!r}; the demo runs the simulated API "
-            "server, which needs the sim extra: pip install 'probemarker[sim]'\n"
-        )
-        return EXIT_UNREADABLE
+        return needs_sim_extra("demo", exc)
     options = DemoOptions(fast=args.fast, plain=args.plain, log_file=args.log_file)
     return anyio.run(
         lambda: demo_main(
             options, out=sys.stdout, err=sys.stderr, environ=os.environ, signals=signals
         )
     )
+
+
+def needs_sim_extra(command: str, missing: ModuleNotFoundError) -> int:
+    """One line on stderr for `probemarker sim` or `demo` run without the `sim` extra
+    (kubernetes_asyncio, cel-python, lark, google-re2, cryptography: a plain `pip
+    install probemarker` has none of them; the daemon needs none): the fix first, then
+    the module that was missing, which tells a broken install from a missing extra."""
+    sys.stderr.write(
+        f"probemarker {command} needs the sim extra: pip install 'probemarker[sim]' "
+        f"(missing module {missing.name!r})\n"
+    )
+    return EXIT_UNREADABLE
 
 
 class _StoppedStarting(BaseException):
