@@ -111,6 +111,21 @@ class _Pod:
     record_problem: str | None = None  # as last logged
 
 
+def probe_target(view: PodView, key: ProbeKey, facts: ContainerFacts) -> ProbeTarget:
+    """What a handler gets for `key` on `view`'s pod (`probemarker check` builds its
+    targets here too)."""
+    return ProbeTarget(
+        namespace=view.namespace,
+        pod=view.name,
+        pod_uid=view.uid,
+        container=key.container,
+        pod_ip=view.pod_ip,
+        container_id=facts.container_id,
+        ports=facts.ports,
+        probe=key,
+    )
+
+
 def _condition_message(view: PodView, condition: str | None) -> str:
     found = None if condition is None else view.condition(condition)
     message = None if found is None else found.get("message")
@@ -283,16 +298,7 @@ class Engine:
             elif (blocked := await self._blocked(key, probe, pod.view, facts)) is not None:
                 outcome = Outcome.unknown(blocked)
             else:
-                target = ProbeTarget(
-                    namespace=pod.view.namespace,
-                    pod=pod.view.name,
-                    pod_uid=pod.view.uid,
-                    container=key.container,
-                    pod_ip=pod.view.pod_ip,
-                    container_id=facts.container_id,
-                    ports=facts.ports,
-                    probe=key,
-                )
+                target = probe_target(pod.view, key, facts)
                 started = self._clock.now()
                 outcome = await self._runner.run(spec, target)
                 self.stats.durations[kind].observe(self._clock.now() - started)
