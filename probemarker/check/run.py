@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import os
 import sys
 import time
@@ -95,7 +96,9 @@ def marker_from_file(path: str, namespace: str | None, *, err: TextIO) -> Marker
             "(put it in a file of its own, or use --marker NS/NAME)"
         )
     doc = markers[0]
-    if not _validate_document(label, doc, out=err):
+    said = io.StringIO()  # `probemarker validate`'s lines, shown only when invalid
+    if not _validate_document(label, doc, out=said):
+        err.write(said.getvalue())
         raise UsageError(f"{label}: the PodProbeMarker is invalid (messages above)")
     meta = doc.body.get("metadata") or {}
     own = meta.get("namespace")

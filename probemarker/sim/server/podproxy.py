@@ -28,6 +28,7 @@ answer's body is read whole (bounded by `BODY_LIMIT`), not streamed.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Final
 
 import aiohttp
@@ -109,7 +110,9 @@ async def serve_pod_proxy(
 
 def _dial_error(url: str, err: BaseException) -> str:
     if isinstance(err, aiohttp.ClientConnectorError):
-        return f"dial tcp {err.host}:{err.port}: connect: {err.os_error.strerror or err}"
+        code = err.os_error.errno
+        reason = os.strerror(code).lower() if code else str(err.os_error)
+        return f"dial tcp {err.host}:{err.port}: connect: {reason}"
     if isinstance(err, TimeoutError):
         return f"Get {url!r}: context deadline exceeded".replace("'", '"')
     return str(err) or type(err).__name__
