@@ -282,6 +282,10 @@ async def run_check(
     from probemarker.probe.handler import ProbeHandler
     from probemarker.probe.runner import ProbeRunner
 
+    if options.marker is not None:
+        split_ref(options.marker, "--marker")
+    for text in options.pods:
+        split_ref(text, "--pod")
     file_marker = None
     if options.file is not None:
         file_marker = marker_from_file(options.file, options.namespace, err=err)
