@@ -86,10 +86,14 @@ def not_reachable_message(kind: str, *, via_api_proxy: bool) -> str:
         else "--via-api-proxy sends an httpGet through the API server's pod proxy"
     )
     return (
-        f"not reachable from here: a {kind} probe connects to the pod IP, which is "
+        f"not reachable from here: {_article(kind)} {kind} probe connects to the pod IP, which is "
         f"reachable only from inside the cluster ({hint}; --direct, run inside the "
         "cluster, connects to the pod IP)"
     )
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiouh" else "a"
 
 
 def selector_text(selector: LabelSelector) -> str:

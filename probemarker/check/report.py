@@ -61,10 +61,10 @@ EXIT_NOT_ALL_SUCCEEDED: Final = 1
 EXIT_USAGE: Final = 2
 NOTHING_WRITTEN: Final = "Nothing is written to the cluster: no patch, no event."
 AS_IF_DECIDED: Final = (
-    "Each patch is what the daemon would send if this run's outcome were the decided one "
-    "(as if decided; the daemon waits for successThreshold / failureThreshold consecutive "
-    "results, and holds a message-only change for --message-refresh-seconds). Unknown is "
-    "never decided: it changes nothing."
+    "Each patch is what the daemon would send if this run's outcome were decided (as if\n"
+    "decided: the daemon waits for successThreshold / failureThreshold consecutive results,\n"
+    "and holds a message-only change for --message-refresh-seconds). Unknown is never\n"
+    "decided: it changes nothing."
 )
 
 
