@@ -254,7 +254,7 @@ def check_command(args: argparse.Namespace) -> int:
     from probemarker import settings
     from probemarker.check.run import CheckOptions, UsageError, run_check
     from probemarker.kube.config import ConfigError
-    from probemarker.kube.errors import KubeError
+    from probemarker.kube.errors import ApiError, KubeError
 
     try:
         resolved = settings.resolve_connection(args, os.environ)
@@ -278,9 +278,20 @@ def check_command(args: argparse.Namespace) -> int:
     )
     try:
         return anyio.run(lambda: run_check(options, resolved, out=sys.stdout, err=sys.stderr))
-    except (UsageError, ConfigError, KubeError) as exc:
+    except (UsageError, ConfigError) as exc:
         sys.stderr.write(f"probemarker check: {exc}\n")
         return EXIT_UNREADABLE
+    except ApiError as exc:  # a refusal: RBAC (403), a missing CRD (404), ...
+        sys.stderr.write(f"probemarker check: the API server refused: {exc}\n")
+        return EXIT_UNREADABLE
+    except KubeError as exc:
+        sys.stderr.write(
+            f"probemarker check: the cluster did not answer: {exc}; check the kubeconfig "
+            "(--kubeconfig, --context) and that its server is reachable\n"
+        )
+        return EXIT_UNREADABLE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)

@@ -283,7 +283,12 @@ async def run_check(
     from probemarker.probe.runner import ProbeRunner
 
     if options.marker is not None:
-        split_ref(options.marker, "--marker")
+        namespace, _ = split_ref(options.marker, "--marker")
+        if options.namespace and options.namespace != namespace:
+            raise UsageError(
+                f"--marker {options.marker} is in namespace {namespace}, not --namespace "
+                f"{options.namespace}; a marker selects pods of its own namespace only"
+            )
     for text in options.pods:
         split_ref(text, "--pod")
     file_marker = None

@@ -66,6 +66,14 @@ def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]
             id="direct-and-proxy",
         ),
         pytest.param(["check", "-f", "/nonexistent.yaml", *NO_CLUSTER], "cannot read", id="file"),
+        pytest.param(
+            ["check", "--marker", "a/b", "-n", "c", *NO_CLUSTER],
+            "is in namespace a, not --namespace c",
+            id="marker-namespace",
+        ),
+        pytest.param(
+            ["check", "--marker", "a/b", *NO_CLUSTER], "/nonexistent/kubeconfig", id="kubeconfig"
+        ),
     ],
 )
 def test_problems_exit_2_with_a_message(
