@@ -129,7 +129,8 @@ async def marker_from_cluster(client: Any, text: str, group: str, *, err: TextIO
     except ApiNotFound as exc:
         raise UsageError(
             f"--marker {text}: PodProbeMarker {name} not found in namespace {namespace} "
-            f"(group {group}; kubectl get ppm -A lists them)"
+            f"(group {group}; kubectl get ppm -A lists them; if none are listed, the CRD of "
+            f"group {group} may not be installed)"
         ) from exc
     try:
         return read_marker(raw, api_version=f"{group}/{rules.VERSION}")
