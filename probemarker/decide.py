@@ -27,7 +27,9 @@ Thresholds (after a run):
 - Once a state is decided, an outcome of that same state with a new message is
   published at once, whatever the count: the state is not changing, only the text
   that explains it (the condition message follows the probe output, as Kruise's e2e
-  tests expect), so there is nothing for a threshold to debounce.
+  tests expect), so there is nothing for a threshold to debounce. The same holds for
+  a new `{{.Result}}` (the value a policy renders from the answer): it is the decided
+  state's value, not a new state.
 - A new container (containerID or restartCount changed, `observe`) resets the count
   but keeps the decided result. The kubelet resets readiness to its initial value on
   a new container; here that would flip labels and conditions on every restart and
@@ -74,10 +76,16 @@ class Instance:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """A published result: what the pod should show for this probe."""
+    """A published result: what the pod should show for this probe.
+
+    `result`: what `{{.Result}}` stands for (`api.template.result_text` of the
+    outcome's answer) when the probe's policies use it, "" when they do not (so an
+    answer nobody shows publishes nothing); None when not known yet (seeded from the
+    pod by a restarted daemon: the values the pod shows are kept until a run)."""
 
     state: ProbeState
     message: str
+    result: str | None = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,15 +133,17 @@ def observe(state: ThresholdState, facts: ContainerFacts) -> ThresholdState:
 
 
 def step(
-    state: ThresholdState, outcome: Outcome, timing: Timing
+    state: ThresholdState, outcome: Outcome, timing: Timing, *, result: str = ""
 ) -> tuple[ThresholdState, Decision | None]:
-    """Count one run's outcome; return the new state and the decision to publish, if any."""
+    """Count one run's outcome; return the new state and the decision to publish, if
+    any. `result`: the run's `{{.Result}}` ("" for a probe whose policies do not use
+    it); a new one in the decided state is published at once, as a new message is."""
     probe_state = _STATE_OF.get(outcome.result)
     if probe_state is None:  # Unknown: thrown away, as the kubelet throws away errors
         return state, None
     run = state.run + 1 if state.last is outcome.result else 1
     state = replace(state, last=outcome.result, run=run)
-    decision = Decision(probe_state, outcome.message)
+    decision = Decision(probe_state, outcome.message, result)
     decided = state.decided
     if decision == decided:
         return state, None

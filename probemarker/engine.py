@@ -41,6 +41,7 @@ import structlog
 
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeSpec
+from probemarker.api.template import result_text
 from probemarker.decide import Decision, Gate, ThresholdState, gate, observe, seed, step
 from probemarker.identity import OwnerRef, PodUID, ProbeKey
 from probemarker.kube.cache import Entry, ObjectKey
@@ -56,7 +57,7 @@ from probemarker.probe.runner import ProbeRunner, action_kind
 from probemarker.report import EventSink, Reporter
 from probemarker.schedule.dispatcher import Dispatcher
 from probemarker.schedule.timing import first_due, next_due
-from probemarker.write.desired import Conflict, Decided, DesiredPod, desired_state
+from probemarker.write.desired import Conflict, Decided, DesiredPod, InvalidValue, desired_state
 from probemarker.write.ownership import OWNED_KEY, parse_record
 
 log = structlog.get_logger("probemarker.engine")
@@ -91,6 +92,13 @@ class EngineStats:
     # periods skipped because the probe's previous command may still run (a held exec)
     periods_skipped: int = 0
     dropped_results: int = 0  # results of runs whose probe changed or went away
+    # values rendered from {{.Result}} that could not go on a pod, by kind (label,
+    # annotation): each distinct one is reported once per pod (InvalidResultValue)
+    invalid_values: Counter[str] = field(default_factory=Counter)
+
+
+# Distinct invalid values remembered per pod; past it the memory starts again.
+_INVALID_REMEMBERED = 64
 
 
 @dataclass(slots=True)
@@ -109,6 +117,18 @@ class _Pod:
     probes: dict[ProbeKey, ProbeSpec] = field(default_factory=dict)
     conflicts: frozenset[Conflict] = frozenset()
     record_problem: str | None = None  # as last logged
+    # (owner, key, value) of the invalid rendered values reported on this pod
+    invalid_reported: set[tuple[OwnerRef, str, str]] = field(default_factory=set)
+
+
+def _result_kept(thresholds: ThresholdState, old: ProbeSpec, new: ProbeSpec) -> ThresholdState:
+    """A probe's state across an edit of its spec: a decided result stays as it is,
+    unless `{{.Result}}` came into its policies (not known until the next run: the
+    pod's values stand) or went out of them (nothing shown is made of it)."""
+    decided = thresholds.decided
+    if decided is None or old.uses_result == new.uses_result:
+        return thresholds
+    return replace(thresholds, decided=replace(decided, result=None if new.uses_result else ""))
 
 
 def probe_target(view: PodView, key: ProbeKey, facts: ContainerFacts) -> ProbeTarget:
@@ -250,6 +270,7 @@ class Engine:
         for key in diff.change:
             probe = self._probes[key]
             old_period = probe.spec.timing.period_seconds
+            probe.thresholds = _result_kept(probe.thresholds, probe.spec, new[key])
             probe.spec = new[key]
             period = probe.spec.timing.period_seconds
             due = self.dispatcher.due(key)
@@ -264,7 +285,9 @@ class Engine:
             thresholds = ThresholdState()
             if owned is not None:
                 message = _condition_message(pod.view, owned.condition)
-                thresholds = seed(Decision(owned.state, message))
+                # A result is not known until a run: the pod's values stand till then.
+                result = None if spec.uses_result else ""
+                thresholds = seed(Decision(owned.state, message, result))
             facts = pod.view.containers.get(key.container)
             if facts is not None:
                 thresholds = observe(thresholds, facts)
@@ -349,7 +372,10 @@ class Engine:
             log.info("probe.known_again", probe=str(key), unknown_runs=probe.unknown_streak)
             probe.unknown_streak = 0
         before = probe.thresholds.decided
-        probe.thresholds, decision = step(probe.thresholds, outcome, probe.spec.timing)
+        result = result_text(outcome.answer) if probe.spec.uses_result else ""
+        probe.thresholds, decision = step(
+            probe.thresholds, outcome, probe.spec.timing, result=result
+        )
         if decision is None:
             return
         if before is None or before.state is not decision.state:
@@ -379,7 +405,9 @@ class Engine:
             probe = self._probes.get(key)
             if probe is not None and probe.thresholds.decided is not None:
                 verdict = probe.thresholds.decided
-                decided.append(Decided(key.owner, probe.spec, verdict.state, verdict.message))
+                decided.append(
+                    Decided(key.owner, probe.spec, verdict.state, verdict.message, verdict.result)
+                )
         held = self._markers.held(view.namespace)
         desired = desired_state(pod=view, decided=decided, live=live, held_markers=held)
         ends = [end for o in desired.record if (end := held.get(o.marker)) is not None]
@@ -389,6 +417,7 @@ class Engine:
         for conflict in sorted(conflicts - pod.conflicts, key=str):
             self._report.conflict(view, conflict)
         pod.conflicts = conflicts
+        self._report_invalid(pod, view, desired.invalid)
         if desired.record_problem != pod.record_problem:
             pod.record_problem = desired.record_problem
             if desired.record_problem is not None:  # one line per pod per problem
@@ -398,3 +427,16 @@ class Engine:
                     problem=desired.record_problem,
                 )
         return desired
+
+    def _report_invalid(self, pod: _Pod, view: PodView, invalid: tuple[InvalidValue, ...]) -> None:
+        """One Warning per distinct invalid rendered value on a pod (a probe that keeps
+        answering the same bad value is reported once, not once a period)."""
+        for bad in invalid:
+            seen = (bad.owner, bad.key, bad.value)
+            if seen in pod.invalid_reported:
+                continue
+            if len(pod.invalid_reported) >= _INVALID_REMEMBERED:
+                pod.invalid_reported.clear()  # bounded: a probe answering ever new values
+            pod.invalid_reported.add(seen)
+            self.stats.invalid_values[bad.kind] += 1
+            self._report.invalid_value(view, bad)

@@ -4,6 +4,8 @@ Stage: decide/write -> the user (I/O through the `EventSink`, the client layer's
 `EventRecorder`). Events only on transitions (SPEC §3): `ProbeSucceeded` (Normal) and
 `ProbeFailed` (Warning) on the pod, naming marker and probe, with the probe's message;
 `ConflictingMarkers` (Warning) on the pod naming both owners of a key;
+`InvalidResultValue` (Warning) on the pod, once per distinct value rendered from
+`{{.Result}}` that cannot go on it;
 `InvalidMarker` (Warning) on the marker; `PortNotFound` and `ProbeUnsupported`
 (Warning) on the pod when a probe cannot run there (once per cause, not per run);
 `WriteRefused` (Warning) on the pod when the API server refuses part of a write.
@@ -21,7 +23,7 @@ from probemarker.api.model import MarkerRef, ProbeState
 from probemarker.identity import ProbeKey
 from probemarker.kube.events import ObjectRef
 from probemarker.pods import PodView
-from probemarker.write.desired import Conflict
+from probemarker.write.desired import Conflict, InvalidValue
 
 log = structlog.get_logger("probemarker.engine")
 
@@ -98,6 +100,31 @@ class Reporter:
             regarding=pod_ref(pod),
             type="Warning",
             reason="ConflictingMarkers",
+            note=note,
+            action="Mark",
+        )
+
+    def invalid_value(self, pod: PodView, bad: InvalidValue) -> None:
+        """A value rendered from `{{.Result}}` cannot go on `pod`: its key keeps the
+        last valid value (write/desired.py)."""
+        note = (
+            f"{bad.owner.marker}/{bad.owner.probe}: {bad.kind} {bad.key!r} would be {bad.value!r} from the probe's "
+            f"answer, but {bad.problem}; not written, the key keeps its last valid value. "
+            "Make the probe answer a valid value, or change the markerPolicy value."
+        )
+        log.warning(
+            "write.invalid_result_value",
+            pod=f"{pod.namespace}/{pod.name}",
+            owner=str(bad.owner),
+            kind=bad.kind,
+            key=bad.key,
+            value=bad.value,
+            problem=bad.problem,
+        )
+        self._sink.record(
+            regarding=pod_ref(pod),
+            type="Warning",
+            reason="InvalidResultValue",
             note=note,
             action="Mark",
         )

@@ -92,11 +92,21 @@ _LABEL_VALUE: Schema = {
 }
 
 
+# A markerPolicy label value may hold {{.Result}} (api/template.py): the pattern
+# counts the action as one character of a label value, so it bounds the value at 63
+# characters for a one-character result; the rendered value is checked on each write.
+_LABEL_TEMPLATE: Schema = {
+    "type": "string",
+    "maxLength": rules.MAX_LABEL_TEMPLATE_LENGTH,
+    "pattern": rules.LABEL_TEMPLATE_RE,
+}
+
+
 def _label_map(description: str, *, written: bool) -> Schema:
     return _string_map(
         description,
         key_pattern=rules.QUALIFIED_NAME_RE,
-        value_schema=dict(_LABEL_VALUE),
+        value_schema=dict(_LABEL_TEMPLATE if written else _LABEL_VALUE),
         value_rules=[],
         written=written,
     )
@@ -107,7 +117,12 @@ def _annotation_map(description: str) -> Schema:
     return _string_map(
         description,
         key_pattern=rules.ANNOTATION_KEY_RE,
-        value_schema={"type": "string", "maxLength": rules.MAX_ANNOTATION_VALUE_BYTES},
+        value_schema={
+            "type": "string",
+            "maxLength": rules.MAX_ANNOTATION_VALUE_BYTES,
+            # every {{ begins {{.Result}}, the one template action accepted
+            "pattern": rules.ANNOTATION_TEMPLATE_RE,
+        },
         value_rules=[
             _cel(
                 f"self.all(k, size(bytes(self[k])) <= {rules.MAX_ANNOTATION_VALUE_BYTES})",
@@ -393,8 +408,15 @@ def _probe_schema() -> Schema:
                             "description": "Succeeded or Failed. Keys of the other state's "
                             "policy that this one does not set are removed from the pod.",
                         },
-                        "labels": _label_map("Labels set on the pod in this state.", written=True),
-                        "annotations": _annotation_map("Annotations set on the pod in this state."),
+                        "labels": _label_map(
+                            "Labels set on the pod in this state. A value may hold "
+                            "{{.Result}}, the probe's answer (docs/api.md).",
+                            written=True,
+                        ),
+                        "annotations": _annotation_map(
+                            "Annotations set on the pod in this state. A value may hold "
+                            "{{.Result}}, the probe's answer (docs/api.md)."
+                        ),
                     },
                     "x-kubernetes-validations": [
                         _cel(

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from probemarker.api.template import uses_result
+
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
@@ -100,6 +102,16 @@ class ProbeSpec:
 
     def policy_for(self, state: ProbeState) -> MarkerPolicy | None:
         return next((p for p in self.policies if p.state is state), None)
+
+    @property
+    def uses_result(self) -> bool:
+        """Whether a policy value holds `{{.Result}}` (api/template.py): only then does
+        the probe's answer count towards what it publishes."""
+        return any(
+            uses_result(value)
+            for policy in self.policies
+            for value in (*policy.labels.values(), *policy.annotations.values())
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,7 +52,7 @@ def template_problems(value: str) -> list[str]:
         if action is None:
             shown = value[start : start + 24]
             return [
-                f"{shown!r}: only {{{{.Result}}}} may appear between {{{{ and }}}} (the probe's "
+                f"at {shown!r}: only {{{{.Result}}}} may appear between {{{{ and }}}} (the probe's "
                 "answer; spaces inside the braces are allowed); write it so, or remove the {{"
             ]
         position = action.end()

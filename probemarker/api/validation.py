@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from probemarker.api import names, rules
+from probemarker.api import names, rules, template
 from probemarker.api.fields import (
     Errors,
     FieldError,
@@ -446,8 +446,19 @@ def _check_labels(labels: Mapping[str, str], path: str, errors: Errors) -> None:
     for key, value in labels.items():
         for problem in names.qualified_name_problems(key):
             errors.add(index(path, key), f"key {describe(key)}: {problem}")
-        for problem in names.label_value_problems(value):
+        for problem in template.template_problems(value) or _label_template_problems(value):
             errors.add(index(path, key), f"value {describe(value)}: {problem}")
+
+
+def _label_template_problems(value: str) -> list[str]:
+    """A label value, or one with `{{.Result}}`: valid for some result (the action
+    counted as one character; the rendered value is checked again on every write)."""
+    if not template.uses_result(value):
+        return names.label_value_problems(value)
+    if len(value) > rules.MAX_LABEL_TEMPLATE_LENGTH:
+        return [f"must be no more than {rules.MAX_LABEL_TEMPLATE_LENGTH} characters"]
+    problems = names.label_value_problems(template.render(value, "x"))
+    return [f"with {{{{.Result}}}} as one character, {p}" for p in problems]
 
 
 def _check_annotations(annotations: Mapping[str, str], path: str, errors: Errors) -> None:
@@ -455,7 +466,7 @@ def _check_annotations(annotations: Mapping[str, str], path: str, errors: Errors
     for key, value in annotations.items():
         for problem in names.qualified_name_problems(key, any_case_prefix=True):
             errors.add(index(path, key), f"key {describe(key)}: {problem}")
-        for problem in names.annotation_value_problems(value):
+        for problem in names.annotation_value_problems(value) or template.template_problems(value):
             errors.add(index(path, key), f"value: {problem}")
 
 

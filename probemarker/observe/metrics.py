@@ -239,6 +239,13 @@ def _probe_families(snap: Snapshot) -> list[Metric]:
             ["state"],
             (((state,), n) for state, n in engine.transitions.items()),
         ),
+        _counter(
+            "invalid_result_values_total",
+            "Values rendered from {{.Result}} that could not go on a pod (not written; "
+            "each distinct value once per pod, with an InvalidResultValue Warning), by kind.",
+            ["kind"],
+            (((kind,), n) for kind, n in engine.invalid_values.items()),
+        ),
         _gauge("probes_tracked", "Probes the daemon runs on this node's pods.", snap.probes),
         _gauge("probes_running", "Probe runs in progress.", snap.running),
         *_ones(

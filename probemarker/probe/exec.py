@@ -57,7 +57,7 @@ from probemarker.kube.execstream import ExecSettings, run_exec
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.holds import CommandHolds
 from probemarker.probe.outcome import Outcome
-from probemarker.probe.output import choose_message, clean_message
+from probemarker.probe.output import choose_answer, choose_message, clean_message
 
 __all__ = ["ExecHandler", "exec_outcome"]
 
@@ -123,10 +123,12 @@ def exec_outcome(result: ExecResult, *, time_limit: float) -> Outcome:
     """The outcome of one exec result (the table in the module docstring)."""
     match result:
         case ExecExited(exit_code=0, stdout=stdout, stderr=stderr):
-            return Outcome.succeeded(choose_message(succeeded=True, stdout=stdout, stderr=stderr))
+            message = choose_message(succeeded=True, stdout=stdout, stderr=stderr)
+            return Outcome.succeeded(message, answer=choose_answer(stdout=stdout, stderr=stderr))
         case ExecExited(exit_code=code, stdout=stdout, stderr=stderr):
             message = choose_message(succeeded=False, stdout=stdout, stderr=stderr)
-            return Outcome.failed(message or f"command exited with code {code}")
+            answer = choose_answer(stdout=stdout, stderr=stderr)
+            return Outcome.failed(message or f"command exited with code {code}", answer=answer)
         case ExecNotStarted(message=message):
             if any(marker in message for marker in _RUNTIME_MARKERS):
                 return Outcome.failed(clean_message(message))

@@ -10,7 +10,7 @@ from the container or its network is Failed, never Unknown:
 
 | what happened | outcome | message |
 |---|---|---|
-| SERVING | Succeeded | (empty) |
+| SERVING | Succeeded | (empty); the answer (`{{.Result}}`) is the status name |
 | any other status | Failed | `service unhealthy (responded with NOT_SERVING)` |
 | UNIMPLEMENTED | Failed | `this server does not implement the grpc health protocol ...` |
 | NOT_FOUND | Failed | `service "x" is unknown to the server (NOT_FOUND)` |
@@ -57,7 +57,7 @@ import contextlib
 import os
 import resource
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -207,7 +207,7 @@ class GRPCHandler(OwnsConnections):
             )
         finally:
             await self._release(address, entry, working=working)
-        return Outcome(outcome.result, clean_message(outcome.message))
+        return replace(outcome, message=clean_message(outcome.message))
 
     async def _check(
         self, lib: _Library, entry: _Channel, address: Address, service: str, time_limit: float
@@ -340,9 +340,9 @@ def fd_shortage(*, margin: int = _FD_MARGIN, fd_dir: str = "/proc/self/fd") -> s
 def serving_outcome(status: str, *, service: str) -> Outcome:
     """The outcome of a Check answer with serving status `status` (an enum name)."""
     if status == "SERVING":
-        return Outcome.succeeded()
+        return Outcome.succeeded(answer=status)
     subject = f'service "{service}"' if service else "service"
-    return Outcome.failed(f"{subject} unhealthy (responded with {status})")
+    return Outcome.failed(f"{subject} unhealthy (responded with {status})", answer=status)
 
 
 def rpc_failure(

@@ -27,10 +27,13 @@ class Outcome:
     (timeout, the runtime's error); already sanitised and at most 1 KiB of UTF-8
     (`probe.output.clean_message`). For Unknown it says why, for logs only.
 
-    `answer` is what the container answered, where a handler keeps it apart from the
-    message: an httpGet's body (cleaned, first 1 KiB), whatever the status, while a
-    failure's message is only the status and a line of it (probe/http.py). Empty for
-    the other handlers. Nothing writes it to a pod yet.
+    `answer` is what the container answered, the same in both states: an exec
+    command's stdout (its stderr when stdout is empty), an httpGet's body, a gRPC
+    health check's serving status (`SERVING`, `NOT_SERVING`, ...); empty for tcpSocket
+    and wherever nothing answered (a timeout, a container not running). Cleaned, at
+    most 1 KiB. `{{.Result}}` in a markerPolicy value is made of it
+    (`api.template.result_text`); the message is not (a failure's message is the
+    status line of an httpGet, stderr of a command).
     """
 
     result: Result

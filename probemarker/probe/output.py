@@ -30,7 +30,14 @@ import re
 
 from probemarker.kube.events import trim_utf8
 
-__all__ = ["ELLIPSIS", "MESSAGE_LIMIT", "choose_message", "clean_message", "first_line"]
+__all__ = [
+    "ELLIPSIS",
+    "MESSAGE_LIMIT",
+    "choose_answer",
+    "choose_message",
+    "clean_message",
+    "first_line",
+]
 
 MESSAGE_LIMIT = 1024  # SPEC §3: a condition message is trimmed to 1 KiB
 _SCAN_FACTOR = 16
@@ -84,3 +91,10 @@ def choose_message(*, succeeded: bool, stdout: str, stderr: str) -> str:
     if succeeded:
         return clean_message(stdout)
     return clean_message(stderr) or clean_message(stdout)
+
+
+def choose_answer(*, stdout: str, stderr: str) -> str:
+    """A command's answer (`Outcome.answer`, what `{{.Result}}` is made of), cleaned:
+    stdout, or stderr when stdout is empty, whatever the exit code, so one probe's
+    answer is the same in both states (issue 24; docs/api.md)."""
+    return clean_message(stdout) or clean_message(stderr)

@@ -18,6 +18,12 @@ Rules, in one pass over decided and holding owners in OwnerRef order (marker nam
 then probe name), then one over departed owners:
 - a decided owner claims the keys of its policy for its state and its condition
   (True/False, ProbeSucceeded/ProbeFailed, its message);
+- a policy value with `{{.Result}}` is rendered with the decided result
+  (api/template.py). A rendered value that cannot go on the pod (`value_problem`:
+  not a label value, or past the pod's annotation room) is not written: the owner
+  keeps the key at the value it last wrote, where the pod still shows it, and the
+  value is reported in `invalid`. So is a result not known yet (a restarted daemon
+  before its first run): the pod's value is taken as the current one;
 - a holding owner keeps what the record says it wrote, at the pod's current values,
   as long as they are still the values it wrote: nothing changes until it decides
   (no flap while a restarted container is probed again);
@@ -48,6 +54,9 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from probemarker.api.model import ProbeSpec, ProbeState
+from probemarker.api.names import label_value_problems
+from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
+from probemarker.api.template import render, uses_result
 from probemarker.identity import OwnerRef
 from probemarker.kube.events import trim_utf8
 from probemarker.pods import PodView
@@ -71,8 +80,10 @@ __all__ = [
     "Decided",
     "DesiredCondition",
     "DesiredPod",
+    "InvalidValue",
     "desired_state",
     "our_condition",
+    "value_problem",
 ]
 
 MESSAGE_LIMIT: Final = 1024  # bytes of a condition message (SPEC §3)
@@ -85,12 +96,15 @@ _STATUS: Final = {ProbeState.SUCCEEDED: "True", ProbeState.FAILED: "False"}
 
 @dataclass(frozen=True, slots=True)
 class Decided:
-    """One probe's published result on this pod."""
+    """One probe's published result on this pod. `result`: what `{{.Result}}` stands
+    for (`decide.Decision.result`); None: not known yet, the values the pod shows for
+    keys rendered from it are kept."""
 
     owner: OwnerRef
     spec: ProbeSpec
     state: ProbeState
     message: str
+    result: str | None = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +128,17 @@ class Conflict:
 
 
 @dataclass(frozen=True, slots=True)
+class InvalidValue:
+    """A value rendered from `{{.Result}}` that cannot go on the pod: not written."""
+
+    owner: OwnerRef
+    kind: str  # "label" | "annotation"
+    key: str
+    value: str
+    problem: str
+
+
+@dataclass(frozen=True, slots=True)
 class DesiredPod:
     labels: Mapping[str, str | None]
     annotations: Mapping[str, str | None]  # includes OWNED_KEY
@@ -126,6 +151,8 @@ class DesiredPod:
     # Seconds after which this plan may change with nothing else changing (a held
     # marker's clean-up delay ends): the writer plans the pod again then.
     revisit_after: float | None = None
+    # Rendered values refused (their keys keep the last valid value): one Warning each.
+    invalid: tuple[InvalidValue, ...] = ()
 
 
 def our_condition(pod: PodView, type_: str) -> Mapping[str, Any] | None:
@@ -171,6 +198,7 @@ class _Pass:
     """The state of one computation: the boards and the values decided owners set."""
 
     pod: PodView
+    old: Mapping[OwnerRef, Owned] = field(default_factory=dict)
     labels: _Board = field(default_factory=lambda: _Board("label"))
     annotations: _Board = field(default_factory=lambda: _Board("annotation"))
     conditions: _Board = field(default_factory=lambda: _Board("condition"))
@@ -178,21 +206,25 @@ class _Pass:
     annotation_values: dict[str, str] = field(default_factory=dict)
     wanted: dict[str, DesiredCondition] = field(default_factory=dict)
     record_conflicts: list[Conflict] = field(default_factory=list)
+    invalid: list[InvalidValue] = field(default_factory=list)
 
     def claim(self, decided: Decided) -> None:
         policy = decided.spec.policy_for(decided.state)
         if policy is not None:
-            for key, value in sorted(policy.labels.items()):
-                if self.labels.claim(decided.owner, key, value):
+            for key, template in sorted(policy.labels.items()):
+                value = self._render(decided, "label", key, template)
+                if value is not None and self.labels.claim(decided.owner, key, value):
                     self.label_values.setdefault(key, value)
-            for key, value in sorted(policy.annotations.items()):
+            for key, template in sorted(policy.annotations.items()):
                 if key == OWNED_KEY:
                     self.record_conflicts.append(
                         Conflict(
-                            "annotation", key, RECORD_OWNER, decided.owner, _RECORD_VALUE, value
+                            "annotation", key, RECORD_OWNER, decided.owner, _RECORD_VALUE, template
                         )
                     )
-                elif self.annotations.claim(decided.owner, key, value):
+                    continue
+                value = self._render(decided, "annotation", key, template)
+                if value is not None and self.annotations.claim(decided.owner, key, value):
                     self.annotation_values.setdefault(key, value)
         type_ = decided.spec.condition_type
         status = _STATUS[decided.state]
@@ -206,6 +238,38 @@ class _Pass:
                     message=trim_utf8(decided.message, MESSAGE_LIMIT),
                 ),
             )
+
+    def _render(self, decided: Decided, kind: str, key: str, template: str) -> str | None:
+        """The value `decided` sets for `key`; None when it keeps what it last wrote
+        instead (its result is not known yet, or renders a value that cannot go on
+        the pod, which is then reported in `invalid`)."""
+        if not uses_result(template):
+            return template
+        if decided.result is not None:
+            value = render(template, decided.result)
+            problem = value_problem(self.pod, kind, key, value)
+            if problem is None:
+                return value
+            self.invalid.append(InvalidValue(decided.owner, kind, key, value, problem))
+        self._keep_last(decided.owner, kind, key)
+        return None
+
+    def _keep_last(self, owner: OwnerRef, kind: str, key: str) -> None:
+        """`owner` keeps `key` at the value it last wrote, if the pod still shows it."""
+        owned = self.old.get(owner)
+        if owned is None:
+            return
+        if kind == "label":
+            value = self.pod.labels.get(key)
+            token = owned.labels.get(key)
+            board, values = self.labels, self.label_values
+        else:
+            value = self.pod.annotations.value(key) if key in owned.annotations else None
+            token = owned.annotations.get(key)
+            board, values = self.annotations, self.annotation_values
+        kept = value is not None and token is not None and holds(value, token)
+        if kept and value is not None and board.claim(owner, key, value):
+            values.setdefault(key, value)
 
     def hold(self, owner: OwnerRef, owned: Owned, only: _Wants | None = None) -> None:
         """Keep what `owner` wrote, where it still holds the value written; `only`:
@@ -327,7 +391,7 @@ def desired_state(
     for owner, spec in live.items():
         if spec is not None and owner not in by_owner:
             wants.add(spec)
-    work = _Pass(pod)
+    work = _Pass(pod, old)
     holding: dict[OwnerRef, Owned] = {}
     for owner in sorted(by_owner.keys() | (old.keys() & present)):
         if owner in by_owner:
@@ -371,7 +435,29 @@ def desired_state(
         record=MappingProxyType(record),
         conflicts=tuple(work.record_conflicts + [c for b in boards for c in b.conflicts]),
         record_problem=problem,
+        invalid=tuple(work.invalid),
     )
+
+
+def value_problem(pod: PodView, kind: str, key: str, value: str) -> str | None:
+    """Why a rendered `value` cannot be `pod`'s label or annotation `key`; None if it can.
+    A label value has the label alphabet and at most 63 characters; an annotation must
+    fit the pod's annotations within the API server's 256 KiB (keys and values, in
+    bytes, with `key`'s present value replaced; a value the daemon does not keep counts
+    as kept, the safe side). Nothing is changed to make a value fit."""
+    if kind == "label":
+        problems = label_value_problems(value)
+        return f"a label value {problems[0]}" if problems else None
+    current = pod.annotations
+    total = current.total_bytes + len(key.encode()) + len(value.encode())
+    if current.kept(key) and (present := current.value(key)) is not None:
+        total -= len(key.encode()) + len(present.encode())
+    if total > TOTAL_ANNOTATION_BYTES:
+        return (
+            f"the pod's annotations would take {total} bytes, over the API server's "
+            f"limit of {TOTAL_ANNOTATION_BYTES}"
+        )
+    return None
 
 
 def _join(first: str | None, second: str) -> str:

@@ -44,7 +44,7 @@ async def until_it_answers(handler: CRIExecHandler, word: str, *, tries: int = 1
     runtime that came back with a backoff of 3 s at most: timed, nothing to await)."""
     for _ in range(tries):
         got = await handler.run(exec_("echo", word), target(), time_limit=2.0)
-        if got == Outcome.succeeded(word):
+        if got == Outcome.succeeded(word, answer=word):
             return
         await anyio.sleep(0.1)
     raise AssertionError(f"echo {word} never succeeded")
@@ -74,7 +74,7 @@ async def test_a_command_runs_in_the_container_the_status_names(
 ) -> None:
     with anyio.fail_after(10):
         got = await handler.run(exec_("echo", "idle"), target(), time_limit=3.0)
-    assert got == Outcome.succeeded("idle")
+    assert got == Outcome.succeeded("idle", answer="idle")
     (request,) = runtime.requests
     assert (request.container_id, list(request.cmd), request.timeout) == (ID, ["echo", "idle"], 3)
 
@@ -103,7 +103,7 @@ async def test_exit_codes_and_runtime_statuses_reach_the_outcome(
         gone = await handler.run(
             exec_("fail", "NOT_FOUND", "no such container"), target(), time_limit=2.0
         )
-    assert failed == Outcome.failed("bye")
+    assert failed == Outcome.failed("bye", answer="bye")
     assert missing == Outcome.failed(
         "OCI runtime exec failed: exec: nope: executable file not found"
     )
@@ -125,7 +125,7 @@ async def test_a_slow_exec_holds_no_other_exec_up(
                 group.start_soon(slow)
             await runtime.reaches(lambda: runtime.sleeping == 3)
             quick = await handler.run(exec_("echo", "quick"), target(), time_limit=2.0)
-            assert quick == Outcome.succeeded("quick")
+            assert quick == Outcome.succeeded("quick", answer="quick")
             assert runtime.sleeping == 3  # still running: the quick one went past them
             group.cancel_scope.cancel()
         await runtime.reaches(lambda: len(runtime.cancelled) == 3)
@@ -155,7 +155,7 @@ async def test_a_runtime_slow_to_start_the_command_is_waited_for(
     # the pod stays as the kubelet sees it. (Before: Failed at 1.2 s, "timed out".)
     with anyio.fail_after(10):
         got = await handler.run(exec_("slowstart", "1.5"), target(), time_limit=1.0)
-    assert got == Outcome.succeeded("started late")
+    assert got == Outcome.succeeded("started late", answer="started late")
 
 
 async def test_the_runtimes_deadline_verdict_is_a_timeout(
@@ -299,7 +299,7 @@ async def test_whose_container_it_is_is_asked_once_per_container(
     with anyio.fail_after(10):
         for _ in range(3):
             got = await handler.run(exec_("echo", "x"), target(), time_limit=1.0)
-            assert got == Outcome.succeeded("x")
+            assert got == Outcome.succeeded("x", answer="x")
     assert runtime.statuses == [ID]
 
 
@@ -418,7 +418,7 @@ async def test_the_full_id_the_runtime_confirmed_is_what_execsync_gets(
     with anyio.fail_after(10):
         for _ in range(2):
             assert await handler.run(exec_("echo", "x"), target(), time_limit=1.0) == (
-                Outcome.succeeded("x")
+                Outcome.succeeded("x", answer="x")
             )
     assert runtime.statuses == [ID]
     assert [r.container_id for r in runtime.requests] == [ID, ID]

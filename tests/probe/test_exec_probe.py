@@ -33,10 +33,10 @@ def unknown(outcome: Outcome, *parts: str) -> None:
 @pytest.mark.parametrize(
     ("script", "expected"),
     [
-        pytest.param("echo idle; echo noise >&2", Outcome.succeeded("idle"), id="exit-0-stdout"),
+        pytest.param("echo idle; echo noise >&2", Outcome.succeeded("idle", answer="idle"), id="exit-0-stdout"),
         pytest.param("true", Outcome.succeeded(""), id="exit-0-silent"),
-        pytest.param("echo out; echo why >&2; exit 3", Outcome.failed("why"), id="exit-3-stderr"),
-        pytest.param("echo busy; exit 1", Outcome.failed("busy"), id="exit-1-stdout"),
+        pytest.param("echo out; echo why >&2; exit 3", Outcome.failed("why", answer="out"), id="exit-3-stderr"),
+        pytest.param("echo busy; exit 1", Outcome.failed("busy", answer="busy"), id="exit-1-stdout"),
         pytest.param("exit 3", Outcome.failed("command exited with code 3"), id="exit-3-silent"),
     ],
 )
@@ -72,7 +72,7 @@ async def test_ten_megabytes_of_output_are_trimmed(probes: Probes) -> None:
     script = "head -c 10000000 /dev/zero | tr '\\0' o; head -c 10000000 /dev/zero >&2; exit 1"
     outcome = await probes.run("sh", "-c", script, timeout_seconds=60)
     # stderr is NULs only: empty once cleaned, so stdout is the message.
-    assert outcome == Outcome.failed("o" * 1024)
+    assert outcome == Outcome.failed("o" * 1024, answer="o" * 1024)
 
 
 async def test_invalid_utf8_and_control_characters_are_cleaned(probes: Probes) -> None:
@@ -84,15 +84,17 @@ async def test_invalid_utf8_and_control_characters_are_cleaned(probes: Probes) -
 
     probes.sim.exec_handlers.register_stream(NAMESPACE, POD, "app", frames)
     outcome = await probes.run("check")
-    assert outcome == Outcome.failed("disk \ufffd\ufffd full\nsecond line")
+    assert outcome == Outcome.failed(
+        "disk \ufffd\ufffd full\nsecond line", answer="ignored on failure"
+    )
 
 
 @pytest.mark.parametrize("fault", ["drop_after_close", "drop_after_status"])
 @pytest.mark.parametrize(
     ("script", "expected"),
     [
-        pytest.param("echo up", Outcome.succeeded("up"), id="succeeded"),
-        pytest.param("echo down >&2; exit 4", Outcome.failed("down"), id="failed"),
+        pytest.param("echo up", Outcome.succeeded("up", answer="up"), id="succeeded"),
+        pytest.param("echo down >&2; exit 4", Outcome.failed("down", answer="down"), id="failed"),
     ],
 )
 async def test_connection_dropped_after_the_status_keeps_the_outcome(
@@ -116,7 +118,7 @@ async def test_a_slow_handshake_does_not_eat_the_commands_time(probes: Probes) -
     # within its 1 s timeout: Succeeded, as the kubelet would judge the command.
     probes.sim.faults.add_latency(0.7, subresource="exec")
     outcome = await probes.run("sh", "-c", "sleep 0.5; echo in time", timeout_seconds=1)
-    assert outcome == Outcome.succeeded("in time")
+    assert outcome == Outcome.succeeded("in time", answer="in time")
 
 
 # --- the probe could not be run: Unknown ---------------------------------------------
@@ -154,7 +156,7 @@ async def test_api_server_down_is_unknown(probes: Probes) -> None:
         unknown(await probes.run("true"), "exec unreachable")
     finally:
         await probes.sim.faults.bring_up()
-    assert await probes.run("echo", "back") == Outcome.succeeded("back")
+    assert await probes.run("echo", "back") == Outcome.succeeded("back", answer="back")
 
 
 async def test_slow_handshake_past_the_clients_deadline_is_unknown(probes: Probes) -> None:

@@ -177,19 +177,19 @@ async def probe(
 @pytest.mark.parametrize(
     ("statuses", "service", "expected"),
     [
-        pytest.param({}, None, Outcome.succeeded(), id="overall-serving"),
-        pytest.param({}, "", Outcome.succeeded(), id="empty-service-is-overall"),
-        pytest.param({"db": SERVING}, "db", Outcome.succeeded(), id="service-serving"),
+        pytest.param({}, None, Outcome.succeeded(answer="SERVING"), id="overall-serving"),
+        pytest.param({}, "", Outcome.succeeded(answer="SERVING"), id="empty-service-is-overall"),
+        pytest.param({"db": SERVING}, "db", Outcome.succeeded(answer="SERVING"), id="service-serving"),
         pytest.param(
             {"": NOT_SERVING},
             None,
-            Outcome.failed("service unhealthy (responded with NOT_SERVING)"),
+            Outcome.failed("service unhealthy (responded with NOT_SERVING)", answer="NOT_SERVING"),
             id="overall-not-serving",
         ),
         pytest.param(
             {"db": NOT_SERVING},
             "db",
-            Outcome.failed('service "db" unhealthy (responded with NOT_SERVING)'),
+            Outcome.failed('service "db" unhealthy (responded with NOT_SERVING)', answer="NOT_SERVING"),
             id="service-not-serving",
         ),
         pytest.param(
@@ -270,7 +270,7 @@ async def test_a_server_that_comes_up_is_seen_on_the_next_run(
         async with grpc_server(port=port):
             # A kept channel would fail again: in reconnect backoff (refused), or
             # still waiting for the silent listener's HTTP/2 settings.
-            assert await probe(handler, port, time_limit=limit) == Outcome.succeeded()
+            assert await probe(handler, port, time_limit=limit) == Outcome.succeeded(answer="SERVING")
 
 
 # --- what is sent, and to where -----------------------------------------------------
@@ -285,7 +285,7 @@ async def test_a_server_that_comes_up_is_seen_on_the_next_run(
 )
 async def test_user_agent_reaches_the_server(kwargs: dict[str, str], agent: str) -> None:
     async with grpc_server() as server, GRPCHandler(**kwargs) as handler:
-        assert await probe(handler, server.port) == Outcome.succeeded()
+        assert await probe(handler, server.port) == Outcome.succeeded(answer="SERVING")
     [received] = server.health.user_agents
     assert received.startswith(f"{agent} grpc-python"), received  # grpc appends its own
 
@@ -295,12 +295,12 @@ async def test_proxy_variables_are_ignored(monkeypatch: pytest.MonkeyPatch) -> N
         monkeypatch.setenv(name, "http://127.0.1.254:9")  # nothing there
     monkeypatch.delenv("no_proxy", raising=False)
     async with grpc_server() as server, GRPCHandler() as handler:
-        assert await probe(handler, server.port) == Outcome.succeeded()
+        assert await probe(handler, server.port) == Outcome.succeeded(answer="SERVING")
 
 
 async def test_ipv6_pod_ip() -> None:
     async with grpc_server("::1") as server, GRPCHandler() as handler:
-        assert await probe(handler, server.port, ip="::1") == Outcome.succeeded()
+        assert await probe(handler, server.port, ip="::1") == Outcome.succeeded(answer="SERVING")
 
 
 @pytest.mark.parametrize(
@@ -343,7 +343,7 @@ async def test_no_address_is_unknown(ip: str | None, port: int, reason: str) -> 
 async def test_runs_share_one_connection() -> None:
     async with grpc_server() as server, relay(server.port) as via, GRPCHandler() as handler:
         for _ in range(3):
-            assert await probe(handler, via.port) == Outcome.succeeded()
+            assert await probe(handler, via.port) == Outcome.succeeded(answer="SERVING")
         assert via.opened == 1
         assert len(set(server.health.peers)) == 1
 
@@ -355,7 +355,7 @@ async def test_an_idle_channel_is_closed_without_another_run() -> None:
         relay(server.port) as via,
         GRPCHandler(idle_close=0.2) as handler,
     ):
-        assert await probe(handler, via.port) == Outcome.succeeded()
+        assert await probe(handler, via.port) == Outcome.succeeded(answer="SERVING")
         assert via.open_now == 1
         await via.wait_open(0)  # bounded by wait_open's own 5 s
         assert handler._sweeper is not None
@@ -383,8 +383,8 @@ async def test_idle_channel_is_closed_and_the_next_run_reconnects() -> None:
         relay(server.port) as via,
         GRPCHandler(idle_close=0) as handler,
     ):
-        assert await probe(handler, via.port) == Outcome.succeeded()
-        assert await probe(handler, via.port) == Outcome.succeeded()  # sweeps the first
+        assert await probe(handler, via.port) == Outcome.succeeded(answer="SERVING")
+        assert await probe(handler, via.port) == Outcome.succeeded(answer="SERVING")  # sweeps the first
         await via.wait_open(1)
         assert via.opened == 2
 
@@ -392,7 +392,7 @@ async def test_idle_channel_is_closed_and_the_next_run_reconnects() -> None:
 async def test_aclose_closes_every_connection_and_ends_the_runs_unknown() -> None:
     async with grpc_server() as server, relay(server.port) as via, relay(server.port) as via2:
         handler = GRPCHandler()
-        assert await probe(handler, via.port) == Outcome.succeeded()
+        assert await probe(handler, via.port) == Outcome.succeeded(answer="SERVING")
         server.health.gates["slow"] = anyio.Event()
         in_flight: list[Outcome] = []
 
@@ -446,7 +446,7 @@ async def test_cancelling_a_run_propagates_and_closes_its_connection(
         assert await cancel(handler.run(GRPCAction(via.port, "slow"), target(), time_limit=5))
         server.health.gates["slow"].set()
         await via.wait_open(0)
-        assert await probe(handler, via.port) == Outcome.succeeded()
+        assert await probe(handler, via.port) == Outcome.succeeded(answer="SERVING")
         assert via.opened == 2
 
 
@@ -465,14 +465,14 @@ async def test_a_timed_out_channel_is_dropped_but_not_closed_under_another_run()
             group.start_soon(run_late)
             await server.health.arrived.wait()  # "late" is on the channel now
             timed_out = await probe(handler, via.port, "slow", time_limit=LIMIT)
-            assert await probe(handler, via.port) == Outcome.succeeded()
+            assert await probe(handler, via.port) == Outcome.succeeded(answer="SERVING")
             assert (via.opened, via.open_now) == (2, 2)
             server.health.gates["late"].set()
         server.health.gates["slow"].set()
         assert timed_out.result is Result.FAILED, timed_out
-        assert late == [Outcome.succeeded()]
+        assert late == [Outcome.succeeded(answer="SERVING")]
         await via.wait_open(1)  # the old one, once "late" was done with it
-        assert await probe(handler, via.port) == Outcome.succeeded()
+        assert await probe(handler, via.port) == Outcome.succeeded(answer="SERVING")
         assert via.opened == 2
 
 

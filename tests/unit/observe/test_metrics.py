@@ -90,6 +90,10 @@ def _transitions(p: Parts) -> None:
     p.engine.transitions.update({"Succeeded": 3, "Failed": 1})
 
 
+def _invalid_values(p: Parts) -> None:
+    p.engine.invalid_values.update({"label": 3, "annotation": 1})
+
+
 def _gauges(p: Parts) -> None:
     p.probes, p.running, p.depth, p.lag = 12, 4, 7, 0.25
 
@@ -168,6 +172,14 @@ CASES: list[Any] = [
             s(P + "transitions_total", 1, state="Failed"),
         ],
         id="transitions-by-state",
+    ),
+    pytest.param(
+        _invalid_values,
+        [
+            s(P + "invalid_result_values_total", 3, kind="label"),
+            s(P + "invalid_result_values_total", 1, kind="annotation"),
+        ],
+        id="invalid-result-values-by-kind",
     ),
     pytest.param(
         _gauges,

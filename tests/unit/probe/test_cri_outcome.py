@@ -97,12 +97,12 @@ MISSING = (
 @pytest.mark.parametrize(
     ("answer", "expected"),
     [
-        (Ran(0, b"idle\n", b""), Outcome.succeeded("idle")),
-        (Ran(0, b"", b"warn"), Outcome.succeeded("")),
-        (Ran(3, b"out", b"err"), Outcome.failed("err")),
-        (Ran(3, b"out", b" \x1b[0m "), Outcome.failed("out")),
+        (Ran(0, b"idle\n", b""), Outcome.succeeded("idle", answer="idle")),
+        (Ran(0, b"", b"warn"), Outcome.succeeded("", answer="warn")),
+        (Ran(3, b"out", b"err"), Outcome.failed("err", answer="out")),
+        (Ran(3, b"out", b" \x1b[0m "), Outcome.failed("out", answer="out")),
         (Ran(137, b"", b""), Outcome.failed("command exited with code 137")),
-        (Ran(1, b"\xff\xfe", b""), Outcome.failed("\ufffd\ufffd")),
+        (Ran(1, b"\xff\xfe", b""), Outcome.failed("\ufffd\ufffd", answer="\ufffd\ufffd")),
         (
             CallFailed("DEADLINE_EXCEEDED", "timeout 2s exceeded"),
             Outcome.failed("command timed out after 2s"),
@@ -184,7 +184,7 @@ def test_output_is_kept_to_the_cap_and_the_rest_counted() -> None:
 
 def test_hostile_output_reaches_the_pod_cleaned() -> None:
     stderr = "\x1b]0;title\x07\x1b[31mred\x1b[0m\x00\u202e".encode()
-    assert outcome(Ran(1, b"", stderr)) == Outcome.failed("red")
+    assert outcome(Ran(1, b"", stderr)) == Outcome.failed("red", answer="red")
 
 
 def kubelet(uid: str, name: str, pod: str = "gs-1") -> dict[str, str]:
