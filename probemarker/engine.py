@@ -41,8 +41,16 @@ import structlog
 
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeSpec
-from probemarker.api.template import result_text
-from probemarker.decide import Decision, Gate, ThresholdState, gate, observe, seed, step
+from probemarker.decide import (
+    Decision,
+    Gate,
+    ThresholdState,
+    gate,
+    observe,
+    result_of,
+    seed,
+    step,
+)
 from probemarker.identity import OwnerRef, PodUID, ProbeKey
 from probemarker.kube.cache import Entry, ObjectKey
 from probemarker.kube.ratelimit import Clock
@@ -372,9 +380,8 @@ class Engine:
             log.info("probe.known_again", probe=str(key), unknown_runs=probe.unknown_streak)
             probe.unknown_streak = 0
         before = probe.thresholds.decided
-        result = result_text(outcome.answer) if probe.spec.uses_result else ""
         probe.thresholds, decision = step(
-            probe.thresholds, outcome, probe.spec.timing, result=result
+            probe.thresholds, outcome, probe.spec.timing, result=result_of(probe.spec, outcome)
         )
         if decision is None:
             return

@@ -35,7 +35,8 @@ from probemarker.api.model import (
     ProbeState,
     Timing,
 )
-from probemarker.decide import Gate, gate, not_running
+from probemarker.api.template import render
+from probemarker.decide import Gate, gate, not_running, result_of
 from probemarker.identity import OwnerRef, ProbeKey
 from probemarker.match import match_pod, selector_matches
 from probemarker.pods import ContainerFacts, PodView
@@ -54,6 +55,7 @@ __all__ = [
     "not_run",
     "plan_pod",
     "policy_values",
+    "result_shown",
     "route",
     "selection_problem",
     "selector_text",
@@ -163,7 +165,7 @@ def decided_of(owner: OwnerRef, spec: ProbeSpec, outcome: Outcome) -> Decided | 
     state = _STATES.get(outcome.result)
     if state is None:
         return None
-    return Decided(owner, spec, state, outcome.message)
+    return Decided(owner, spec, state, outcome.message, result_of(spec, outcome))
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,10 +195,23 @@ def plan_pod(
 
 
 def policy_values(spec: ProbeSpec, outcome: Outcome) -> dict[str, dict[str, str]] | None:
-    """The labels and annotations the policy for `outcome`'s state sets; None for
-    Unknown or a state without a policy."""
+    """The labels and annotations the policy for `outcome`'s state sets, `{{.Result}}`
+    rendered as the daemon renders it (`decide.result_of`, `api.template.render`);
+    None for Unknown or a state without a policy. Whether each value may go on the pod
+    is the desired state's question (`DesiredPod.invalid`)."""
     state = _STATES.get(outcome.result)
     policy = None if state is None else spec.policy_for(state)
     if policy is None:
         return None
-    return {"labels": dict(policy.labels), "annotations": dict(policy.annotations)}
+    result = result_of(spec, outcome)
+    return {
+        "labels": {k: render(v, result) for k, v in policy.labels.items()},
+        "annotations": {k: render(v, result) for k, v in policy.annotations.items()},
+    }
+
+
+def result_shown(spec: ProbeSpec, outcome: Outcome) -> str | None:
+    """What `{{.Result}}` stands for after `outcome`, or None when no policy uses it."""
+    if not spec.uses_result or outcome.result is Result.UNKNOWN:
+        return None
+    return result_of(spec, outcome)

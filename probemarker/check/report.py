@@ -23,7 +23,9 @@ JSON (`--output json`):
                            "message": str, "decided": bool,
                            "threshold": int,   # consecutive results the daemon waits for
                            "values": {"labels": {..}, "annotations": {..}} | null,
-                           "condition": {"type", "status", "reason", "message"} | null}],
+                           "condition": {"type", "status", "reason", "message"} | null,
+                           "result": str | null,  # what {{.Result}} stands for
+                           "invalid": [{"kind", "key", "value", "problem"}]}],
                "patch": [RFC 6902 ops],   # [] when the pod already shows it
                "conflicts": [str], "recordProblem": str | null,
                "heldMarkers": [str]}],
@@ -86,6 +88,9 @@ class ProbeCheck:
     threshold: int  # consecutive results of this state the daemon waits for
     values: Mapping[str, Mapping[str, str]] | None = None
     condition: Mapping[str, str] | None = None
+    result: str | None = None  # what {{.Result}} stands for; None: no policy uses it
+    # Rendered values the daemon would refuse: kind, key, value, problem each.
+    invalid: tuple[Mapping[str, str], ...] = ()
 
     @property
     def decided(self) -> bool:
@@ -147,6 +152,8 @@ def _probe_json(probe: ProbeCheck) -> dict[str, Any]:
         "threshold": probe.threshold,
         "values": None if probe.values is None else {k: dict(v) for k, v in probe.values.items()},
         "condition": None if probe.condition is None else dict(probe.condition),
+        "result": probe.result,
+        "invalid": [dict(i) for i in probe.invalid],
     }
 
 
@@ -189,10 +196,21 @@ _LABELS: Final = {
 
 def _values_lines(probe: ProbeCheck) -> list[str]:
     lines: list[str] = []
+    if probe.result is not None:
+        lines.append(f"    {{{{.Result}}}}: {probe.result!r}")
+    refused = {(i["kind"], i["key"]): i for i in probe.invalid}
     if probe.values is not None:
         for kind in ("labels", "annotations"):
             for key, value in sorted(probe.values.get(kind, {}).items()):
-                lines.append(f"    would set {kind[:-1]} {key}={value}")
+                bad = refused.get((kind[:-1], key))
+                if bad is None:
+                    lines.append(f"    would set {kind[:-1]} {key}={value}")
+                else:
+                    lines.append(
+                        f"    would NOT set {kind[:-1]} {key}={value!r}: {bad['problem']} (the "
+                        "last valid value stays; the daemon reports it with an "
+                        "InvalidResultValue event)"
+                    )
     if probe.condition is not None:
         c = probe.condition
         lines.append(

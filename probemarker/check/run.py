@@ -209,6 +209,7 @@ def _probe_check(
         message=outcome.message,
         threshold=threshold,
         values=plan.policy_values(spec, outcome),
+        result=plan.result_shown(spec, outcome),
     )
 
 
@@ -253,7 +254,12 @@ async def _check_pod(
                 "reason": want.reason,
                 "message": want.message,
             }
-        probes.append(dataclasses.replace(check, condition=condition))
+        invalid = tuple(
+            {"kind": i.kind, "key": i.key, "value": i.value, "problem": i.problem}
+            for i in pod_plan.desired.invalid
+            if i.owner == key.owner
+        )
+        probes.append(dataclasses.replace(check, condition=condition, invalid=invalid))
     return PodCheck(
         pod=name,
         uid=view.uid,

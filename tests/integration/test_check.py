@@ -253,3 +253,49 @@ async def test_via_api_proxy_sends_http_get_through_the_api_server(
     assert sorted(r.path for r in server.requests) == ["/ok", "/status/500"]
     assert world.sim.accounting.count(verb="get", resource="pods", subresource="proxy") == 3
     assert writes(world) == []
+
+
+async def test_result_values_are_rendered_and_refused_ones_named(
+    world: World, tmp_path: Path
+) -> None:
+    world.script.set("game-0", "app", "map", ExecReply(0, b" de_dust2| \n12 players\n"))
+    world.script.set("game-1", "app", "map", ExecReply(0, b"not a label value!\n"))
+    for name in ("game-0", "game-1"):
+        await world.create_pod(name, labels={"app": "game"})
+    body = marker(
+        "maps",
+        probes=[
+            probe(
+                "map",
+                command="map",
+                succeeded={
+                    "labels": {"map": "{{ .Result }}", "up": "yes"},
+                    "annotations": {"game.example.com/map": "on {{.Result}}"},
+                },
+            )
+        ],
+    )
+    code, out, _ = await check(
+        world, tmp_path, CheckOptions(file=marker_file(tmp_path, body), output="json")
+    )
+    assert code == 0
+    pods = {p["pod"]: p for p in orjson.loads(out)["pods"]}
+    good = pods[f"{NS}/game-0"]["probes"][0]
+    assert good["result"] == "de_dust2"  # first line, trimmed, | removed (kruise-game's rule)
+    assert good["values"]["labels"] == {"map": "de_dust2", "up": "yes"}
+    assert good["values"]["annotations"] == {"game.example.com/map": "on de_dust2"}
+    assert good["invalid"] == []
+    bad = pods[f"{NS}/game-1"]["probes"][0]
+    assert [(i["kind"], i["key"], i["value"]) for i in bad["invalid"]] == [
+        ("label", "map", "not a label value!")
+    ]
+    assert not [op for op in pods[f"{NS}/game-1"]["patch"] if op["path"] == "/metadata/labels/map"]
+    expected = {
+        name: our_state(apply_json_patch(world.pod(name.split("/")[1]), pod["patch"]))
+        for name, pod in pods.items()
+    }
+    await world.apply_marker(body)
+    async with running_daemon(world.sim):
+        for name in ("game-0", "game-1"):
+            written = await world.wait_pod(name, lambda p: OWNED in annotations_of(p))
+            assert our_state(written)[:2] == expected[f"{NS}/{name}"][:2]

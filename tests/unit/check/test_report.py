@@ -93,6 +93,8 @@ def test_json_shape() -> None:
         "threshold",
         "values",
         "condition",
+        "result",
+        "invalid",
     }
     assert [p["decided"] for p in pod["probes"]] == [True, False]
     assert found["summary"] == {
@@ -138,3 +140,29 @@ def test_text_says_nothing_is_written_and_what_a_patch_means() -> None:
 def test_a_pod_that_already_shows_it_has_no_patch() -> None:
     text = render_text(report(Status.SUCCEEDED))
     assert "patch: none (the pod already shows this)" in text
+
+
+def test_a_refused_rendered_value_is_shown_with_its_problem() -> None:
+    refused = {"kind": "label", "key": "map", "value": "de dust", "problem": "not a label value"}
+    text = render_text(
+        CheckReport(
+            marker="default/m",
+            source="from m.yaml",
+            pods=(
+                PodCheck(
+                    pod="default/p",
+                    probes=(
+                        probe(
+                            Status.SUCCEEDED,
+                            result="de dust",
+                            values={"labels": {"map": "de dust", "up": "yes"}},
+                            invalid=(refused,),
+                        ),
+                    ),
+                ),
+            ),
+        )
+    )
+    assert "    {{.Result}}: 'de dust'" in text
+    assert "    would set label up=yes" in text
+    assert "    would NOT set label map='de dust': not a label value (the last valid" in text
