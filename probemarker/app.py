@@ -149,6 +149,19 @@ def client_settings(settings: RunSettings) -> ClientSettings:
     return ClientSettings(exec_connections=exec_connections(settings))
 
 
+def api_exec_handler(client: KubeClient, settings: RunSettings, *, clock: Clock) -> ExecHandler:
+    """The exec handler of the api backend (`pods/exec`), as these settings make it;
+    `probemarker check` runs its exec probes through the same one."""
+    holds = HoldSettings(
+        limit=settings.exec_hold_seconds, max_streams=settings.max_held_exec_streams
+    )
+    return ExecHandler(
+        client,
+        settings=ExecSettings(grace=settings.exec_grace_seconds),
+        holds=CommandHolds(settings=holds, clock=clock),
+    )
+
+
 class Daemon:
     """The running daemon: its parts, for `run_daemon` and for tests to look into."""
 
@@ -215,14 +228,7 @@ class Daemon:
             self.runtime = CRIExecHandler(self._runtime_client, grace=settings.exec_grace_seconds)
             exec_handler = self.runtime
         else:
-            holds = HoldSettings(
-                limit=settings.exec_hold_seconds, max_streams=settings.max_held_exec_streams
-            )
-            self.exec = ExecHandler(
-                client,
-                settings=ExecSettings(grace=settings.exec_grace_seconds),
-                holds=CommandHolds(settings=holds, clock=clock),
-            )
+            self.exec = api_exec_handler(client, settings, clock=clock)
             exec_handler = self.exec
         handlers: dict[type, ProbeHandler] = {
             ExecAction: exec_handler,

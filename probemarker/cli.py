@@ -1,10 +1,11 @@
-"""The `probemarker` command: run, validate, crd, sim, demo.
+"""The `probemarker` command: run, validate, check, crd, sim, demo.
 
 Stage: edge (I/O). Parses arguments, reads files, prints results; the decisions are
 made in `probemarker.api`. Exit codes of `validate`: 0 no PodProbeMarker is invalid
 (documents of other kinds are skipped with a note; a Kruise apiVersion gets a note; a
 file without any PodProbeMarker gets a note), 1 any invalid (including text that is
-not YAML), 2 input that cannot be read at all. See docs/cli.md.
+not YAML), 2 input that cannot be read at all. `check`: see probemarker/check/. See
+docs/cli.md.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
         "2 when input cannot be read.",
     )
     validate.add_argument("files", nargs="+", metavar="FILE")
+    _add_check(commands)
     commands.add_parser(
         "crd",
         help="print the PodProbeMarker CustomResourceDefinition",
@@ -115,6 +117,58 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    check = commands.add_parser(
+        "check",
+        help="run a marker's probes once against pods and show the patch the daemon would "
+        "send (writes nothing)",
+        description="Run each probe of one PodProbeMarker once, now, against the pods it "
+        "selects (or the --pod ones), and print for each pod and probe the outcome, the "
+        "values the policy would set and the JSON patch the daemon would send, as if the "
+        "outcome were decided (the daemon waits for successThreshold/failureThreshold "
+        "consecutive results). Nothing is written to the cluster. exec probes run through "
+        "pods/exec; httpGet, tcpSocket and grpc need the pod IP and are reported as not "
+        "reachable from here, unless --via-api-proxy (httpGet through the API server) or "
+        "--direct (inside the cluster). Exit 0: every probe Succeeded; 1: one Failed, is "
+        "Unknown or not reachable, or none ran; 2: a usage or validation error. See "
+        "docs/cli.md.",
+    )
+    source = check.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "-f", "--file", metavar="FILE", help="the marker, from a YAML/JSON file ('-' for stdin)"
+    )
+    source.add_argument("--marker", metavar="NS/NAME", help="the marker, as the cluster holds it")
+    check.add_argument(
+        "--pod",
+        metavar="NS/NAME",
+        action="append",
+        default=[],
+        help="check this pod (repeat for more); default: every pod of the namespace the marker selects",
+    )
+    check.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="the namespace of a marker file without metadata.namespace (default: default)",
+    )
+    check.add_argument(
+        "--via-api-proxy",
+        action="store_true",
+        help="send httpGet probes through the API server's pod proxy (needs get on pods/proxy)",
+    )
+    check.add_argument(
+        "--direct",
+        action="store_true",
+        help="connect network probes to the pod IP, as the daemon does (inside the cluster only)",
+    )
+    check.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text", help="text (default) or json"
+    )
+    from probemarker import settings
+
+    settings.add_arguments(check, only=settings.CONNECTION_FIELDS)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["sim"]:
@@ -137,6 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return validate_files(args.files, out=sys.stdout, err=sys.stderr)
     if args.command == "run":
         return run_command(args)
+    if args.command == "check":
+        return check_command(args)
     if signals is not None:
         return demo_command(args, signals)
     if args.command == "crd":
@@ -187,6 +243,53 @@ def run_command(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def check_command(args: argparse.Namespace) -> int:
+    """`probemarker check`: see probemarker/check/run.py and docs/cli.md."""
+    import anyio
+
+    from probemarker import settings
+    from probemarker.check.run import CheckOptions, UsageError, run_check
+    from probemarker.kube.config import ConfigError
+    from probemarker.kube.errors import ApiError, KubeError
+
+    try:
+        resolved = settings.resolve_connection(args, os.environ)
+    except settings.SettingsError as exc:
+        sys.stderr.write(f"probemarker check: {exc}\n")
+        return EXIT_UNREADABLE
+    if args.direct and args.via_api_proxy:
+        sys.stderr.write(
+            "probemarker check: --direct and --via-api-proxy: choose one (--direct connects "
+            "to the pod IP, inside the cluster; --via-api-proxy goes through the API server)\n"
+        )
+        return EXIT_UNREADABLE
+    options = CheckOptions(
+        file=args.file,
+        marker=args.marker,
+        pods=tuple(args.pod),
+        namespace=args.namespace,
+        via_api_proxy=args.via_api_proxy,
+        direct=args.direct,
+        output=args.output,
+    )
+    try:
+        return anyio.run(lambda: run_check(options, resolved, out=sys.stdout, err=sys.stderr))
+    except (UsageError, ConfigError) as exc:
+        sys.stderr.write(f"probemarker check: {exc}\n")
+        return EXIT_UNREADABLE
+    except ApiError as exc:  # a refusal: RBAC (403), a missing CRD (404), ...
+        sys.stderr.write(f"probemarker check: the API server refused: {exc}\n")
+        return EXIT_UNREADABLE
+    except KubeError as exc:
+        sys.stderr.write(
+            f"probemarker check: the cluster did not answer: {exc}; check the kubeconfig "
+            "(--kubeconfig, --context) and that its server is reachable\n"
+        )
+        return EXIT_UNREADABLE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)

@@ -47,7 +47,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
-from probemarker.api.model import ProbeState, Timing
+from probemarker.api.model import ProbeSpec, ProbeState, Timing
+from probemarker.api.template import result_text
 from probemarker.pods import ContainerFacts
 from probemarker.probe.outcome import Outcome, Result
 
@@ -59,6 +60,7 @@ __all__ = [
     "gate",
     "not_running",
     "observe",
+    "result_of",
     "seed",
     "step",
 ]
@@ -156,6 +158,12 @@ def step(
     if same_state or run >= threshold:
         return replace(state, decided=decision), decision
     return state, None
+
+
+def result_of(spec: ProbeSpec, outcome: Outcome) -> str:
+    """What `{{.Result}}` stands for after `outcome`: `api.template.result_text` of its
+    answer when `spec`'s policies use it, "" when they do not (`Decision.result`)."""
+    return result_text(outcome.answer) if spec.uses_result else ""
 
 
 def seed(decision: Decision) -> ThresholdState:

@@ -41,8 +41,16 @@ import structlog
 
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeSpec
-from probemarker.api.template import result_text
-from probemarker.decide import Decision, Gate, ThresholdState, gate, observe, seed, step
+from probemarker.decide import (
+    Decision,
+    Gate,
+    ThresholdState,
+    gate,
+    observe,
+    result_of,
+    seed,
+    step,
+)
 from probemarker.identity import OwnerRef, PodUID, ProbeKey
 from probemarker.kube.cache import Entry, ObjectKey
 from probemarker.kube.ratelimit import Clock
@@ -129,6 +137,21 @@ def _result_kept(thresholds: ThresholdState, old: ProbeSpec, new: ProbeSpec) -> 
     if decided is None or old.uses_result == new.uses_result:
         return thresholds
     return replace(thresholds, decided=replace(decided, result=None if new.uses_result else ""))
+
+
+def probe_target(view: PodView, key: ProbeKey, facts: ContainerFacts) -> ProbeTarget:
+    """What a handler gets for `key` on `view`'s pod (`probemarker check` builds its
+    targets here too)."""
+    return ProbeTarget(
+        namespace=view.namespace,
+        pod=view.name,
+        pod_uid=view.uid,
+        container=key.container,
+        pod_ip=view.pod_ip,
+        container_id=facts.container_id,
+        ports=facts.ports,
+        probe=key,
+    )
 
 
 def _condition_message(view: PodView, condition: str | None) -> str:
@@ -306,16 +329,7 @@ class Engine:
             elif (blocked := await self._blocked(key, probe, pod.view, facts)) is not None:
                 outcome = Outcome.unknown(blocked)
             else:
-                target = ProbeTarget(
-                    namespace=pod.view.namespace,
-                    pod=pod.view.name,
-                    pod_uid=pod.view.uid,
-                    container=key.container,
-                    pod_ip=pod.view.pod_ip,
-                    container_id=facts.container_id,
-                    ports=facts.ports,
-                    probe=key,
-                )
+                target = probe_target(pod.view, key, facts)
                 started = self._clock.now()
                 outcome = await self._runner.run(spec, target)
                 self.stats.durations[kind].observe(self._clock.now() - started)
@@ -366,9 +380,8 @@ class Engine:
             log.info("probe.known_again", probe=str(key), unknown_runs=probe.unknown_streak)
             probe.unknown_streak = 0
         before = probe.thresholds.decided
-        result = result_text(outcome.answer) if probe.spec.uses_result else ""
         probe.thresholds, decision = step(
-            probe.thresholds, outcome, probe.spec.timing, result=result
+            probe.thresholds, outcome, probe.spec.timing, result=result_of(probe.spec, outcome)
         )
         if decision is None:
             return

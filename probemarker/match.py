@@ -72,9 +72,7 @@ class MatchDiff:
         return bool(self.start or self.change or self.stop)
 
 
-def diff_matches(
-    old: Mapping[ProbeKey, ProbeSpec], new: Mapping[ProbeKey, ProbeSpec]
-) -> MatchDiff:
+def diff_matches(old: Mapping[ProbeKey, ProbeSpec], new: Mapping[ProbeKey, ProbeSpec]) -> MatchDiff:
     """Keys sorted, so the engine acts in a deterministic order."""
     return MatchDiff(
         start=tuple(sorted(k for k in new if k not in old)),

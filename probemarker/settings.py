@@ -286,9 +286,17 @@ def _default_text(field: str) -> str:
     return str(shown) if shown not in ("", None) else "none"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """One flag per setting, its variable and default in the help text."""
+# The settings `probemarker check` takes: how to reach the cluster and which group its
+# markers are in; the rest are the daemon's.
+CONNECTION_FIELDS = ("kubeconfig", "context", "marker_group")
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, only: Sequence[str] | None = None) -> None:
+    """One flag per setting (or per setting named in `only`), its variable and
+    default in the help text."""
     for doc in describe():
+        if only is not None and doc.name not in only:
+            continue
         parser.add_argument(
             doc.flag,
             dest=doc.name,
@@ -316,8 +324,31 @@ def _parse(field: str, text: str, source: str) -> Any:
 
 def resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> RunSettings:
     """Flags, then `PROBEMARKER_*` variables, then defaults; validated."""
+    values = _resolved(args, environ, [item.name for item in fields(RunSettings)])
+    if not values.get("node") and environ.get("NODE_NAME"):
+        values["node"] = _parse("node", environ["NODE_NAME"], "NODE_NAME")
+    if not values.get("node"):
+        raise SettingsError(
+            f"no node name: pass {flag_name('node')} NAME or set {env_name('node')} or "
+            "NODE_NAME (in a DaemonSet: NODE_NAME from the downward API, spec.nodeName)"
+        )
+    return RunSettings(**values)
+
+
+def resolve_connection(args: argparse.Namespace, environ: Mapping[str, str]) -> RunSettings:
+    """`CONNECTION_FIELDS` as `resolve` reads them (flags, variables, KUBECONFIG);
+    every other setting at its default. For commands that talk to a cluster but are
+    not the daemon (`probemarker check`)."""
+    return RunSettings(**_resolved(args, environ, CONNECTION_FIELDS))
+
+
+def _resolved(
+    args: argparse.Namespace, environ: Mapping[str, str], names: Sequence[str]
+) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for item in fields(RunSettings):
+        if item.name not in names:
+            continue
         flag_value = getattr(args, item.name, None)
         if flag_value is not None:
             values[item.name] = _parse(item.name, flag_value, flag_name(item.name))
@@ -330,16 +361,9 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str]) -> RunSettings
         raise SettingsError(
             f"{flag_name('context')} names a kubeconfig context, but no kubeconfig is set "
             f"(pass {flag_name('kubeconfig')} FILE, or set {env_name('kubeconfig')} or "
-            "KUBECONFIG); without one the daemon uses the in-cluster configuration"
+            "KUBECONFIG); without one the in-cluster configuration is used"
         )
-    if not values.get("node") and environ.get("NODE_NAME"):
-        values["node"] = _parse("node", environ["NODE_NAME"], "NODE_NAME")
-    if not values.get("node"):
-        raise SettingsError(
-            f"no node name: pass {flag_name('node')} NAME or set {env_name('node')} or "
-            "NODE_NAME (in a DaemonSet: NODE_NAME from the downward API, spec.nodeName)"
-        )
-    return RunSettings(**values)
+    return values
 
 
 def parse_run_settings(argv: Sequence[str], environ: Mapping[str, str]) -> RunSettings:

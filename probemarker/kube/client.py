@@ -65,6 +65,7 @@ __all__ = [
     "ClientSettings",
     "KubeClient",
     "Params",
+    "RawAnswer",
     "WebSocket",
     "WsClose",
     "WsMessage",
@@ -113,6 +114,15 @@ class ClientSettings:
     tls_resumption: bool = True
     tls_session_max_age: float = 600.0
     user_agent: str = f"probemarker/{__version__}"
+
+
+@dataclass(frozen=True, slots=True)
+class RawAnswer:
+    """An answer of `KubeClient.request_raw`: its status, Content-Type and body."""
+
+    status: int
+    content_type: str
+    body: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,6 +431,45 @@ class KubeClient:
         finally:
             response.release()
         return loads_object(raw, what="the answer", request=info)
+
+    async def request_raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        info: RequestInfo,
+        params: Params = None,
+        deadline: float | None = None,
+        limit: int = _MAX_ERROR_BODY,
+    ) -> RawAnswer:
+        """Send a request and return its answer as it is, whatever its status: for
+        `pods/proxy`, whose answer is the pod's own (its 500 is not the API server's).
+        Only what got no answer raises (`ApiUnreachable`, `ApiTimeout`); the body is
+        read up to `limit` bytes. No retry after a 401: the caller tells whose it is."""
+        limits = aiohttp.ClientTimeout(
+            total=deadline if deadline is not None else self.settings.request_timeout,
+            connect=self.settings.connect_timeout,
+        )
+        session = self._open_pools.requests
+        with self._counted(info), _mapped(info, self._forget_tls):
+            async with session.request(
+                method,
+                self._url(path),
+                params=params,
+                headers=await self._headers({"Accept": "*/*"}),
+                timeout=limits,
+                allow_redirects=False,
+                **self._server_hostname(),
+            ) as response:
+                self.requests[(info.verb, info.full_resource, response.status)] += 1
+                body = bytearray()
+                while len(body) < limit and (
+                    chunk := await response.content.read(limit - len(body))
+                ):
+                    body += chunk
+                return RawAnswer(
+                    response.status, response.headers.get("Content-Type", ""), bytes(body)
+                )
 
     async def list_page(
         self,

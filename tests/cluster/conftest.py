@@ -67,6 +67,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _available() -> None:
+    _skip_without_a_cluster()
+
+
+def _skip_without_a_cluster() -> None:
+    """Skip (or fail, in CI) when there is no real cluster to bring up. Called first by
+    `cluster` too: pytest sets up a package-scoped fixture before a function-scoped
+    autouse one, so without it `hack/cluster.sh up` ran before the skip (and errored
+    in a worktree whose ../shared/realk8s/bin does not exist)."""
     if WHY_NOT is None:
         return
     if os.environ.get("PROBEMARKER_TEST_REQUIRE_CLUSTER") == "1":
@@ -76,6 +84,7 @@ def _available() -> None:
 
 @pytest.fixture(scope="package")
 def cluster() -> Iterator[Cluster]:
+    _skip_without_a_cluster()
     out = run_script("up", timeout=300)
     last = out.strip().splitlines()[-1]
     up = Cluster.at(STATE)

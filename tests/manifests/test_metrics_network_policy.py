@@ -160,7 +160,10 @@ SOURCES = [
         Pod("monitoring", {"app.kubernetes.io/name": "grafana"}), PORT, False, id="its-neighbour"
     ),
     pytest.param(
-        Pod("games", {"app.kubernetes.io/name": "prometheus"}), PORT, False, id="same-label-elsewhere"
+        Pod("games", {"app.kubernetes.io/name": "prometheus"}),
+        PORT,
+        False,
+        id="same-label-elsewhere",
     ),
     pytest.param(Pod("games", {"app": "game"}), PORT, False, id="a-workload"),
     pytest.param(

@@ -33,10 +33,20 @@ def unknown(outcome: Outcome, *parts: str) -> None:
 @pytest.mark.parametrize(
     ("script", "expected"),
     [
-        pytest.param("echo idle; echo noise >&2", Outcome.succeeded("idle", answer="idle"), id="exit-0-stdout"),
+        pytest.param(
+            "echo idle; echo noise >&2",
+            Outcome.succeeded("idle", answer="idle"),
+            id="exit-0-stdout",
+        ),
         pytest.param("true", Outcome.succeeded(""), id="exit-0-silent"),
-        pytest.param("echo out; echo why >&2; exit 3", Outcome.failed("why", answer="out"), id="exit-3-stderr"),
-        pytest.param("echo busy; exit 1", Outcome.failed("busy", answer="busy"), id="exit-1-stdout"),
+        pytest.param(
+            "echo out; echo why >&2; exit 3",
+            Outcome.failed("why", answer="out"),
+            id="exit-3-stderr",
+        ),
+        pytest.param(
+            "echo busy; exit 1", Outcome.failed("busy", answer="busy"), id="exit-1-stdout"
+        ),
         pytest.param("exit 3", Outcome.failed("command exited with code 3"), id="exit-3-silent"),
     ],
 )

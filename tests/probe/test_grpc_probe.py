@@ -179,7 +179,9 @@ async def probe(
     [
         pytest.param({}, None, Outcome.succeeded(answer="SERVING"), id="overall-serving"),
         pytest.param({}, "", Outcome.succeeded(answer="SERVING"), id="empty-service-is-overall"),
-        pytest.param({"db": SERVING}, "db", Outcome.succeeded(answer="SERVING"), id="service-serving"),
+        pytest.param(
+            {"db": SERVING}, "db", Outcome.succeeded(answer="SERVING"), id="service-serving"
+        ),
         pytest.param(
             {"": NOT_SERVING},
             None,
@@ -189,7 +191,9 @@ async def probe(
         pytest.param(
             {"db": NOT_SERVING},
             "db",
-            Outcome.failed('service "db" unhealthy (responded with NOT_SERVING)', answer="NOT_SERVING"),
+            Outcome.failed(
+                'service "db" unhealthy (responded with NOT_SERVING)', answer="NOT_SERVING"
+            ),
             id="service-not-serving",
         ),
         pytest.param(
@@ -270,7 +274,9 @@ async def test_a_server_that_comes_up_is_seen_on_the_next_run(
         async with grpc_server(port=port):
             # A kept channel would fail again: in reconnect backoff (refused), or
             # still waiting for the silent listener's HTTP/2 settings.
-            assert await probe(handler, port, time_limit=limit) == Outcome.succeeded(answer="SERVING")
+            assert await probe(handler, port, time_limit=limit) == Outcome.succeeded(
+                answer="SERVING"
+            )
 
 
 # --- what is sent, and to where -----------------------------------------------------
@@ -384,7 +390,9 @@ async def test_idle_channel_is_closed_and_the_next_run_reconnects() -> None:
         GRPCHandler(idle_close=0) as handler,
     ):
         assert await probe(handler, via.port) == Outcome.succeeded(answer="SERVING")
-        assert await probe(handler, via.port) == Outcome.succeeded(answer="SERVING")  # sweeps the first
+        assert await probe(handler, via.port) == Outcome.succeeded(
+            answer="SERVING"
+        )  # sweeps the first
         await via.wait_open(1)
         assert via.opened == 2
 

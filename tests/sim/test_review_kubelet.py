@@ -552,5 +552,5 @@ def test_event_note_limit_counts_bytes_as_go_len_does() -> None:
         "type": "Warning",
     }
     check_event_create(event | {"message": "é" * 512}, strict=True)  # 1024 bytes
-    with pytest.raises(Invalid, match="message: Invalid value: \"\": can have at most 1024"):
+    with pytest.raises(Invalid, match='message: Invalid value: "": can have at most 1024'):
         check_event_create(event | {"message": "é" * 513}, strict=True)  # 513 characters

@@ -8,7 +8,8 @@ One catch-all route sends every request through `ApiServer.handle`, which:
 2. parses resource requests into a `RequestInfo` (requestinfo.py);
 3. applies injected faults (latency, then 429/500/503 failures);
 4. serves discovery (discovery.py), OpenAPI v3 (openapi.py), /version, or the
-   resource verbs (resources.py, watching.py, and exec via the exec module);
+   resource verbs (resources.py, watching.py, exec via the exec module, and the
+   pods/proxy subresource, podproxy.py);
 5. records the request in the accounting with its status code, when the
    response's status line is sent (so before the client sees any of it).
 
@@ -49,6 +50,7 @@ from probemarker.sim.server.deletion import Deletions
 from probemarker.sim.server.discovery import CRDS, EVENTS_V1, PODS, Catalog
 from probemarker.sim.server.events import field_selector_to_core
 from probemarker.sim.server.faults import Faults, RequestKey
+from probemarker.sim.server.podproxy import serve_pod_proxy
 from probemarker.sim.server.protobuf import ProtobufError, decode_object
 from probemarker.sim.server.requestinfo import RequestInfo, parse_request_info
 from probemarker.sim.server.resources import Resources, WriteOptions, decode_body
@@ -220,6 +222,8 @@ class ApiServer:
 
     async def _serve_resource(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         rt = self._resources.resolve(info)
+        if info.subresource == "proxy" and info.resource == "pods" and not info.group:
+            return await self._pod_proxy(request, info)
         if info.subresource == "exec":
             if info.verb not in ("get", "create"):
                 raise method_not_allowed(info.verb, "pods/exec")
@@ -359,6 +363,16 @@ class ApiServer:
             convert=convert,
             api_version=rt.api_version,
             kind=rt.kind,
+        )
+
+    async def _pod_proxy(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+        prefix = f"/api/{info.version}/namespaces/{info.namespace}/pods/{info.name}/proxy"
+        path = request.path[len(prefix) :] if request.path.startswith(prefix) else ""
+        return await serve_pod_proxy(
+            request,
+            pod_of=lambda name: self._store.get(PODS, info.namespace, name),
+            proxy_id=info.name,
+            path=path,
         )
 
     async def _exec(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:

@@ -54,7 +54,12 @@ NAMESPACES = _builtin(
     "", "namespaces", "Namespace", namespaced=False, subresources=("status",), short_names=("ns",)
 )
 PODS = _builtin(
-    "", "pods", "Pod", namespaced=True, subresources=("status", "exec"), short_names=("po",)
+    "",
+    "pods",
+    "Pod",
+    namespaced=True,
+    subresources=("status", "exec", "proxy"),
+    short_names=("po",),
 )
 NODES = _builtin(
     "", "nodes", "Node", namespaced=False, subresources=("status",), short_names=("no",)
@@ -72,8 +77,11 @@ CRDS = _builtin(
 BUILTINS: tuple[ResourceType, ...] = (NAMESPACES, PODS, NODES, EVENTS, EVENTS_V1, CRDS)
 
 # Kind of each subresource in discovery, as kube-apiserver reports it.
-_SUBRESOURCE_KINDS = {"exec": "PodExecOptions"}
-_SUBRESOURCE_VERBS = {"exec": ["create", "get"]}
+_SUBRESOURCE_KINDS = {"exec": "PodExecOptions", "proxy": "PodProxyOptions"}
+_SUBRESOURCE_VERBS = {
+    "exec": ["create", "get"],
+    "proxy": ["create", "delete", "get", "patch", "update"],
+}
 _CATEGORIES = {("", "pods"): ["all"]}
 
 

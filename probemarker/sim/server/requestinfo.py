@@ -4,7 +4,7 @@ Follows k8s.io/apiserver/pkg/endpoints/request/requestinfo.go: paths are
 `/api/v1/...` (core group) or `/apis/<group>/<version>/...`, optionally
 `namespaces/<ns>/` before the resource (but `namespaces/<name>/status` and
 `/finalize` are subresources of the namespace itself), then
-`<resource>[/<name>[/<subresource>]]`.  The deprecated `/watch/` prefix is
+`<resource>[/<name>[/<subresource>]]` (after `proxy`, the rest is the proxied path).  The deprecated `/watch/` prefix is
 understood too.  The verb is derived from the HTTP method as Kubernetes does:
 GET is get/list/watch (watch when `watch` is given and not false/0, or the watch prefix),
 POST create, PUT update, PATCH patch, DELETE delete/deletecollection.
@@ -54,7 +54,8 @@ def parse_request_info(method: str, path: str, query: Mapping[str, str]) -> Requ
         namespace = rest[1]
         if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
             rest = rest[2:]
-    if not rest or len(rest) > 3:
+    # Only a proxy subresource has a path after it (pods/NAME/proxy/PATH...).
+    if not rest or (len(rest) > 3 and rest[2] != "proxy"):
         return None
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else ""

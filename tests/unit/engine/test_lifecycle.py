@@ -124,7 +124,9 @@ async def test_a_marker_invalid_from_the_start_holds_what_its_probes_wrote() -> 
         assert ops(rig) != []
 
 
-async def test_a_deleted_marker_is_cleaned_up_after_the_delay_and_a_recreated_one_takes_over() -> None:
+async def test_a_deleted_marker_is_cleaned_up_after_the_delay_and_a_recreated_one_takes_over() -> (
+    None
+):
     async with running(Runner(Outcome.succeeded("up"))) as rig:
         marker = marker_entry(markerPolicy=ROLE)
         pod = await decided_pod(rig, marker)

@@ -16,7 +16,9 @@ from probemarker.pods import parse_time, pod_view
         pytest.param({"metadata": None, "spec": [], "status": "x"}, id="wrong-types"),
         pytest.param({"metadata": {"labels": {"a": 1}, "annotations": None}}, id="odd-maps"),
         pytest.param({"spec": {"containers": [None, {"name": 3}, {"ports": "x"}]}}, id="odd-list"),
-        pytest.param({"status": {"containerStatuses": [{"name": "a", "state": []}]}}, id="odd-state"),
+        pytest.param(
+            {"status": {"containerStatuses": [{"name": "a", "state": []}]}}, id="odd-state"
+        ),
     ],
 )
 def test_odd_pods_read_as_empty(raw: dict[str, Any]) -> None:

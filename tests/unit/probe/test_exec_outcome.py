@@ -30,10 +30,18 @@ DIAL = "Internal error occurred: error dialing backend: dial tcp 10.0.0.7:10250:
 UPGRADE = 'Internal error occurred: unable to upgrade connection: container not found ("app")'
 
 CASES = [
-    pytest.param(ExecExited(0, "idle\n", "warn"), Outcome.succeeded("idle", answer="idle"), id="exit-0-stdout"),
+    pytest.param(
+        ExecExited(0, "idle\n", "warn"),
+        Outcome.succeeded("idle", answer="idle"),
+        id="exit-0-stdout",
+    ),
     pytest.param(ExecExited(0, "", ""), Outcome.succeeded(""), id="exit-0-silent"),
-    pytest.param(ExecExited(3, "out", "err\n"), Outcome.failed("err", answer="out"), id="exit-3-stderr"),
-    pytest.param(ExecExited(1, "busy\n", ""), Outcome.failed("busy", answer="busy"), id="exit-1-stdout-297"),
+    pytest.param(
+        ExecExited(3, "out", "err\n"), Outcome.failed("err", answer="out"), id="exit-3-stderr"
+    ),
+    pytest.param(
+        ExecExited(1, "busy\n", ""), Outcome.failed("busy", answer="busy"), id="exit-1-stdout-297"
+    ),
     pytest.param(
         ExecExited(3, "", " \n"), Outcome.failed("command exited with code 3"), id="exit-3-silent"
     ),
@@ -43,7 +51,9 @@ CASES = [
         id="exit-255-only-control-characters",
     ),
     pytest.param(
-        ExecExited(2, "", "x" * 1024, 0, 9_000_000), Outcome.failed("x" * 1024, answer="x" * 1024), id="dropped-output"
+        ExecExited(2, "", "x" * 1024, 0, 9_000_000),
+        Outcome.failed("x" * 1024, answer="x" * 1024),
+        id="dropped-output",
     ),
     pytest.param(ExecNotStarted(MISSING_V5), Outcome.failed(MISSING_V5), id="missing-exe-v5"),
     pytest.param(ExecNotStarted(MISSING_V4), Outcome.failed(MISSING_V4), id="missing-exe-v4"),

@@ -75,13 +75,15 @@ def compute(row: Row) -> DesiredPod:
     )
     live: dict[OwnerRef, ProbeSpec | None] = {owner(o): None for o in row.live}
     live.update({owner(o): s for o, s in row.live_specs.items()})
-    return desired_state(
-        pod=pod, decided=row.decided, live=live, held_markers=row.held_markers
-    )
+    return desired_state(pod=pod, decided=row.decided, live=live, held_markers=row.held_markers)
 
 
-def rec(state: ProbeState, labels: Mapping[str, str] = {}, annotations: Mapping[str, str] = {},
-        condition: str | None = None) -> Owned:
+def rec(
+    state: ProbeState,
+    labels: Mapping[str, str] = {},
+    annotations: Mapping[str, str] = {},
+    condition: str | None = None,
+) -> Owned:
     """A record entry; annotation values are given as written (tokens made here)."""
     return Owned(
         state,

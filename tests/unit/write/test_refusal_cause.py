@@ -7,7 +7,9 @@ import pytest
 from probemarker.kube.errors import ApiInvalid, Cause
 from probemarker.write.writer import refusal_cause
 
-TOO_LONG = Cause("FieldValueTooLong", "Too long: may not be more than 262144 bytes", "metadata.annotations")
+TOO_LONG = Cause(
+    "FieldValueTooLong", "Too long: may not be more than 262144 bytes", "metadata.annotations"
+)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,168 @@
+"""The report of `probemarker check`: exit codes, the JSON shape, the text."""
+
+from __future__ import annotations
+
+import pytest
+
+from probemarker.check.report import (
+    API_VERSION,
+    CheckReport,
+    PodCheck,
+    ProbeCheck,
+    Status,
+    exit_code,
+    render_text,
+    to_json,
+)
+
+
+def probe(status: Status, **over: object) -> ProbeCheck:
+    fields: dict[str, object] = {
+        "probe": "idle",
+        "container": "app",
+        "kind": "exec",
+        "via": "pods/exec",
+        "status": status,
+        "message": "ok",
+        "threshold": 3,
+        **over,
+    }
+    return ProbeCheck(**fields)  # type: ignore[arg-type]
+
+
+def report(*statuses: Status, skipped: int = 0) -> CheckReport:
+    pods = [PodCheck(pod="default/p", probes=tuple(probe(s) for s in statuses))]
+    pods += [PodCheck(pod=f"default/s{i}", skipped="gone") for i in range(skipped)]
+    return CheckReport(marker="default/m", source="from m.yaml", pods=tuple(pods))
+
+
+@pytest.mark.parametrize(
+    ("statuses", "skipped", "code"),
+    [
+        pytest.param((Status.SUCCEEDED, Status.SUCCEEDED), 0, 0, id="all-succeeded"),
+        pytest.param((Status.SUCCEEDED,), 2, 0, id="skipped-pods-do-not-count"),
+        pytest.param((Status.SUCCEEDED, Status.FAILED), 0, 1, id="one-failed"),
+        pytest.param((Status.UNKNOWN,), 0, 1, id="unknown"),
+        pytest.param((Status.NOT_REACHABLE,), 0, 1, id="not-reachable"),
+        pytest.param((), 1, 1, id="nothing-ran"),
+    ],
+)
+def test_exit_code(statuses: tuple[Status, ...], skipped: int, code: int) -> None:
+    assert exit_code(report(*statuses, skipped=skipped)) == code
+
+
+def test_json_shape() -> None:
+    found = to_json(report(Status.SUCCEEDED, Status.NOT_REACHABLE, skipped=1))
+    assert set(found) == {
+        "apiVersion",
+        "kind",
+        "marker",
+        "source",
+        "wrote",
+        "asIfDecided",
+        "viaApiProxy",
+        "direct",
+        "pods",
+        "summary",
+        "exitCode",
+    }
+    assert (found["apiVersion"], found["kind"], found["wrote"]) == (
+        API_VERSION,
+        "CheckReport",
+        False,
+    )
+    pod = found["pods"][0]
+    assert set(pod) == {
+        "pod",
+        "uid",
+        "skipped",
+        "probes",
+        "patch",
+        "conflicts",
+        "recordProblem",
+        "heldMarkers",
+    }
+    assert set(pod["probes"][0]) == {
+        "probe",
+        "container",
+        "kind",
+        "via",
+        "status",
+        "message",
+        "decided",
+        "threshold",
+        "values",
+        "condition",
+        "result",
+        "invalid",
+    }
+    assert [p["decided"] for p in pod["probes"]] == [True, False]
+    assert found["summary"] == {
+        "pods": 2,
+        "skipped": 1,
+        "probes": 2,
+        "Succeeded": 1,
+        "Failed": 0,
+        "Unknown": 0,
+        "NotReachable": 1,
+    }
+    assert found["exitCode"] == 1
+
+
+def test_text_says_nothing_is_written_and_what_a_patch_means() -> None:
+    text = render_text(
+        CheckReport(
+            marker="default/m",
+            source="from m.yaml",
+            pods=(
+                PodCheck(
+                    pod="default/p",
+                    probes=(
+                        probe(Status.FAILED, message="busy", values={"labels": {"idle": "false"}}),
+                        probe(Status.NOT_REACHABLE, probe="web", kind="httpGet", via=None),
+                    ),
+                    patch=({"op": "add", "path": "/metadata/labels/idle", "value": "false"},),
+                ),
+            ),
+        )
+    )
+    assert "Nothing is written to the cluster: no patch, no event." in text
+    assert "as if decided" in text
+    assert "probe idle (container app, exec, via pods/exec): Failed" in text
+    assert "    would set label idle=false" in text
+    assert "the daemon waits for 3 consecutive Failed results" in text
+    assert "probe web (container app, httpGet): Unknown (not reachable from here)" in text
+    assert "not decided: changes nothing on the pod" in text
+    assert '{"op": "add", "path": "/metadata/labels/idle", "value": "false"}' in text
+    assert text.endswith("1 Failed, 0 Unknown, 1 not reachable from here; wrote nothing; exit 1\n")
+
+
+def test_a_pod_that_already_shows_it_has_no_patch() -> None:
+    text = render_text(report(Status.SUCCEEDED))
+    assert "patch: none (the pod already shows this)" in text
+
+
+def test_a_refused_rendered_value_is_shown_with_its_problem() -> None:
+    refused = {"kind": "label", "key": "map", "value": "de dust", "problem": "not a label value"}
+    text = render_text(
+        CheckReport(
+            marker="default/m",
+            source="from m.yaml",
+            pods=(
+                PodCheck(
+                    pod="default/p",
+                    probes=(
+                        probe(
+                            Status.SUCCEEDED,
+                            result="de dust",
+                            values={"labels": {"map": "de dust", "up": "yes"}},
+                            invalid=(refused,),
+                        ),
+                    ),
+                ),
+            ),
+        )
+    )
+    assert "    {{.Result}}: 'de dust'" in text
+    assert "    would set label up=yes" in text
+    assert "    would NOT set label map='de dust': not a label value (the last valid" in text
