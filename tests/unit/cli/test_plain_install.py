@@ -70,6 +70,16 @@ def test_validate_the_examples() -> None:
     assert done.stdout.count("OK ") >= len(examples)
 
 
+def test_check_needs_no_extra() -> None:
+    """`probemarker check` is the daemon's code run once: a plain install has it."""
+    done = plain("check", "--help")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "--via-api-proxy" in done.stdout
+    done = plain("check", "-f", str(REPO / "manifests/examples/readiness-gate.yaml"), "--pod", "x")
+    assert "ModuleNotFoundError" not in done.stderr
+    assert "sim extra" not in done.stderr
+
+
 def test_crd() -> None:
     done = plain("crd")
     assert (done.returncode, done.stderr) == (0, "")
