@@ -24,6 +24,7 @@ import yaml
 
 from probemarker import __version__
 from tests.cluster.kube import DAEMON_NAMESPACE, REPO, SCRIPT, AuditLog, Kubectl, wait_for
+from tests.podfields import condition
 
 IMAGE_NAME = "localhost/probemarker"
 IMAGE = f"{IMAGE_NAME}:{__version__}"
@@ -115,6 +116,24 @@ class Addon:
             what="one daemon pod",
         )
         return pods[0]
+
+    def replace_daemon_pod(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Delete the daemon pod; (the old one, its Ready replacement)."""
+        old = self.daemon_pod()
+        self.cluster.kubectl.run(
+            "-n", DAEMON_NAMESPACE, "delete", "pod", old["metadata"]["name"], "--wait=true"
+        )
+        self.rolled_out()
+        new = wait_for(
+            self.daemon_pod,
+            lambda pod: (
+                pod["metadata"]["uid"] != old["metadata"]["uid"]
+                and (condition(pod, "Ready") or {}).get("status") == "True"
+            ),
+            timeout=60,
+            what="the replacement daemon pod Ready",
+        )
+        return old, new
 
 
 def overlay(folder: Path, backend: str, socket: Path) -> str:

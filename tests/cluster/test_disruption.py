@@ -114,20 +114,9 @@ def test_a_deleted_daemon_pod_is_replaced_by_one_that_writes_nothing_and_warns_n
     cluster: Cluster, addon: Addon, steady: str
 ) -> None:
     kubectl = cluster.kubectl
-    old = addon.daemon_pod()
     mark = cluster.audit.mark()
     with _watch(cluster, steady) as watch:
-        kubectl.run("-n", DAEMON_NAMESPACE, "delete", "pod", old["metadata"]["name"], "--wait=true")
-        addon.rolled_out()
-        new = wait_for(
-            addon.daemon_pod,
-            lambda pod: (
-                pod["metadata"]["uid"] != old["metadata"]["uid"]
-                and (condition(pod, "Ready") or {}).get("status") == "True"
-            ),
-            timeout=60,
-            what="the replacement daemon pod Ready",
-        )
+        _, new = addon.replace_daemon_pod()
         _settle(3)
     assert _flips(watch) == set()
     writes = cluster.audit.daemon_writes(mark, namespace=steady)

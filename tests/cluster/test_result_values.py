@@ -16,14 +16,13 @@ import pytest
 
 from tests.cluster.install import Addon, Cluster
 from tests.cluster.kube import (
-    DAEMON_NAMESPACE,
     busybox_pod,
     exec_in,
     pod_ready,
     wait_for,
     wait_label,
 )
-from tests.podfields import annotations_of, condition
+from tests.podfields import annotations_of
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -113,19 +112,8 @@ def test_the_answer_is_the_value_on_a_real_node(
     # A replaced daemon writes nothing: the pods show what it would render.
     exec_in(kubectl, namespace, "g", "sh", "-c", "echo de_nuke >/tmp/map")
     time.sleep(3)
-    old = addon.daemon_pod()
     mark = cluster.audit.mark()
-    kubectl.run("-n", DAEMON_NAMESPACE, "delete", "pod", old["metadata"]["name"], "--wait=true")
-    addon.rolled_out()
-    wait_for(
-        addon.daemon_pod,
-        lambda pod: (
-            pod["metadata"]["uid"] != old["metadata"]["uid"]
-            and (condition(pod, "Ready") or {}).get("status") == "True"
-        ),
-        timeout=60,
-        what="the replacement daemon pod Ready",
-    )
+    addon.replace_daemon_pod()
     time.sleep(5)  # five periods of both probes
     writes = cluster.audit.daemon_writes(mark, namespace=namespace)
     assert writes == [], [w.get("requestURI") for w in writes]
