@@ -70,9 +70,17 @@ async def run(
 @pytest.mark.parametrize(
     ("script", "expected"),
     [
-        pytest.param("echo idle", Outcome.succeeded("idle"), id="exit-0-stdout"),
-        pytest.param("echo out; echo err >&2; exit 3", Outcome.failed("err"), id="exit-3-stderr"),
-        pytest.param("echo only-out; exit 1", Outcome.failed("only-out"), id="exit-1-stdout"),
+        pytest.param("echo idle", Outcome.succeeded("idle", answer="idle"), id="exit-0-stdout"),
+        pytest.param(
+            "echo out; echo err >&2; exit 3",
+            Outcome.failed("err", answer="out"),
+            id="exit-3-stderr",
+        ),
+        pytest.param(
+            "echo only-out; exit 1",
+            Outcome.failed("only-out", answer="only-out"),
+            id="exit-1-stdout",
+        ),
         pytest.param("exit 42", Outcome.failed("command exited with code 42"), id="exit-42"),
         pytest.param("kill -9 $$", Outcome.failed("command exited with code 137"), id="killed"),
     ],
@@ -164,7 +172,7 @@ async def test_the_runtime_down_is_unknown_and_back_is_used_again(
     async with CRIExecHandler(RuntimeClient(socket_path(cri_endpoint))) as handler:
         with anyio.fail_after(60):
             before = await handler.run(sh("echo up"), target(container_id), time_limit=5.0)
-            assert before == Outcome.succeeded("up")
+            assert before == Outcome.succeeded("up", answer="up")
             info = await handler.runtime(deadline=5.0)
             assert isinstance(info, RuntimeInfo)
             assert info.name == "containerd"
@@ -178,7 +186,9 @@ async def test_the_runtime_down_is_unknown_and_back_is_used_again(
                 if again.result is not Result.UNKNOWN:
                     break
                 await anyio.sleep(0.1)
-    assert again == Outcome.succeeded("again")  # the same container, through its shim
+    assert again == Outcome.succeeded(
+        "again", answer="again"
+    )  # the same container, through its shim
 
 
 async def test_a_child_holding_the_output_open_is_unknown_at_the_call_deadline(
@@ -248,7 +258,7 @@ async def test_a_hung_runtime_is_unknown_not_failed(
     async with CRIExecHandler(RuntimeClient(socket_path(cri_endpoint))) as handler:
         with anyio.fail_after(30):
             assert await handler.run(sh("echo up"), target(container_id), time_limit=2.0) == (
-                Outcome.succeeded("up")
+                Outcome.succeeded("up", answer="up")
             )
             os.kill(pid, signal.SIGSTOP)  # containerd takes calls and answers none
             try:
