@@ -48,9 +48,9 @@ import enum
 from dataclasses import dataclass, replace
 
 from probemarker.api.model import ProbeSpec, ProbeState, Timing
-from probemarker.api.template import result_text
 from probemarker.pods import ContainerFacts
 from probemarker.probe.outcome import Outcome, Result
+from probemarker.probe.output import result_text
 
 __all__ = [
     "Decision",
@@ -80,7 +80,7 @@ class Instance:
 class Decision:
     """A published result: what the pod should show for this probe.
 
-    `result`: what `{{.Result}}` stands for (`api.template.result_text` of the
+    `result`: what `{{.Result}}` stands for (`probe.output.result_text` of the
     outcome's answer) when the probe's policies use it, "" when they do not (so an
     answer nobody shows publishes nothing); None when not known yet (seeded from the
     pod by a restarted daemon: the values the pod shows are kept until a run)."""
@@ -161,7 +161,7 @@ def step(
 
 
 def result_of(spec: ProbeSpec, outcome: Outcome) -> str:
-    """What `{{.Result}}` stands for after `outcome`: `api.template.result_text` of its
+    """What `{{.Result}}` stands for after `outcome`: `probe.output.result_text` of its
     answer when `spec`'s policies use it, "" when they do not (`Decision.result`)."""
     return result_text(outcome.answer) if spec.uses_result else ""
 

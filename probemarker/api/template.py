@@ -9,10 +9,9 @@ The grammar is Go template's, cut down to one action:
   `}}`, as Go allows: `{{ .Result }}`. Go's trim markers (`{{- .Result -}}`), other
   fields, pipelines, functions and comments are refused, as is a `{{` that begins no
   action: every `{{` in a value must begin `{{.Result}}`. A lone `}}` is text, as in Go.
-- `result_text(answer)` is what `{{.Result}}` stands for: the answer's first line,
-  trimmed, with every `|` removed (kruise-game's rule for its `{{.Result}}`, so a
-  result moves between the two unchanged), at most `MAX_RESULT_BYTES` of UTF-8.
-- `render(value, result)` puts it in; a value without an action renders as itself.
+- `render(value, result)` puts the result in (what `{{.Result}}` stands for is made
+  from the probe's answer by `probe.output.result_text`); a value without an action
+  renders as itself.
 
 Whether a rendered value fits where it goes (a label value's alphabet and length, the
 pod's annotation room) is the desired state's question (`value_problem`), asked on
@@ -26,15 +25,8 @@ from typing import Final
 
 from probemarker.api import rules
 
-__all__ = [
-    "MAX_RESULT_BYTES",
-    "render",
-    "result_text",
-    "template_problems",
-    "uses_result",
-]
+__all__ = ["render", "template_problems", "uses_result"]
 
-MAX_RESULT_BYTES: Final = 1024
 _ACTION: Final = re.compile(rules.RESULT_ACTION_RE)
 _OPEN: Final = "{{"
 
@@ -60,16 +52,6 @@ def template_problems(value: str) -> list[str]:
 
 
 def render(value: str, result: str) -> str:
-    """`value` with every `{{.Result}}` replaced by `result` (already `result_text`)."""
+    """`value` with every `{{.Result}}` replaced by `result` (`probe.output.result_text`)."""
     return _ACTION.sub(lambda _: result, value)
 
-
-def result_text(answer: str) -> str:
-    """What `{{.Result}}` stands for, from a probe's answer (already cleaned of control
-    characters by the handler): its first line, stripped, without `|`, stripped again,
-    cut to `MAX_RESULT_BYTES` bytes of UTF-8 (never inside a character)."""
-    line = answer.partition("\n")[0].strip().replace("|", "").strip()
-    data = line.encode("utf-8")
-    if len(data) <= MAX_RESULT_BYTES:
-        return line
-    return data[:MAX_RESULT_BYTES].decode("utf-8", errors="ignore").rstrip()

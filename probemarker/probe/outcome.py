@@ -32,7 +32,7 @@ class Outcome:
     health check's serving status (`SERVING`, `NOT_SERVING`, ...); empty for tcpSocket
     and wherever nothing answered (a timeout, a container not running). Cleaned, at
     most 1 KiB. `{{.Result}}` in a markerPolicy value is made of it
-    (`api.template.result_text`); the message is not (a failure's message is the
+    (`probe.output.result_text`); the message is not (a failure's message is the
     status line of an httpGet, stderr of a command).
     """
 

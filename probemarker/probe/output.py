@@ -32,14 +32,17 @@ from probemarker.kube.events import trim_utf8
 
 __all__ = [
     "ELLIPSIS",
+    "MAX_RESULT_BYTES",
     "MESSAGE_LIMIT",
     "choose_answer",
     "choose_message",
     "clean_message",
     "first_line",
+    "result_text",
 ]
 
 MESSAGE_LIMIT = 1024  # SPEC §3: a condition message is trimmed to 1 KiB
+MAX_RESULT_BYTES = 1024  # of what `{{.Result}}` stands for (docs/api.md)
 _SCAN_FACTOR = 16
 ELLIPSIS = "\u2026"  # ends a line that `first_line` cut
 
@@ -98,3 +101,12 @@ def choose_answer(*, stdout: str, stderr: str) -> str:
     stdout, or stderr when stdout is empty, whatever the exit code, so one probe's
     answer is the same in both states (issue 24; docs/api.md)."""
     return clean_message(stdout) or clean_message(stderr)
+
+
+def result_text(answer: str) -> str:
+    """What `{{.Result}}` in a markerPolicy value stands for (api/template.py), from a
+    probe's answer (`Outcome.answer`, already cleaned): its first line, stripped, with
+    every `|` removed (kruise-game's rule for its `{{.Result}}`, so a result moves
+    between the two unchanged), stripped again, cut to `MAX_RESULT_BYTES` of UTF-8."""
+    line = answer.partition("\n")[0].strip().replace("|", "").strip()
+    return trim_utf8(line, MAX_RESULT_BYTES).rstrip()

@@ -1,4 +1,4 @@
-"""api/template.py: the `{{.Result}}` grammar, rendering, and what Result is made of."""
+"""api/template.py: the `{{.Result}}` grammar and rendering."""
 
 from __future__ import annotations
 
@@ -8,13 +8,7 @@ import pytest
 
 from probemarker.api import rules
 from probemarker.api.fields import matches
-from probemarker.api.template import (
-    MAX_RESULT_BYTES,
-    render,
-    result_text,
-    template_problems,
-    uses_result,
-)
+from probemarker.api.template import render, template_problems, uses_result
 
 
 @pytest.mark.parametrize(
@@ -82,27 +76,6 @@ def test_label_template_pattern(value: str, valid: bool) -> None:
 )
 def test_render(template: str, result: str, rendered: str) -> None:
     assert render(template, result) == rendered
-
-
-@pytest.mark.parametrize(
-    ("answer", "result"),
-    [
-        pytest.param("primary", "primary", id="one-line"),
-        pytest.param("  primary \n replica since 10:02\n", "primary", id="first-line-trimmed"),
-        pytest.param("a|b | c", "ab  c", id="pipes-removed"),
-        pytest.param("| idle |", "idle", id="pipes-then-trimmed"),
-        pytest.param("", "", id="empty"),
-        pytest.param("\nsecond", "", id="empty-first-line"),
-    ],
-)
-def test_result_text(answer: str, result: str) -> None:
-    assert result_text(answer) == result
-
-
-def test_result_text_is_cut_to_its_limit_never_inside_a_character() -> None:
-    text = result_text("é" * MAX_RESULT_BYTES)
-    assert len(text.encode()) <= MAX_RESULT_BYTES
-    assert text == "é" * (MAX_RESULT_BYTES // 2)
 
 
 def test_the_action_pattern_is_the_same_for_python_and_the_crd() -> None:

@@ -7,7 +7,14 @@ import time
 import orjson
 import pytest
 
-from probemarker.probe.output import MESSAGE_LIMIT, choose_message, clean_message, first_line
+from probemarker.probe.output import (
+    MAX_RESULT_BYTES,
+    MESSAGE_LIMIT,
+    choose_message,
+    clean_message,
+    first_line,
+    result_text,
+)
 
 CLEAN_CASES = [
     pytest.param("ok", "ok", id="plain"),
@@ -141,3 +148,24 @@ def test_first_line_looks_at_a_bounded_prefix() -> None:
 def test_first_line_refuses_a_limit_without_room() -> None:
     with pytest.raises(ValueError, match="limit above 3"):
         first_line("x", limit=3)
+
+
+@pytest.mark.parametrize(
+    ("answer", "result"),
+    [
+        pytest.param("primary", "primary", id="one-line"),
+        pytest.param("  primary \n replica since 10:02\n", "primary", id="first-line-trimmed"),
+        pytest.param("a|b | c", "ab  c", id="pipes-removed"),
+        pytest.param("| idle |", "idle", id="pipes-then-trimmed"),
+        pytest.param("", "", id="empty"),
+        pytest.param("\nsecond", "", id="empty-first-line"),
+    ],
+)
+def test_result_text(answer: str, result: str) -> None:
+    assert result_text(answer) == result
+
+
+def test_result_text_is_cut_to_its_limit_never_inside_a_character() -> None:
+    text = result_text("é" * MAX_RESULT_BYTES)
+    assert len(text.encode()) <= MAX_RESULT_BYTES
+    assert text == "é" * (MAX_RESULT_BYTES // 2)
