@@ -255,20 +255,20 @@ class _Pass:
         return None
 
     def _keep_last(self, owner: OwnerRef, kind: str, key: str) -> None:
-        """`owner` keeps `key` at the value it last wrote, if the pod still shows it."""
+        """`owner` keeps `key` at the value it last wrote, if the pod still shows it
+        (`_keep`, for one key of a decided owner: its value is then the one set)."""
         owned = self.old.get(owner)
         if owned is None:
             return
         if kind == "label":
-            value = self.pod.labels.get(key)
-            token = owned.labels.get(key)
-            board, values = self.labels, self.label_values
+            board, values, recorded = self.labels, self.label_values, owned.labels
+            current: Callable[[str], str | None] = self.pod.labels.get
         else:
-            value = self.pod.annotations.value(key) if key in owned.annotations else None
-            token = owned.annotations.get(key)
-            board, values = self.annotations, self.annotation_values
-        kept = value is not None and token is not None and holds(value, token)
-        if kept and value is not None and board.claim(owner, key, value):
+            board, values, recorded = self.annotations, self.annotation_values, owned.annotations
+            current = self.pod.annotations.value
+        if key in recorded:
+            _keep(board, owner, {key: recorded[key]}, current, None)
+        if key in board.keys_of(owner) and (value := current(key)) is not None:
             values.setdefault(key, value)
 
     def hold(self, owner: OwnerRef, owned: Owned, only: _Wants | None = None) -> None:
