@@ -62,10 +62,16 @@ __all__ = [
     "observe",
     "result_of",
     "seed",
+    "state_of",
     "step",
 ]
 
 _STATE_OF = {Result.SUCCEEDED: ProbeState.SUCCEEDED, Result.FAILED: ProbeState.FAILED}
+
+
+def state_of(result: Result) -> ProbeState | None:
+    """The state a run's result decides towards; None for Unknown (never counted)."""
+    return _STATE_OF.get(result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +146,7 @@ def step(
     """Count one run's outcome; return the new state and the decision to publish, if
     any. `result`: the run's `{{.Result}}` ("" for a probe whose policies do not use
     it); a new one in the decided state is published at once, as a new message is."""
-    probe_state = _STATE_OF.get(outcome.result)
+    probe_state = state_of(outcome.result)
     if probe_state is None:  # Unknown: thrown away, as the kubelet throws away errors
         return state, None
     run = state.run + 1 if state.last is outcome.result else 1

@@ -32,11 +32,10 @@ from probemarker.api.model import (
     LabelSelector,
     Marker,
     ProbeSpec,
-    ProbeState,
     Timing,
 )
 from probemarker.api.template import render
-from probemarker.decide import Gate, gate, not_running, result_of
+from probemarker.decide import Gate, gate, not_running, result_of, state_of
 from probemarker.identity import OwnerRef, ProbeKey
 from probemarker.match import match_pod, selector_matches
 from probemarker.pods import ContainerFacts, PodView
@@ -64,7 +63,6 @@ __all__ = [
 VIA_EXEC: Final = "pods/exec"
 VIA_PROXY: Final = "the API server's pod proxy"
 VIA_DIRECT: Final = "the pod IP"
-_STATES: Final = {Result.SUCCEEDED: ProbeState.SUCCEEDED, Result.FAILED: ProbeState.FAILED}
 
 
 def route(action: Handler, *, via_api_proxy: bool, direct: bool) -> str | None:
@@ -162,7 +160,7 @@ def not_run(
 def decided_of(owner: OwnerRef, spec: ProbeSpec, outcome: Outcome) -> Decided | None:
     """The `Decided` the daemon would hold if `outcome` were its decided result; None
     for Unknown, which is never decided. The one place check makes a `Decided`."""
-    state = _STATES.get(outcome.result)
+    state = state_of(outcome.result)
     if state is None:
         return None
     return Decided(owner, spec, state, outcome.message, result_of(spec, outcome))
@@ -199,7 +197,7 @@ def policy_values(spec: ProbeSpec, outcome: Outcome) -> dict[str, dict[str, str]
     rendered as the daemon renders it (`decide.result_of`, `api.template.render`);
     None for Unknown or a state without a policy. Whether each value may go on the pod
     is the desired state's question (`DesiredPod.invalid`)."""
-    state = _STATES.get(outcome.result)
+    state = state_of(outcome.result)
     policy = None if state is None else spec.policy_for(state)
     if policy is None:
         return None
