@@ -39,6 +39,7 @@ from tests.manifests.test_manifests import (
     grants,
     identity,
     kustomize,
+    render,
     write_overlay,
 )
 from tests.pod_security import violations
@@ -61,14 +62,6 @@ BACKEND_VAR = env_name("exec_backend")
 ENDPOINT_VAR = env_name("cri_endpoint")
 EXEC_GRANTS = {("", "pods/exec", "get"), ("", "pods/exec", "create")}
 PSA = "pod-security.kubernetes.io/"
-
-
-def render(tmp_path: Path, *components: Path, **fields: Any) -> dict[tuple[str, str], Any]:
-    """The overlay's objects by (kind, name)."""
-    docs = kustomize(write_overlay(tmp_path, components=components, **fields))
-    by_kind = {(d["kind"], d["metadata"]["name"]): d for d in docs}
-    assert len(by_kind) == len(docs)
-    return by_kind
 
 
 def the(objects: dict[tuple[str, str], Any], kind: str) -> dict[str, Any]:

@@ -407,6 +407,14 @@ def write_overlay(tmp_path: Path, components: tuple[Path, ...] = (), **fields: A
     return root
 
 
+def render(tmp_path: Path, *components: Path, **fields: Any) -> dict[tuple[str, str], Any]:
+    """What an overlay (`write_overlay`) renders, by (kind, name); each pair once."""
+    docs = kustomize(write_overlay(tmp_path, components=components, **fields))
+    by_kind = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+    assert len(by_kind) == len(docs)
+    return by_kind
+
+
 def with_image(doc: dict[str, Any], image: str) -> dict[str, Any]:
     """`doc` (the DaemonSet) with its container's image replaced."""
     out = copy.deepcopy(doc)

@@ -33,7 +33,7 @@ from tests.manifests.test_manifests import (
     NAMESPACE,
     dig,
     kustomize,
-    write_overlay,
+    render,
 )
 from tests.network_policy import Pod, admits, selector
 from tests.rbac_check import REPO
@@ -47,13 +47,6 @@ COMPONENT = COMPONENTS / "metrics-network-policy"
 SECURITY_DOC = REPO / "docs" / "security.md"
 POLICY = ("NetworkPolicy", "probemarker-metrics")
 PORT = 9808
-
-
-def render(tmp_path: Path, *components: Path, **fields: Any) -> dict[tuple[str, str], Any]:
-    docs = kustomize(write_overlay(tmp_path, components=components, **fields))
-    by_kind = {(d["kind"], d["metadata"]["name"]): d for d in docs}
-    assert len(by_kind) == len(docs)
-    return by_kind
 
 
 @pytest.fixture(scope="module")

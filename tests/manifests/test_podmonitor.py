@@ -34,7 +34,7 @@ from tests.manifests.test_manifests import (
     NAMESPACE,
     dig,
     kustomize,
-    write_overlay,
+    render,
 )
 from tests.prometheus_sd import PodPort, scraped, target
 from tests.rbac_check import REPO
@@ -48,13 +48,6 @@ COMPONENT = COMPONENTS / "podmonitor"
 OPERATIONS_DOC = REPO / "docs" / "operations.md"
 MONITOR = ("PodMonitor", "probemarker")
 DAEMONSET = ("DaemonSet", "probemarker")
-
-
-def render(tmp_path: Path, *components: Path, **fields: Any) -> dict[tuple[str, str], Any]:
-    docs = kustomize(write_overlay(tmp_path, components=components, **fields))
-    by_kind = {(d["kind"], d["metadata"]["name"]): d for d in docs}
-    assert len(by_kind) == len(docs)
-    return by_kind
 
 
 @pytest.fixture(scope="module")
