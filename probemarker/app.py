@@ -245,6 +245,7 @@ class Daemon:
             settings=EngineSettings(
                 max_concurrent=settings.max_concurrent_probes,
                 cleanup_delay=settings.cleanup_delay_seconds,
+                warning_refresh=settings.message_refresh_seconds,
             ),
             api_version=f"{group}/v1alpha1",
         )

@@ -30,6 +30,12 @@ Thresholds (after a run):
   tests expect), so there is nothing for a threshold to debounce. The same holds for
   a new `{{.Result}}` (the value a policy renders from the answer): it is the decided
   state's value, not a new state.
+- A run that got no answer (a timeout, a refused connection, a container not
+  running: `Outcome.answer` is None) never replaces the decided `{{.Result}}` within
+  the same state: one transient would otherwise publish an empty value and the next
+  answer the old one again (a flap of a label Services select on). When such a run
+  decides a new state, its result is empty, as docs/api.md says of a probe that got
+  no answer.
 - A new container (containerID or restartCount changed, `observe`) resets the count
   but keeps the decided result. The kubelet resets readiness to its initial value on
   a new container; here that would flip labels and conditions on every restart and
@@ -141,21 +147,25 @@ def observe(state: ThresholdState, facts: ContainerFacts) -> ThresholdState:
 
 
 def step(
-    state: ThresholdState, outcome: Outcome, timing: Timing, *, result: str = ""
+    state: ThresholdState, outcome: Outcome, timing: Timing, *, result: str | None = ""
 ) -> tuple[ThresholdState, Decision | None]:
     """Count one run's outcome; return the new state and the decision to publish, if
     any. `result`: the run's `{{.Result}}` ("" for a probe whose policies do not use
-    it); a new one in the decided state is published at once, as a new message is."""
+    it; None for a run that got no answer, `result_of`); a new one in the decided state
+    is published at once, as a new message is. A run with no answer keeps the decided
+    result in its state, and renders "" when it decides a new one."""
     probe_state = state_of(outcome.result)
     if probe_state is None:  # Unknown: thrown away, as the kubelet throws away errors
         return state, None
     run = state.run + 1 if state.last is outcome.result else 1
     state = replace(state, last=outcome.result, run=run)
-    decision = Decision(probe_state, outcome.message, result)
     decided = state.decided
+    same_state = decided is not None and decided.state is probe_state
+    if result is None:  # no answer: the value of the state stands, or there is none
+        result = decided.result if decided is not None and same_state else ""
+    decision = Decision(probe_state, outcome.message, result)
     if decision == decided:
         return state, None
-    same_state = decided is not None and decided.state is probe_state
     threshold = (
         timing.success_threshold
         if probe_state is ProbeState.SUCCEEDED
@@ -166,10 +176,13 @@ def step(
     return state, None
 
 
-def result_of(spec: ProbeSpec, outcome: Outcome) -> str:
+def result_of(spec: ProbeSpec, outcome: Outcome) -> str | None:
     """What `{{.Result}}` stands for after `outcome`: `probe.output.result_text` of its
-    answer when `spec`'s policies use it, "" when they do not (`Decision.result`)."""
-    return result_text(outcome.answer) if spec.uses_result else ""
+    answer when `spec`'s policies use it, "" when they do not (`Decision.result`); None
+    when they do and the run got no answer (`step` then keeps the state's value)."""
+    if not spec.uses_result:
+        return ""
+    return None if outcome.answer is None else result_text(outcome.answer)
 
 
 def seed(decision: Decision) -> ThresholdState:

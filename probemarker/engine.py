@@ -32,8 +32,9 @@ Invariants:
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -65,8 +66,8 @@ from probemarker.probe.runner import ProbeRunner, action_kind
 from probemarker.report import EventSink, Reporter
 from probemarker.schedule.dispatcher import Dispatcher
 from probemarker.schedule.timing import first_due, next_due
-from probemarker.write.desired import Conflict, Decided, DesiredPod, InvalidValue, desired_state
-from probemarker.write.ownership import OWNED_KEY, parse_record
+from probemarker.write.desired import Decided, DesiredPod, InvalidValue, desired_state
+from probemarker.write.ownership import OWNED_KEY, parse_record, value_token
 
 log = structlog.get_logger("probemarker.engine")
 
@@ -81,12 +82,15 @@ class EngineSettings:
     # for a free slot under the cap is counted apart (Dispatcher.stats.slot_waits).
     late_after: float = 1.0
     cleanup_delay: float = 30.0  # seconds from a marker's deletion to its clean-up
+    # An InvalidResultValue Warning for a key whose answer is a new invalid value every
+    # run is raised at most once per this many seconds (--message-refresh-seconds).
+    warning_refresh: float = 10.0
 
     def __post_init__(self) -> None:
         if self.max_concurrent < 1 or self.tick <= 0 or self.late_after <= 0:
             raise ValueError("engine needs max_concurrent >= 1, tick > 0, late_after > 0")
-        if self.cleanup_delay < 0:
-            raise ValueError("engine needs cleanup_delay >= 0")
+        if self.cleanup_delay < 0 or self.warning_refresh < 0:
+            raise ValueError("engine needs cleanup_delay >= 0 and warning_refresh >= 0")
 
 
 @dataclass(slots=True)
@@ -101,12 +105,11 @@ class EngineStats:
     periods_skipped: int = 0
     dropped_results: int = 0  # results of runs whose probe changed or went away
     # values rendered from {{.Result}} that could not go on a pod, by kind (label,
-    # annotation): each distinct one is reported once per pod (InvalidResultValue)
+    # annotation): each reported once per pod and key (InvalidResultValue)
     invalid_values: Counter[str] = field(default_factory=Counter)
-
-
-# Distinct invalid values remembered per pod; past it the memory starts again.
-_INVALID_REMEMBERED = 64
+    # new invalid values not reported: their key's Warning was raised less than
+    # `warning_refresh` seconds before (an answer that changes every run)
+    invalid_values_held: int = 0
 
 
 @dataclass(slots=True)
@@ -123,10 +126,15 @@ class _Pod:
     view: PodView
     resource_version: str
     probes: dict[ProbeKey, ProbeSpec] = field(default_factory=dict)
-    conflicts: frozenset[Conflict] = frozenset()
+    # the conflicts (`Conflict.identity`) standing on this pod, each reported once
+    conflicts: frozenset[tuple[str, str, OwnerRef, OwnerRef]] = frozenset()
     record_problem: str | None = None  # as last logged
-    # (owner, key, value) of the invalid rendered values reported on this pod
-    invalid_reported: set[tuple[OwnerRef, str, str]] = field(default_factory=set)
+    # per (owner, kind, key) with an invalid rendered value: the token of the value
+    # last reported and when (clock seconds); kept while the owner is on the pod, so
+    # it is bounded by the markers' keys and never forgets to re-report
+    invalid_reported: dict[tuple[OwnerRef, str, str], tuple[str, float]] = field(
+        default_factory=dict
+    )
 
 
 def _result_kept(thresholds: ThresholdState, old: ProbeSpec, new: ProbeSpec) -> ThresholdState:
@@ -420,11 +428,12 @@ class Engine:
         ends = [end for o in desired.record if (end := held.get(o.marker)) is not None]
         if ends:
             desired = replace(desired, revisit_after=max(0.0, min(ends) - self._clock.now()))
-        conflicts = frozenset(desired.conflicts)
-        for conflict in sorted(conflicts - pod.conflicts, key=str):
-            self._report.conflict(view, conflict)
-        pod.conflicts = conflicts
-        self._report_invalid(pod, view, desired.invalid)
+        standing = {c.identity: c for c in desired.conflicts}
+        for identity, conflict in sorted(standing.items(), key=lambda item: str(item[0])):
+            if identity not in pod.conflicts and not conflict.recorded:
+                self._report.conflict(view, conflict)
+        pod.conflicts = frozenset(standing)
+        self._report_invalid(pod, view, desired.invalid, live.keys())
         if desired.record_problem != pod.record_problem:
             pod.record_problem = desired.record_problem
             if desired.record_problem is not None:  # one line per pod per problem
@@ -435,15 +444,32 @@ class Engine:
                 )
         return desired
 
-    def _report_invalid(self, pod: _Pod, view: PodView, invalid: tuple[InvalidValue, ...]) -> None:
-        """One Warning per distinct invalid rendered value on a pod (a probe that keeps
-        answering the same bad value is reported once, not once a period)."""
+    def _report_invalid(
+        self,
+        pod: _Pod,
+        view: PodView,
+        invalid: tuple[InvalidValue, ...],
+        live: Collection[OwnerRef],
+    ) -> None:
+        """One Warning per pod, key and invalid value: a value already reported (here,
+        or by a predecessor: `InvalidValue.recorded`) is not reported again; a key whose
+        answer is a new invalid value every run gets at most one Warning per
+        `warning_refresh` seconds."""
+        now = self._clock.now()
+        memory = pod.invalid_reported
+        for slot in [s for s in memory if s[0] not in live]:
+            del memory[slot]  # its owner left the pod
         for bad in invalid:
-            seen = (bad.owner, bad.key, bad.value)
-            if seen in pod.invalid_reported:
+            token = value_token(bad.value)
+            last = memory.get(bad.slot)
+            if last is None and bad.recorded:
+                memory[bad.slot] = (token, -math.inf)  # raised before this daemon started
                 continue
-            if len(pod.invalid_reported) >= _INVALID_REMEMBERED:
-                pod.invalid_reported.clear()  # bounded: a probe answering ever new values
-            pod.invalid_reported.add(seen)
+            if last is not None and last[0] == token:
+                continue
+            if last is not None and now - last[1] < self.settings.warning_refresh:
+                self.stats.invalid_values_held += 1
+                continue
+            memory[bad.slot] = (token, now)
             self.stats.invalid_values[bad.kind] += 1
             self._report.invalid_value(view, bad)

@@ -201,7 +201,7 @@ def policy_values(spec: ProbeSpec, outcome: Outcome) -> dict[str, dict[str, str]
     policy = None if state is None else spec.policy_for(state)
     if policy is None:
         return None
-    result = result_of(spec, outcome)
+    result = result_of(spec, outcome) or ""  # no answer: as a new state renders it
     return {
         "labels": {k: render(v, result) for k, v in policy.labels.items()},
         "annotations": {k: render(v, result) for k, v in policy.annotations.items()},
@@ -212,4 +212,4 @@ def result_shown(spec: ProbeSpec, outcome: Outcome) -> str | None:
     """What `{{.Result}}` stands for after `outcome`, or None when no policy uses it."""
     if not spec.uses_result or outcome.result is Result.UNKNOWN:
         return None
-    return result_of(spec, outcome)
+    return result_of(spec, outcome) or ""  # no answer: as a new state renders it

@@ -29,23 +29,30 @@ class Outcome:
 
     `answer` is what the container answered, the same in both states: an exec
     command's stdout (its stderr when stdout is empty), an httpGet's body, a gRPC
-    health check's serving status (`SERVING`, `NOT_SERVING`, ...); empty for tcpSocket
-    and wherever nothing answered (a timeout, a container not running). Cleaned, at
-    most 1 KiB. `{{.Result}}` in a markerPolicy value is made of it
-    (`probe.output.result_text`); the message is not (a failure's message is the
-    status line of an httpGet, stderr of a command).
+    health check's serving status (`SERVING`, `NOT_SERVING`, ...); "" for a tcpSocket
+    connection (it answers nothing). None where nothing answered: a timeout, a refused
+    or reset connection, a command the runtime could not start, a container not
+    running. Cleaned, at most 1 KiB. `{{.Result}}` in a markerPolicy value is made of
+    it (`probe.output.result_text`); the message is not (a failure's message is the
+    status line of an httpGet, stderr of a command). A run with no answer never
+    replaces a rendered value within its decided state (`decide.step`).
     """
 
     result: Result
     message: str = ""
-    answer: str = ""
+    answer: str | None = None
+
+    @property
+    def answered(self) -> bool:
+        """Whether the container answered (an exit status, a response, a status)."""
+        return self.answer is not None
 
     @classmethod
-    def succeeded(cls, message: str = "", *, answer: str = "") -> Outcome:
+    def succeeded(cls, message: str = "", *, answer: str | None = None) -> Outcome:
         return cls(Result.SUCCEEDED, message, answer)
 
     @classmethod
-    def failed(cls, message: str = "", *, answer: str = "") -> Outcome:
+    def failed(cls, message: str = "", *, answer: str | None = None) -> Outcome:
         return cls(Result.FAILED, message, answer)
 
     @classmethod

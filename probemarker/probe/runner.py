@@ -139,7 +139,7 @@ class ProbeRunner:
             return replace(
                 outcome,
                 message=clean_message(outcome.message),
-                answer=clean_message(outcome.answer),
+                answer=None if outcome.answer is None else clean_message(outcome.answer),
             )
         log.warning("probe.handler_overran", kind=kind, target=str(target), timeout=timeout)
         return Outcome.failed(f"{kind} probe timed out after {timeout}s")

@@ -60,5 +60,5 @@ class TCPSocketHandler(OwnsConnections):
             except OSError as err:
                 message = f"cannot connect to {address}: {os_reason(err)}"
                 return Outcome.unknown(message) if local_shortage(err) else Outcome.failed(message)
-            return Outcome.succeeded()
+            return Outcome.succeeded(answer="")  # connected: an answer with no words
         return Outcome.failed(f"connect to {address} timed out after {time_limit:g}s")

@@ -19,11 +19,19 @@ then probe name), then one over departed owners:
 - a decided owner claims the keys of its policy for its state and its condition
   (True/False, ProbeSucceeded/ProbeFailed, its message);
 - a policy value with `{{.Result}}` is rendered with the decided result
-  (api/template.py). A rendered value that cannot go on the pod (`value_problem`:
-  not a label value, or past the pod's annotation room) is not written: the owner
-  keeps the key at the value it last wrote, where the pod still shows it, and the
-  value is reported in `invalid`. So is a result not known yet (a restarted daemon
-  before its first run): the pod's value is taken as the current one;
+  (api/template.py). A rendered value that cannot go on the pod (`label_problem`, or
+  no room: below) is not written and is reported in `invalid`. Within the state the
+  owner last wrote in (its record entry's state) it keeps the key at the value it
+  last wrote, where the pod still shows it (a garbled answer does not wipe a good
+  value); across a transition it keeps nothing, so the key is removed: never left at
+  the other state's value. A result not known yet (None: a restarted daemon before its
+  first run) keeps the pod's value within the state; on a transition it renders "" (a
+  run with no answer, as `decide.step` renders it); for an owner that never wrote,
+  nothing;
+- room: the annotations are counted over the whole write, as the API server counts
+  them (every key and value, the new record included). If rendered annotation values
+  would take the pod past 256 KiB, they are admitted in claim order while they fit;
+  the rest are refused as above, so the write never meets a 422 for them;
 - a holding owner keeps what the record says it wrote, at the pod's current values,
   as long as they are still the values it wrote: nothing changes until it decides
   (no flap while a restarted container is probed again);
@@ -43,13 +51,18 @@ then probe name), then one over departed owners:
 - the new record: per owner the keys it holds after this pass (won, shared, held or
   handed over) with the value it wrote; a loser records nothing for the key.
 - the record annotation itself is never a policy's: such a claim is a Conflict won
-  by `RECORD_OWNER`.
+  by `RECORD_OWNER`;
+- Warnings stand in the record (`Owned.warned`): each invalid value's key with the
+  first such value, each lost key with its winner. `InvalidValue.recorded` and
+  `Conflict.recorded` say the pod's record already names them (a restarted daemon
+  raises nothing for them again). A record that differs from the pod's only by slots
+  that ended is not rewritten for them: an ended Warning costs no write.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -71,6 +84,7 @@ from probemarker.write.ownership import (
     parse_record,
     render_record,
     value_token,
+    warned_slot,
 )
 
 __all__ = [
@@ -81,9 +95,10 @@ __all__ = [
     "DesiredCondition",
     "DesiredPod",
     "InvalidValue",
+    "annotation_bytes",
     "desired_state",
+    "label_problem",
     "our_condition",
-    "value_problem",
 ]
 
 MESSAGE_LIMIT: Final = 1024  # bytes of a condition message (SPEC §3)
@@ -125,6 +140,12 @@ class Conflict:
     loser: OwnerRef
     winner_value: str
     loser_value: str
+    recorded: bool = False  # the pod's record names it already (Owned.warned)
+
+    @property
+    def identity(self) -> tuple[str, str, OwnerRef, OwnerRef]:
+        """What makes it one conflict while it lasts: a changed value is the same one."""
+        return self.kind, self.key, self.winner, self.loser
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +157,11 @@ class InvalidValue:
     key: str
     value: str
     problem: str
+    recorded: bool = False  # the pod's record names this value already (Owned.warned)
+
+    @property
+    def slot(self) -> tuple[OwnerRef, str, str]:
+        return self.owner, self.kind, self.key
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +233,14 @@ class _Pass:
     wanted: dict[str, DesiredCondition] = field(default_factory=dict)
     record_conflicts: list[Conflict] = field(default_factory=list)
     invalid: list[InvalidValue] = field(default_factory=list)
+    # (owner, key) of rendered annotation values refused for room -> why
+    refused: Mapping[tuple[OwnerRef, str], str] = field(default_factory=dict)
+    # rendered annotation values claimed that the pod does not show yet, in claim order
+    rendered: list[tuple[OwnerRef, str]] = field(default_factory=list)
+
+    def conflicts(self) -> list[Conflict]:
+        boards = (self.labels, self.annotations, self.conditions)
+        return self.record_conflicts + [c for b in boards for c in b.conflicts]
 
     def claim(self, decided: Decided) -> None:
         policy = decided.spec.policy_for(decided.state)
@@ -226,6 +260,8 @@ class _Pass:
                 value = self._render(decided, "annotation", key, template)
                 if value is not None and self.annotations.claim(decided.owner, key, value):
                     self.annotation_values.setdefault(key, value)
+                    if uses_result(template) and not self.pod.annotations.holds(key, value):
+                        self.rendered.append((decided.owner, key))
         type_ = decided.spec.condition_type
         status = _STATUS[decided.state]
         if type_ is not None and self.conditions.claim(decided.owner, type_, status):
@@ -240,18 +276,29 @@ class _Pass:
             )
 
     def _render(self, decided: Decided, kind: str, key: str, template: str) -> str | None:
-        """The value `decided` sets for `key`; None when it keeps what it last wrote
-        instead (its result is not known yet, or renders a value that cannot go on
-        the pod, which is then reported in `invalid`)."""
+        """The value `decided` sets for `key`; None when it does not set one: within
+        its last written state it keeps what it last wrote (its result is not known
+        yet, or renders a value that cannot go on the pod, reported in `invalid`);
+        across a transition it keeps nothing (see the module docstring)."""
         if not uses_result(template):
             return template
-        if decided.result is not None:
-            value = render(template, decided.result)
-            problem = value_problem(self.pod, kind, key, value)
+        owner, old = decided.owner, self.old.get(decided.owner)
+        same_state = old is not None and old.state is decided.state
+        result = decided.result
+        if result is None and old is not None and not same_state:
+            result = ""  # a new state decided with no answer (decide.step)
+        if result is not None:
+            value = render(template, result)
+            problem = (
+                label_problem(value) if kind == "label" else self.refused.get((owner, key))
+            )
             if problem is None:
                 return value
-            self.invalid.append(InvalidValue(decided.owner, kind, key, value, problem))
-        self._keep_last(decided.owner, kind, key)
+            slot = warned_slot(kind, key)
+            recorded = old is not None and old.warned.get(slot) == value_token(value)
+            self.invalid.append(InvalidValue(owner, kind, key, value, problem, recorded))
+        if same_state:
+            self._keep_last(owner, kind, key)
         return None
 
     def _keep_last(self, owner: OwnerRef, kind: str, key: str) -> None:
@@ -342,6 +389,21 @@ def _candidates(pod: PodView, owners: Iterable[Owned]) -> tuple[set[str], set[st
     return labels, annotations, conditions
 
 
+def _warned(owner: OwnerRef, owned: Owned, work: _Pass) -> dict[str, str]:
+    """The Warnings `owner` stands under after the pass (`Owned.warned`): an invalid
+    value's key keeps the token of the first value of its streak, so an answer that is
+    a new invalid value every run does not rewrite the record every run."""
+    out: dict[str, str] = {}
+    for bad in work.invalid:
+        if bad.owner == owner:
+            slot = warned_slot(bad.kind, bad.key)
+            out[slot] = owned.warned.get(slot) or value_token(bad.value)
+    for lost in work.conflicts():
+        if lost.loser == owner:
+            out[warned_slot(lost.kind, lost.key, lost=True)] = value_token(str(lost.winner))
+    return dict(sorted(out.items()))
+
+
 def _entry(
     owner: OwnerRef, owned: Owned, work: _Pass, decided: Decided | None, *, departed: bool
 ) -> Owned | None:
@@ -352,6 +414,7 @@ def _entry(
     annotation_keys = work.annotations.keys_of(owner)
     conditions = work.conditions.keys_of(owner)
     condition = next(iter(conditions)) if conditions else None
+    warned = _warned(owner, owned, work)
     if decided is not None:
         return Owned(
             state=decided.state,
@@ -360,6 +423,7 @@ def _entry(
                 k: value_token(work.annotation_values[k]) for k in sorted(annotation_keys)
             },
             condition=condition,
+            warned=warned,
         )
     if departed and not (label_keys or annotation_keys or condition):
         return None
@@ -368,6 +432,7 @@ def _entry(
         labels={k: owned.labels[k] for k in sorted(label_keys)},
         annotations={k: owned.annotations[k] for k in sorted(annotation_keys)},
         condition=condition,
+        warned=warned,
     )
 
 
@@ -381,9 +446,40 @@ def desired_state(
     """See the module docstring. `live`: the owners matched to the pod, with the spec
     each runs (None: unknown, it will write nothing); a decided owner counts as live;
     of two results for one owner the first is used."""
+    results = tuple(decided)
+    first, rendered = _desired(pod, results, live, held_markers, refused={})
+    if annotation_bytes(pod, first.annotations) <= TOTAL_ANNOTATION_BYTES or not rendered:
+        return first
+    # Over the room: admit the rendered values in claim order while the whole write fits.
+    admitted: set[tuple[OwnerRef, str]] = set()
+    refused: dict[tuple[OwnerRef, str], str] = {}
+    for claim in rendered:
+        trial = {c: "" for c in rendered if c != claim and c not in admitted}
+        attempt, _ = _desired(pod, results, live, held_markers, refused=trial)
+        total = annotation_bytes(pod, attempt.annotations)
+        if total <= TOTAL_ANNOTATION_BYTES:
+            admitted.add(claim)
+        else:
+            refused[claim] = (
+                f"the pod's annotations would take {total} bytes with it, over the API "
+                f"server's limit of {TOTAL_ANNOTATION_BYTES}"
+            )
+    return _desired(pod, results, live, held_markers, refused=refused)[0]
+
+
+def _desired(
+    pod: PodView,
+    by_order: Iterable[Decided],
+    live: Mapping[OwnerRef, ProbeSpec | None],
+    held_markers: Collection[str],
+    *,
+    refused: Mapping[tuple[OwnerRef, str], str],
+) -> tuple[DesiredPod, list[tuple[OwnerRef, str]]]:
+    """One pass with the rendered annotation values in `refused` refused for room; and
+    the rendered annotation values it claimed that the pod does not show yet."""
     old, problem = parse_record(pod.annotations.value(OWNED_KEY), pod_uid=pod.uid)
     by_owner: dict[OwnerRef, Decided] = {}
-    for result in decided:
+    for result in by_order:
         by_owner.setdefault(result.owner, result)
     present = live.keys() | by_owner.keys() | {o for o in old if o.marker in held_markers}
     departed = sorted(old.keys() - present)
@@ -391,7 +487,7 @@ def desired_state(
     for owner, spec in live.items():
         if spec is not None and owner not in by_owner:
             wants.add(spec)
-    work = _Pass(pod, old)
+    work = _Pass(pod, old, refused=refused)
     holding: dict[OwnerRef, Owned] = {}
     for owner in sorted(by_owner.keys() | (old.keys() & present)):
         if owner in by_owner:
@@ -415,7 +511,8 @@ def desired_state(
         for owner in sorted(by_owner.keys() | holding.keys() | set(departed))
     }
     record, overflow = fit_record(
-        {o: e for o, e in entries.items() if e is not None}, pod_uid=pod.uid
+        _ended_warnings_kept({o: e for o, e in entries.items() if e is not None}, old),
+        pod_uid=pod.uid,
     )
     if overflow:
         problem = _join(
@@ -425,39 +522,73 @@ def desired_state(
         )
     annotations = work.annotations.desired(by_owner, drop_annotations, work.annotation_values)
     annotations[OWNED_KEY] = render_record(record, pod_uid=pod.uid)
-    boards = (work.labels, work.annotations, work.conditions)
-    return DesiredPod(
+    conflicts = tuple(_recorded(c, old) for c in work.conflicts())
+    desired = DesiredPod(
         labels=MappingProxyType(work.labels.desired(by_owner, drop_labels, work.label_values)),
         annotations=MappingProxyType(annotations),
         conditions=MappingProxyType(
             work.conditions.desired(by_owner, drop_conditions, work.wanted)
         ),
         record=MappingProxyType(record),
-        conflicts=tuple(work.record_conflicts + [c for b in boards for c in b.conflicts]),
+        conflicts=conflicts,
         record_problem=problem,
         invalid=tuple(work.invalid),
     )
+    return desired, work.rendered
 
 
-def value_problem(pod: PodView, kind: str, key: str, value: str) -> str | None:
-    """Why a rendered `value` cannot be `pod`'s label or annotation `key`; None if it can.
-    A label value has the label alphabet and at most 63 characters; an annotation must
-    fit the pod's annotations within the API server's 256 KiB (keys and values, in
-    bytes, with `key`'s present value replaced; a value the daemon does not keep counts
-    as kept, the safe side). Nothing is changed to make a value fit."""
-    if kind == "label":
-        problems = label_value_problems(value)
-        return f"a label value {problems[0]}" if problems else None
+def _recorded(conflict: Conflict, old: Mapping[OwnerRef, Owned]) -> Conflict:
+    """`conflict`, marked `recorded` when the loser's entry on the pod names it."""
+    owned = old.get(conflict.loser)
+    slot = warned_slot(conflict.kind, conflict.key, lost=True)
+    if owned is None or owned.warned.get(slot) != value_token(str(conflict.winner)):
+        return conflict
+    return replace(conflict, recorded=True)
+
+
+def _ended_warnings_kept(
+    new: dict[OwnerRef, Owned], old: Mapping[OwnerRef, Owned]
+) -> dict[OwnerRef, Owned]:
+    """`new`, or the pod's record where the two differ only by Warnings that ended:
+    an ended Warning is dropped from the record at the next write, never by one."""
+    if new.keys() != old.keys():
+        return new
+    for owner, entry in new.items():
+        before = old[owner]
+        if replace(entry, warned=before.warned) != before:
+            return new
+        if not entry.warned.items() <= before.warned.items():
+            return new
+    return dict(old)
+
+
+def label_problem(value: str) -> str | None:
+    """Why a rendered `value` is not a label value (at most 63 characters of the label
+    alphabet); None if it is. Nothing is changed to make a value fit."""
+    problems = label_value_problems(value)
+    return f"a label value {problems[0]}" if problems else None
+
+
+def annotation_bytes(pod: PodView, annotations: Mapping[str, str | None]) -> int:
+    """The bytes of `pod`'s annotations once `annotations` (a value, or None: removed)
+    are written, as the API server counts them against its 256 KiB (keys and values,
+    in bytes of UTF-8). A present value the daemon does not keep counts as kept, the
+    safe side: it is never subtracted."""
     current = pod.annotations
-    total = current.total_bytes + len(key.encode()) + len(value.encode())
-    if current.kept(key) and (present := current.value(key)) is not None:
-        total -= len(key.encode()) + len(present.encode())
-    if total > TOTAL_ANNOTATION_BYTES:
-        return (
-            f"the pod's annotations would take {total} bytes, over the API server's "
-            f"limit of {TOTAL_ANNOTATION_BYTES}"
-        )
-    return None
+    total = current.total_bytes
+    for key, value in annotations.items():
+        if value is not None and current.holds(key, value):
+            continue
+        key_bytes = len(_utf8(key))
+        if current.kept(key) and (present := current.value(key)) is not None:
+            total -= key_bytes + len(_utf8(present))
+        if value is not None:
+            total += key_bytes + len(_utf8(value))
+    return total
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _join(first: str | None, second: str) -> str:

@@ -21,8 +21,13 @@ text and an unchanged record never causes a write):
   it holds, each with a *token* of the value it wrote (`value_token`: the value itself
   when it is at most 64 bytes and does not start with `#`, else `#` and 22 characters
   of its SHA-256, so a 4 KiB annotation costs 23 bytes here); `c`: the condition type
-  it holds. Each is left out when empty. Unknown members of an entry are ignored (room
-  for later additions).
+  it holds; `w`: the Warnings it stands under (`warned_slot`): a key whose value
+  rendered from `{{.Result}}` is invalid (`l:KEY`, `a:KEY`, with the token of the first
+  such value) and a key it lost to another owner (`xl:KEY`, `xa:KEY`, `xc:TYPE`, with
+  the token of the winner's name), so a restarted daemon raises no Warning again for a
+  situation that has not changed. Each is left out when empty. Unknown members of an
+  entry are ignored (room for later additions), and so is a malformed `w` (it only
+  spares a repeated event; the entry's keys stand without it).
 
 Why values and the UID: a key is removed only while it still holds the value the
 daemon wrote (`holds`), on the pod it wrote it to. A record copied onto another pod or
@@ -77,6 +82,7 @@ __all__ = [
     "read_keys",
     "render_record",
     "value_token",
+    "warned_slot",
 ]
 
 OWNED_KEY: Final = f"{rules.GROUP}/owned"
@@ -95,6 +101,9 @@ _DIGEST_MARK: Final = "#"
 _DIGEST_CHARS: Final = 22  # of unpadded base64url: 132 bits of SHA-256
 _DIGEST_RE: Final = f"^#[-_A-Za-z0-9]{{{_DIGEST_CHARS}}}$"
 _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
+# Slots of one entry's `w`: one owner has at most 32 keys a kind in each of two
+# policies and one condition (the CRD's bounds), so more is not ours.
+_WARNED_LIMIT: Final = 256
 
 
 def value_token(value: str) -> str:
@@ -125,9 +134,35 @@ class Owned:
     labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     condition: str | None = None
+    # `warned_slot` -> a token (see the module docstring): the Warnings raised for it
+    warned: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
 
 
 OwnershipRecord = Mapping[OwnerRef, Owned]
+
+# The first letter of a key's kind in a `warned` slot: "label" -> "l", ...
+_SLOT_KINDS: Final = frozenset({"l", "a", "c"})
+
+
+def warned_slot(kind: str, key: str, *, lost: bool = False) -> str:
+    """The `warned` slot of an invalid value of `kind` ("label", "annotation") at `key`,
+    or (`lost`) of a key of `kind` ("condition" too) lost to another owner."""
+    return f"{'x' if lost else ''}{kind[0]}:{key}"
+
+
+def _warned(value: Any) -> Mapping[str, str]:
+    """A `w` member, or nothing when it is not one (it is advisory: never an error)."""
+    if not isinstance(value, dict) or len(value) > _WARNED_LIMIT:
+        return _EMPTY
+    for slot, token in value.items():
+        if not isinstance(slot, str) or not isinstance(token, str):
+            return _EMPTY
+        kind, colon, key = slot.removeprefix("x").partition(":")
+        if kind not in _SLOT_KINDS or not colon or qualified_name_problems(key, any_case_prefix=True):
+            return _EMPTY
+        if _token_problem(token, annotation=True):
+            return _EMPTY
+    return MappingProxyType(dict(value))
 
 
 def _short(text: str) -> str:
@@ -204,6 +239,7 @@ def _entry(value: Any) -> Owned:
         labels=_keys(value.get("l"), "l", annotation=False),
         annotations=_keys(value.get("a"), "a", annotation=True),
         condition=_condition(value.get("c")),
+        warned=_warned(value.get("w")),
     )
 
 
@@ -282,6 +318,8 @@ def _json_entry(owned: Owned) -> dict[str, Any]:
         entry["a"] = dict(owned.annotations)
     if owned.condition is not None:
         entry["c"] = owned.condition
+    if owned.warned:
+        entry["w"] = dict(owned.warned)
     return entry
 
 

@@ -38,7 +38,7 @@ def unknown(outcome: Outcome, *parts: str) -> None:
             Outcome.succeeded("idle", answer="idle"),
             id="exit-0-stdout",
         ),
-        pytest.param("true", Outcome.succeeded(""), id="exit-0-silent"),
+        pytest.param("true", Outcome.succeeded("", answer=""), id="exit-0-silent"),
         pytest.param(
             "echo out; echo why >&2; exit 3",
             Outcome.failed("why", answer="out"),
@@ -47,7 +47,9 @@ def unknown(outcome: Outcome, *parts: str) -> None:
         pytest.param(
             "echo busy; exit 1", Outcome.failed("busy", answer="busy"), id="exit-1-stdout"
         ),
-        pytest.param("exit 3", Outcome.failed("command exited with code 3"), id="exit-3-silent"),
+        pytest.param(
+            "exit 3", Outcome.failed("command exited with code 3", answer=""), id="exit-3-silent"
+        ),
     ],
 )
 async def test_exit_codes_and_message(

@@ -34,7 +34,7 @@ Opener = Callable[[str], AbstractContextManager[int]]
 @pytest.mark.parametrize(
     ("opener", "expected"),
     [
-        pytest.param(tcp_listener, lambda port: Outcome.succeeded(), id="open"),
+        pytest.param(tcp_listener, lambda port: Outcome.succeeded(answer=""), id="open"),
         pytest.param(
             closed_port,
             lambda port: Outcome.failed(f"cannot connect to {POD_IP}:{port}: Connection refused"),

@@ -101,7 +101,7 @@ MISSING = (
         (Ran(0, b"", b"warn"), Outcome.succeeded("", answer="warn")),
         (Ran(3, b"out", b"err"), Outcome.failed("err", answer="out")),
         (Ran(3, b"out", b" \x1b[0m "), Outcome.failed("out", answer="out")),
-        (Ran(137, b"", b""), Outcome.failed("command exited with code 137")),
+        (Ran(137, b"", b""), Outcome.failed("command exited with code 137", answer="")),
         (Ran(1, b"\xff\xfe", b""), Outcome.failed("\ufffd\ufffd", answer="\ufffd\ufffd")),
         (
             CallFailed("DEADLINE_EXCEEDED", "timeout 2s exceeded"),

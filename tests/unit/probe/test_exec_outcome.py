@@ -35,7 +35,7 @@ CASES = [
         Outcome.succeeded("idle", answer="idle"),
         id="exit-0-stdout",
     ),
-    pytest.param(ExecExited(0, "", ""), Outcome.succeeded(""), id="exit-0-silent"),
+    pytest.param(ExecExited(0, "", ""), Outcome.succeeded("", answer=""), id="exit-0-silent"),
     pytest.param(
         ExecExited(3, "out", "err\n"), Outcome.failed("err", answer="out"), id="exit-3-stderr"
     ),
@@ -43,11 +43,13 @@ CASES = [
         ExecExited(1, "busy\n", ""), Outcome.failed("busy", answer="busy"), id="exit-1-stdout-297"
     ),
     pytest.param(
-        ExecExited(3, "", " \n"), Outcome.failed("command exited with code 3"), id="exit-3-silent"
+        ExecExited(3, "", " \n"),
+        Outcome.failed("command exited with code 3", answer=""),
+        id="exit-3-silent",
     ),
     pytest.param(
         ExecExited(255, "\x1b[31m\x00", ""),
-        Outcome.failed("command exited with code 255"),
+        Outcome.failed("command exited with code 255", answer=""),
         id="exit-255-only-control-characters",
     ),
     pytest.param(

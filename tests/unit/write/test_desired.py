@@ -83,6 +83,7 @@ def rec(
     labels: Mapping[str, str] = {},
     annotations: Mapping[str, str] = {},
     condition: str | None = None,
+    warned: Mapping[str, str] = {},
 ) -> Owned:
     """A record entry; annotation values are given as written (tokens made here)."""
     return Owned(
@@ -90,6 +91,7 @@ def rec(
         labels=dict(labels),
         annotations={k: value_token(v) for k, v in annotations.items()},
         condition=condition,
+        warned=dict(warned),
     )
 
 
@@ -262,7 +264,7 @@ ROWS = [
         Row(
             decided=(decided("b#p", S, spec(ok={"k": "2"})), decided("a#p", S, spec(ok={"k": "1"}))),
             want_labels={"k": "1"},
-            want_record={"a#p": rec(S, {"k": "1"}), "b#p": Owned(S)},
+            want_record={"a#p": rec(S, {"k": "1"}), "b#p": Owned(S, warned={"xl:k": "a#p"})},
             want_conflicts=(Conflict("label", "k", owner("a#p"), owner("b#p"), "1", "2"),),
         ),
         id="conflict-first-in-owner-order-wins",
@@ -274,7 +276,10 @@ ROWS = [
                 decided("a#q", F, spec(bad_annotations={"cost": "-10"})),
             ),
             want_annotations={"cost": "10"},
-            want_record={"a#p": rec(S, annotations={"cost": "10"}), "a#q": Owned(F)},
+            want_record={
+                "a#p": rec(S, annotations={"cost": "10"}),
+                "a#q": Owned(F, warned={"xa:cost": "a#p"}),
+            },
             want_conflicts=(Conflict("annotation", "cost", owner("a#p"), owner("a#q"), "10", "-10"),),
         ),
         id="conflict-probe-name-breaks-the-tie",
@@ -303,7 +308,7 @@ ROWS = [
             record={"a#p": rec(S, {"k": "1"})},
             labels={"k": "1"},
             decided=(decided("b#p", S, spec(ok={"k": "2"})),),
-            want_record={"a#p": rec(S, {"k": "1"}), "b#p": Owned(S)},
+            want_record={"a#p": rec(S, {"k": "1"}), "b#p": Owned(S, warned={"xl:k": "a#p"})},
             want_conflicts=(Conflict("label", "k", owner("a#p"), owner("b#p"), "1", "2"),),
         ),
         id="undecided-earlier-owner-keeps-its-key",
@@ -315,7 +320,7 @@ ROWS = [
             labels={"k": "2"},
             decided=(decided("a#p", S, spec(ok={"k": "1"})),),
             want_labels={"k": "1"},
-            want_record={"a#p": rec(S, {"k": "1"}), "b#p": Owned(S)},
+            want_record={"a#p": rec(S, {"k": "1"}), "b#p": Owned(S, warned={"xl:k": "a#p"})},
             want_conflicts=(Conflict("label", "k", owner("a#p"), owner("b#p"), "1", "2"),),
         ),
         id="decided-earlier-owner-takes-the-key-from-an-undecided-one",
@@ -363,7 +368,10 @@ ROWS = [
                 decided("a#p", F, spec(condition=T), "down"),
             ),
             want_conditions={T: cond(T, F, "down")},
-            want_record={"a#p": Owned(F, condition=T), "b#p": Owned(S)},
+            want_record={
+                "a#p": Owned(F, condition=T),
+                "b#p": Owned(S, warned={f"xc:{T}": "a#p"}),
+            },
             want_conflicts=(Conflict("condition", T, owner("a#p"), owner("b#p"), "False", "True"),),
         ),
         id="condition-conflict-on-status",
@@ -383,7 +391,11 @@ ROWS = [
         Row(
             decided=(decided("w#p", S, spec(ok_annotations={OWNED_KEY: "mine", "x": "1"})),),
             want_annotations={"x": "1"},
-            want_record={"w#p": rec(S, annotations={"x": "1"})},
+            want_record={
+                "w#p": rec(
+                    S, annotations={"x": "1"}, warned={f"xa:{OWNED_KEY}": value_token("#" + OWNED_KEY)}
+                )
+            },
             want_conflicts=(
                 Conflict(
                     "annotation", OWNED_KEY, RECORD_OWNER, owner("w#p"),

@@ -10,6 +10,7 @@ from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
 from probemarker.write.desired import Decided, InvalidValue, desired_state
 from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, value_token
+from probemarker.pods import pod_view as view_of
 from probemarker.write.patch import build_patch
 from tests.unit.write.helpers import NOW, UID, F, S, apply, owner, raw_pod, spec, view
 
@@ -64,14 +65,25 @@ def test_a_new_result_is_a_new_value() -> None:
 def test_an_invalid_value_is_not_written_and_the_last_valid_one_stays(
     value: str, problem: str
 ) -> None:
-    pod = view(labels={"db/role": "primary"}, record={M: Owned(S, labels={"db/role": "primary"})})
+    shown = {
+        "labels": {"db/role": "primary"},
+        "record": {M: Owned(S, labels={"db/role": "primary"})},
+    }
+    pod = view(**shown)
     desired = desired_state(pod=pod, decided=[result(S, ROLE, value)], live={})
     assert desired.labels == {"db/role": "primary"}  # kept, not removed
     assert desired.record[owner(M)].labels == {"db/role": "primary"}
     [bad] = desired.invalid
     assert bad == InvalidValue(owner(M), "label", "db/role", value, bad.problem)
     assert bad.problem.startswith(problem)
-    assert writes(build_patch(pod=pod, desired=desired, now=NOW)) == []
+    # The one write is the record noting the Warning (so a restart raises none again).
+    ops = writes(build_patch(pod=pod, desired=desired, now=NOW))
+    assert [op["path"] for op in ops] == ["/metadata/annotations/probemarker.io~1owned"]
+    assert desired.record[owner(M)].warned == {"l:db/role": value_token(value)}
+    after = view_of(apply(raw_pod(**shown), ops))
+    again = desired_state(pod=after, decided=[result(S, ROLE, value)], live={})
+    assert [b.recorded for b in again.invalid] == [True]
+    assert writes(build_patch(pod=after, desired=again, now=NOW)) == []
 
 
 def test_an_invalid_first_value_writes_nothing() -> None:
@@ -117,7 +129,7 @@ def test_annotations_render_and_record_their_token() -> None:
 
 
 def test_an_annotation_past_the_pods_room_is_not_written() -> None:
-    filler = "x" * (TOTAL_ANNOTATION_BYTES - 100)
+    filler = "x" * (TOTAL_ANNOTATION_BYTES - 300)  # room for the record and a short note
     pod = view(annotations={"big": filler})
     desired = desired_state(pod=pod, decided=[result(S, NOTE, "y" * 200)], live={})
     assert "game/note" not in desired.annotations
