@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from probemarker.api.model import ProbeState, Timing
+from probemarker.api.model import ExecAction, MarkerPolicy, ProbeSpec, ProbeState, Timing
 from probemarker.decide import (
     Decision,
     Gate,
@@ -13,6 +13,7 @@ from probemarker.decide import (
     gate,
     not_running,
     observe,
+    result_of,
     seed,
     step,
 )
@@ -259,3 +260,72 @@ def test_a_seeded_decision_with_an_unknown_result_publishes_the_first_run() -> N
     assert decision == Decision(ProbeState.SUCCEEDED, "ok", "primary")
     state, decision = step(state, Outcome.failed("down"), timing(1, 3), result="x")
     assert decision is None  # a new state still waits for its threshold
+
+
+# A run that got no answer: `result_of` gives None (issue 29, defect 2).
+ANSWERED_REPLICA = Outcome.failed("replica", answer="replica")
+TIMED_OUT = Outcome.failed("command timed out after 1s")
+ANSWERED_PRIMARY = Outcome.succeeded("primary", answer="primary")
+
+
+@pytest.mark.parametrize(
+    ("runs", "results"),
+    [
+        pytest.param(
+            [ANSWERED_REPLICA, TIMED_OUT, ANSWERED_REPLICA],
+            ["replica", "replica", "replica"],
+            id="a-timeout-within-the-state-keeps-the-value",
+        ),
+        pytest.param(
+            [ANSWERED_REPLICA, TIMED_OUT, TIMED_OUT, TIMED_OUT],
+            ["replica"] * 4,
+            id="any-number-of-timeouts-keep-it",
+        ),
+        pytest.param(
+            [ANSWERED_PRIMARY, TIMED_OUT],
+            ["primary", ""],
+            id="a-new-state-decided-with-no-answer-renders-empty",
+        ),
+        pytest.param(
+            [TIMED_OUT, ANSWERED_REPLICA],
+            ["", "replica"],
+            id="a-first-decision-with-no-answer-renders-empty",
+        ),
+    ],
+)
+def test_a_run_with_no_answer_never_replaces_the_value_within_its_state(
+    runs: list[Outcome], results: list[str]
+) -> None:
+    """The database example of docs/api.md: `role: "{{.Result}}"` in both states, an
+    answer `replica` with exit 1; one timed-out run must not publish an empty role
+    (before: `replica`, `""`, `replica`: two writes and a flap)."""
+    spec = probe_spec(uses_result=True)
+    state = ThresholdState()
+    seen = []
+    for outcome in runs:
+        state, _ = step(state, outcome, timing(1, 1), result=result_of(spec, outcome))
+        assert state.decided is not None
+        seen.append(state.decided.result)
+    assert seen == results
+
+
+def test_result_of_tells_no_answer_from_an_empty_one() -> None:
+    spec = probe_spec(uses_result=True)
+    assert result_of(spec, Outcome.failed("timed out")) is None
+    assert result_of(spec, Outcome.failed("exit 1", answer="")) == ""
+    assert result_of(spec, Outcome.succeeded(answer=" |a| \nb")) == "a"
+    assert result_of(probe_spec(uses_result=False), Outcome.failed("timed out")) == ""
+
+
+def probe_spec(*, uses_result: bool) -> ProbeSpec:
+    value = "{{.Result}}" if uses_result else "static"
+    return ProbeSpec(
+        name="role",
+        container_name="db",
+        handler=ExecAction(("role",)),
+        timing=Timing(),
+        policies=(
+            MarkerPolicy(ProbeState.SUCCEEDED, labels={"db/role": value}),
+            MarkerPolicy(ProbeState.FAILED, labels={"db/role": value}),
+        ),
+    )

@@ -84,6 +84,19 @@ def test_empty_record_renders_as_none() -> None:
             {owner("a.b-c#probe name"): Owned(S, condition="Idle"), owner("z#q"): Owned(F)},
             id="dotted-marker-spaced-probe",
         ),
+        pytest.param(
+            {
+                owner("db#role"): Owned(
+                    F,
+                    warned={
+                        "l:db.io/role": "connection refused: db down",
+                        "xa:game.io/note": "#" + "A" * 22,
+                        "xc:example.com/Ready": "gate#ready",
+                    },
+                )
+            },
+            id="warnings",
+        ),
     ],
 )
 def test_round_trip(record: dict[OwnerRef, Owned]) -> None:
@@ -252,3 +265,26 @@ def test_hundreds_of_owners_fit_the_default_limit() -> None:
 def test_owners_text_is_bounded() -> None:
     owners = [owner(f"m{i}#p") for i in range(5)]
     assert owners_text(owners) == "m0#p, m1#p, m2#p (and 2 more)"
+
+
+@pytest.mark.parametrize(
+    "warned",
+    [
+        pytest.param('"not an object"', id="not-an-object"),
+        pytest.param('{"l:k":7}', id="token-not-a-string"),
+        pytest.param('{"q:k":"v"}', id="unknown-kind"),
+        pytest.param('{"l-k":"v"}', id="no-colon"),
+        pytest.param('{"l:not a key":"v"}', id="not-a-key"),
+        pytest.param('{"l:k":"' + "v" * 65 + '"}', id="token-too-long"),
+        pytest.param('{"l:k":"#short"}', id="not-a-digest"),
+        pytest.param(
+            "{" + ",".join(f'"l:k{i}":"v"' for i in range(257)) + "}",
+            id="more-slots-than-any-owner",
+        ),
+    ],
+)
+def test_a_malformed_warned_member_is_ignored_not_the_entry(warned: str) -> None:
+    """`w` only spares a repeated Warning: a bad one (anyone who may edit the pod may
+    write it) costs the entry nothing, and is replaced at the next write."""
+    text = '{"#uid":"' + UID + '","w#p":{"s":"F","l":{"k":"v"},"w":' + warned + "}}"
+    assert parse_record(text, pod_uid=UID) == ({owner("w#p"): Owned(F, labels={"k": "v"})}, None)

@@ -8,9 +8,10 @@ import pytest
 
 from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
+from probemarker.kube.annotations import annotations_size
+from probemarker.pods import pod_view as view_of
 from probemarker.write.desired import Decided, InvalidValue, desired_state
 from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, value_token
-from probemarker.pods import pod_view as view_of
 from probemarker.write.patch import build_patch
 from tests.unit.write.helpers import NOW, UID, F, S, apply, owner, raw_pod, spec, view
 
@@ -149,3 +150,84 @@ def test_the_record_survives_a_round_trip_with_rendered_values() -> None:
     record, problem = parse_record(after["metadata"]["annotations"][OWNED_KEY], pod_uid=UID)
     assert problem is None
     assert record[owner(M)].labels == {"game/map": "de_dust2", "game/up": "yes"}
+
+
+BOTH = spec(ok={"db/role": "{{.Result}}"}, bad={"db/role": "{{.Result}}"})
+
+
+def test_an_invalid_value_across_a_transition_removes_the_key() -> None:
+    """Defect 7: `primary` while Succeeded; the probe fails printing a sentence. A
+    Service selecting role=primary must not keep choosing a pod whose probe failed."""
+    shown = {
+        "labels": {"db/role": "primary"},
+        "record": {M: Owned(S, labels={"db/role": "primary"})},
+    }
+    pod = view(**shown)
+    desired = desired_state(
+        pod=pod, decided=[result(F, BOTH, "connection refused: db down")], live={}
+    )
+    assert desired.labels == {"db/role": None}  # removed, not left at the other state's value
+    assert desired.record[owner(M)] == Owned(
+        F, warned={"l:db/role": value_token("connection refused: db down")}
+    )
+    [bad] = desired.invalid
+    assert bad.value == "connection refused: db down"
+    after = apply(raw_pod(**shown), build_patch(pod=pod, desired=desired, now=NOW))
+    assert "db/role" not in after["metadata"].get("labels", {})
+
+
+def test_an_invalid_value_within_the_state_keeps_the_last_valid_one() -> None:
+    pod = view(labels={"db/role": "replica"}, record={M: Owned(F, labels={"db/role": "replica"})})
+    desired = desired_state(pod=pod, decided=[result(F, BOTH, "garbled: x")], live={})
+    assert desired.labels == {"db/role": "replica"}
+
+
+def test_an_unknown_result_on_a_transition_renders_empty() -> None:
+    """`probemarker check` hands a run with no answer over as None: the daemon would
+    decide the new state with an empty result (decide.step)."""
+    pod = view(labels={"db/role": "primary"}, record={M: Owned(S, labels={"db/role": "primary"})})
+    desired = desired_state(pod=pod, decided=[result(F, BOTH, None)], live={})
+    assert desired.labels == {"db/role": ""}
+
+
+TWO_NOTES = spec(ok_annotations={"game/a": "{{.Result}}", "game/b": "{{.Result}}"})
+
+
+def test_room_is_counted_over_the_whole_write() -> None:
+    """Defect 1: room for one of two rendered annotations. Before: both were judged
+    alone, both written, and the API server refused the write (422, `Too long`)."""
+    answer = "y" * 1000
+    filler = "x" * (TOTAL_ANNOTATION_BYTES - 1500)  # room for one value and the record
+    shown = {"annotations": {"big": filler}}
+    pod = view(**shown)
+    desired = desired_state(pod=pod, decided=[result(S, TWO_NOTES, answer)], live={})
+    assert desired.annotations["game/a"] == answer  # the first claim fits
+    assert "game/b" not in desired.annotations
+    [bad] = desired.invalid
+    assert (bad.key, bad.kind) == ("game/b", "annotation")
+    assert f"over the API server's limit of {TOTAL_ANNOTATION_BYTES}" in bad.problem
+    after = apply(raw_pod(**shown), build_patch(pod=pod, desired=desired, now=NOW))
+    assert annotations_size(after["metadata"]["annotations"]) <= TOTAL_ANNOTATION_BYTES
+
+
+def test_the_record_counts_towards_the_room() -> None:
+    """A value that fits by a few bytes alone goes over once the record names it."""
+    value = "players: y |"
+    alone = len("game/note") + len(value)
+    filler = "x" * (TOTAL_ANNOTATION_BYTES - len("big") - alone - 10)
+    pod = view(annotations={"big": filler})
+    desired = desired_state(pod=pod, decided=[result(S, NOTE, "y")], live={})
+    assert "game/note" not in desired.annotations
+    assert [b.key for b in desired.invalid] == ["game/note"]
+
+
+def test_a_value_the_pod_shows_already_needs_no_room() -> None:
+    value = "players: y |"
+    record = {M: Owned(S, annotations={"game/note": value_token(value)})}
+    base = view(annotations={"game/note": value}, record=record)
+    filler = "x" * (TOTAL_ANNOTATION_BYTES - base.annotations.total_bytes - len("big"))
+    pod = view(annotations={"game/note": value, "big": filler}, record=record)
+    assert pod.annotations.total_bytes == TOTAL_ANNOTATION_BYTES
+    desired = desired_state(pod=pod, decided=[result(S, NOTE, "y")], live={})
+    assert desired.invalid == ()
+    assert writes(build_patch(pod=pod, desired=desired, now=NOW)) == []
