@@ -5,11 +5,13 @@ taken from the pod by a restarted daemon, which then writes nothing."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from probemarker.sim.exec.runners import ExecReply
+from probemarker.sim.exec.runners import ExecIO, ExecReply, ExecRequest
 from tests.integration.world import (
+    NS,
     World,
     annotations_of,
     eventually,
@@ -152,3 +154,102 @@ async def test_the_api_server_refuses_a_template_it_cannot_render(
         await world.apply_marker(body)
     assert refused.value.status == 422
     assert f"spec.probes[0].markerPolicy[0].{field}" in str(refused.value.body)
+
+
+class Role:
+    """A database's role command: answers `replica` with exit 1, or (`hang`) sleeps
+    past the probe's timeout first, as a stuck database client would."""
+
+    def __init__(self) -> None:
+        self.hang = 0.0
+        self.runs = 0
+
+    async def __call__(self, request: ExecRequest, io: ExecIO) -> int:
+        self.runs += 1
+        if self.hang:
+            hang, self.hang = self.hang, 0.0
+            await anyio.sleep(hang)
+        await io.write_stdout(b"replica\n")
+        return 1
+
+
+async def test_one_timed_out_run_does_not_wipe_the_role(world: World) -> None:
+    """Defect 2, the database example of docs/api.md (`role: "{{.Result}}"` in both
+    states, failureThreshold 3): one run that times out got no answer; before, the API
+    server stored `replica`, `""`, `replica`: two writes and a flap of a label that
+    Services select on."""
+    role = Role()
+    both = {"labels": {ROLE: "{{.Result}}"}}
+    await world.create_pod("db-1", labels={"app": "game"})
+    world.sim.exec_handlers.register_stream(NS, "db-1", "app", role)
+    await world.apply_marker(
+        marker("db", probes=[probe("role", failure=3, succeeded=both, failed=both)])
+    )
+    async with running_daemon(world.sim) as daemon:
+        await world.wait_pod("db-1", lambda p: labels_of(p).get(ROLE) == "replica")
+        await eventually(lambda: daemon.writer.depth == 0)
+        writes = world.pod_writes()
+        async with history(world, "db-1") as seen:
+            role.hang = 2.5  # one run times out (1 s); its command ends 1.5 s later
+            assert daemon.exec is not None
+            holds = daemon.exec.holds
+            await eventually(lambda: holds.stats.ended >= 1, within=10)
+            runs = role.runs
+            await eventually(lambda: role.runs >= runs + 2)  # answered again, twice
+            await eventually(lambda: daemon.writer.depth == 0)
+        assert all(labels_of(p).get(ROLE) == "replica" for p in seen), seen
+        assert world.pod_writes() == writes
+        assert labels_of(world.pod("db-1"))[ROLE] == "replica"
+
+
+async def test_room_for_one_of_two_rendered_annotations(world: World) -> None:
+    """Defect 1: before, both values were judged alone and sent together; the API
+    server refused the write (422, `Too long`), the pod got WriteRefused and neither
+    value, and the full write was refused again on every retry."""
+    answer = "y" * 1000  # an answer is at most 1 KiB
+    big = "x" * (256 * 1024 - 1600)  # room for one answer and the record, not two
+    world.script.set("g", "app", "note", ExecReply(0, answer.encode()))
+    await world.create_pod("g", labels={"app": "game"}, annotations={"big": big})
+    notes = {"annotations": {"game.io/a": "{{.Result}}", "game.io/b": "{{.Result}}"}}
+    await world.apply_marker(
+        marker(
+            "game",
+            probes=[probe("note", command="note", succeeded={**notes, "labels": {"up": "yes"}})],
+        )
+    )
+    async with running_daemon(world.sim) as daemon:
+        pod = await world.wait_pod("g", lambda p: labels_of(p).get("up") == "yes")
+        assert annotations_of(pod)["game.io/a"] == answer  # first in claim order
+        assert "game.io/b" not in annotations_of(pod)
+        [warning] = [await world.wait_event("InvalidResultValue")]
+        assert "game.io/b" in (warning.get("note") or warning.get("message") or "")
+        await world.script.wait_calls(3)
+        await eventually(lambda: daemon.writer.depth == 0)
+        assert world.events("WriteRefused") == []
+        refused = world.sim.accounting.count(verb="patch", resource="pods", code=422)
+        assert refused == 0
+        assert len(world.events("InvalidResultValue")) == 1
+
+
+async def test_a_restarted_daemon_raises_no_warning_it_raised_already(world: World) -> None:
+    """The record carries the Warnings (`w`): a new daemon on an unchanged situation
+    (an invalid value, two markers disagreeing) adds no event."""
+    world.script.set("g", "app", "map", ExecReply(0, b"Dust II (night)\n"))
+    await world.create_pod("g", labels={"app": "game"})
+    await world.apply_marker(game_server())
+    other = probe("map", command="map", succeeded={"labels": {"game.io/up": "yes"}})
+    rival = probe("up", command="map", succeeded={"labels": {"game.io/up": "no"}})
+    await world.apply_marker(marker("zz", probes=[other, rival]))
+    async with running_daemon(world.sim) as daemon:
+        await world.wait_event("InvalidResultValue")
+        await world.wait_event("ConflictingMarkers")
+        await world.script.wait_calls(6)
+        await eventually(lambda: daemon.writer.depth == 0)
+    before = {r: len(world.events(r)) for r in ("InvalidResultValue", "ConflictingMarkers")}
+    assert before == {"InvalidResultValue": 1, "ConflictingMarkers": 1}
+    async with running_daemon(world.sim) as daemon:
+        await world.script.wait_calls(6)
+        await eventually(lambda: daemon.writer.depth == 0)
+        assert daemon.engine.stats.invalid_values == {}
+    after = {r: len(world.events(r)) for r in before}
+    assert after == before
