@@ -241,10 +241,17 @@ def _probe_families(snap: Snapshot) -> list[Metric]:
         ),
         _counter(
             "invalid_result_values_total",
-            "Values rendered from {{.Result}} that could not go on a pod (not written; "
-            "each distinct value once per pod, with an InvalidResultValue Warning), by kind.",
+            "Values rendered from {{.Result}} that could not go on a pod and were reported "
+            "(not written; once per pod, key and value, with an InvalidResultValue Warning), "
+            "by kind.",
             ["kind"],
             (((kind,), n) for kind, n in engine.invalid_values.items()),
+        ),
+        _one(
+            "invalid_result_values_held_total",
+            "New invalid {{.Result}} values not reported: their key's Warning was raised less "
+            "than --message-refresh-seconds before (an answer that changes every run).",
+            engine.invalid_values_held,
         ),
         _gauge("probes_tracked", "Probes the daemon runs on this node's pods.", snap.probes),
         _gauge("probes_running", "Probe runs in progress.", snap.running),

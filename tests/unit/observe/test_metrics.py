@@ -92,6 +92,7 @@ def _transitions(p: Parts) -> None:
 
 def _invalid_values(p: Parts) -> None:
     p.engine.invalid_values.update({"label": 3, "annotation": 1})
+    p.engine.invalid_values_held = 27
 
 
 def _gauges(p: Parts) -> None:
@@ -178,6 +179,7 @@ CASES: list[Any] = [
         [
             s(P + "invalid_result_values_total", 3, kind="label"),
             s(P + "invalid_result_values_total", 1, kind="annotation"),
+            s(P + "invalid_result_values_held_total", 27),
         ],
         id="invalid-result-values-by-kind",
     ),
