@@ -22,7 +22,7 @@ in the patch, as the daemon would do it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from probemarker.api.model import (
@@ -180,13 +180,17 @@ def plan_pod(
     (see the module docstring); `now` stamps changed conditions (RFC 3339)."""
     keys = match_pod(view, [marker])
     live: dict[OwnerRef, ProbeSpec | None] = {key.owner: spec for key, spec in keys.items()}
+    record, _ = parse_record(view.annotations.value(OWNED_KEY), pod_uid=view.uid)
     decided = []
     for key in sorted(keys):
         outcome = outcomes.get(key)
         result = None if outcome is None else decided_of(key.owner, keys[key], outcome)
+        if result is not None and result.result is None and key.owner not in record:
+            # No answer, and nothing on the pod to keep: the daemon's first decision
+            # renders an empty Result (decide.step); desired_state would keep nothing.
+            result = replace(result, result="")
         if result is not None:
             decided.append(result)
-    record, _ = parse_record(view.annotations.value(OWNED_KEY), pod_uid=view.uid)
     held = frozenset(o.marker for o in record) - {marker.ref.name}
     desired = desired_state(pod=view, decided=decided, live=live, held_markers=held)
     return PodPlan(desired, build_patch(pod=view, desired=desired, now=now), held)

@@ -207,3 +207,73 @@ def test_an_unknown_outcome_plans_no_patch() -> None:
     key = ProbeKey(UID, "app", MarkerRef("default", "m"), "idle")
     found = plan.plan_pod(view, marker(), {key: Outcome.unknown("x")}, now="t")
     assert found.patch == []
+
+
+ROLE = spec(
+    "role",
+    policies=(
+        MarkerPolicy(ProbeState.SUCCEEDED, labels={"role": "{{.Result}}"}),
+        MarkerPolicy(ProbeState.FAILED, labels={"role": "{{.Result}}"}),
+    ),
+)
+ROLE_KEY = ProbeKey(UID, "app", MarkerRef("default", "m"), "role")
+
+
+@pytest.mark.parametrize(
+    ("shown", "outcome", "role"),
+    [
+        pytest.param(None, Outcome.failed("timed out"), "", id="first-decision-renders-empty"),
+        pytest.param(
+            Owned(ProbeState.FAILED, labels={"role": "replica"}),
+            Outcome.failed("timed out"),
+            "replica",
+            id="same-state-keeps-the-value",
+        ),
+        pytest.param(
+            Owned(ProbeState.SUCCEEDED, labels={"role": "primary"}),
+            Outcome.failed("timed out"),
+            "",
+            id="transition-renders-empty",
+        ),
+        pytest.param(
+            Owned(ProbeState.SUCCEEDED, labels={"role": "primary"}),
+            Outcome.failed("down", answer="connection refused: db down"),
+            None,
+            id="transition-to-an-invalid-value-removes-it",
+        ),
+    ],
+)
+def test_check_plans_what_the_daemon_would_for_no_answer_and_invalid_values(
+    shown: Owned | None, outcome: Outcome, role: str | None
+) -> None:
+    """Issue 29: check shows the daemon's verdict for a run with no answer (defect 2)
+    and for a transition to an invalid value (defect 7)."""
+    meta: dict[str, Any] = {"labels": {"app": "game"}}
+    if shown is not None:
+        meta["labels"]["role"] = shown.labels["role"]
+        record = {OwnerRef("m", "role"): shown}
+        meta["annotations"] = {OWNED_KEY: render_record(record, pod_uid=UID)}
+    view = pod_view(pod(**meta))
+    found = plan.plan_pod(view, marker("m", ROLE), {ROLE_KEY: outcome}, now="t")
+    assert found.desired.labels.get("role", "(untouched)") == role
+
+
+def test_check_counts_room_over_the_whole_patch() -> None:
+    """Defect 1: check shows one of two rendered annotations refused for room, as the
+    daemon refuses it, where before it showed both as set in a patch the API server
+    would refuse."""
+    notes = spec(
+        "notes",
+        policies=(
+            MarkerPolicy(
+                ProbeState.SUCCEEDED, annotations={"a.io/a": "{{.Result}}", "a.io/b": "{{.Result}}"}
+            ),
+        ),
+    )
+    view = pod_view(pod(labels={"app": "game"}, annotations={"big": "x" * (256 * 1024 - 1600)}))
+    key = ProbeKey(UID, "app", MarkerRef("default", "m"), "notes")
+    answer = Outcome.succeeded("ok", answer="y" * 1000)
+    found = plan.plan_pod(view, marker("m", notes), {key: answer}, now="t")
+    assert found.desired.annotations["a.io/a"] == "y" * 1000
+    assert "a.io/b" not in found.desired.annotations
+    assert [(bad.key, bad.kind) for bad in found.desired.invalid] == [("a.io/b", "annotation")]
