@@ -52,8 +52,9 @@ then probe name), then one over departed owners:
   handed over) with the value it wrote; a loser records nothing for the key.
 - the record annotation itself is never a policy's: such a claim is a Conflict won
   by `RECORD_OWNER`;
-- Warnings stand in the record (`Owned.warned`): each invalid value's key with the
-  first such value, each lost key with its winner. `InvalidValue.recorded` and
+- Warnings stand in the record (`Owned.warned`): each invalid label value's key with
+  the first such value, each lost key with its winner (not an annotation refused for
+  room: noting it would take room). `InvalidValue.recorded` and
   `Conflict.recorded` say the pod's record already names them (a restarted daemon
   raises nothing for them again). A record that differs from the pod's only by slots
   that ended is not rewritten for them: an ended Warning costs no write.
@@ -289,9 +290,7 @@ class _Pass:
             result = ""  # a new state decided with no answer (decide.step)
         if result is not None:
             value = render(template, result)
-            problem = (
-                label_problem(value) if kind == "label" else self.refused.get((owner, key))
-            )
+            problem = label_problem(value) if kind == "label" else self.refused.get((owner, key))
             if problem is None:
                 return value
             slot = warned_slot(kind, key)
@@ -391,11 +390,12 @@ def _candidates(pod: PodView, owners: Iterable[Owned]) -> tuple[set[str], set[st
 
 def _warned(owner: OwnerRef, owned: Owned, work: _Pass) -> dict[str, str]:
     """The Warnings `owner` stands under after the pass (`Owned.warned`): an invalid
-    value's key keeps the token of the first value of its streak, so an answer that is
-    a new invalid value every run does not rewrite the record every run."""
+    label value's key keeps the token of the first value of its streak, so an answer
+    that is a new invalid value every run does not rewrite the record every run. An
+    annotation refused for room is not noted: the note would take the room it lacks."""
     out: dict[str, str] = {}
     for bad in work.invalid:
-        if bad.owner == owner:
+        if bad.owner == owner and bad.kind == "label":
             slot = warned_slot(bad.kind, bad.key)
             out[slot] = owned.warned.get(slot) or value_token(bad.value)
     for lost in work.conflicts():
@@ -450,21 +450,38 @@ def desired_state(
     first, rendered = _desired(pod, results, live, held_markers, refused={})
     if annotation_bytes(pod, first.annotations) <= TOTAL_ANNOTATION_BYTES or not rendered:
         return first
-    # Over the room: admit the rendered values in claim order while the whole write fits.
-    admitted: set[tuple[OwnerRef, str]] = set()
+    # Over the room: admit the rendered values in claim order while the whole write
+    # fits. Each one's share is the difference it makes against being refused (the
+    # pass `none`); a few passes at most, whatever a marker renders (a hostile one
+    # must not make a plan cost a pass per value).
+    none, _ = _desired(pod, results, live, held_markers, refused=dict.fromkeys(rendered, ""))
+    total = annotation_bytes(pod, none.annotations)
+    admitted: list[tuple[OwnerRef, str]] = []
     refused: dict[tuple[OwnerRef, str], str] = {}
     for claim in rendered:
-        trial = {c: "" for c in rendered if c != claim and c not in admitted}
-        attempt, _ = _desired(pod, results, live, held_markers, refused=trial)
-        total = annotation_bytes(pod, attempt.annotations)
-        if total <= TOTAL_ANNOTATION_BYTES:
-            admitted.add(claim)
+        key = claim[1]
+        instead = {key: none.annotations[key]} if key in none.annotations else {}
+        share = annotation_bytes(pod, {key: first.annotations[key]}) - annotation_bytes(
+            pod, instead
+        )
+        if total + share <= TOTAL_ANNOTATION_BYTES:
+            admitted.append(claim)
+            total += share
         else:
-            refused[claim] = (
-                f"the pod's annotations would take {total} bytes with it, over the API "
-                f"server's limit of {TOTAL_ANNOTATION_BYTES}"
-            )
-    return _desired(pod, results, live, held_markers, refused=refused)[0]
+            refused[claim] = _no_room(total + share)
+    while True:
+        final, _ = _desired(pod, results, live, held_markers, refused=refused)
+        total = annotation_bytes(pod, final.annotations)
+        if total <= TOTAL_ANNOTATION_BYTES or not admitted:
+            return final
+        refused[admitted.pop()] = _no_room(total)  # the record's share was off: one less
+
+
+def _no_room(total: int) -> str:
+    return (
+        f"the pod's annotations would take {total} bytes with it, over the API server's "
+        f"limit of {TOTAL_ANNOTATION_BYTES}"
+    )
 
 
 def _desired(

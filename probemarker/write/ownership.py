@@ -21,9 +21,9 @@ text and an unchanged record never causes a write):
   it holds, each with a *token* of the value it wrote (`value_token`: the value itself
   when it is at most 64 bytes and does not start with `#`, else `#` and 22 characters
   of its SHA-256, so a 4 KiB annotation costs 23 bytes here); `c`: the condition type
-  it holds; `w`: the Warnings it stands under (`warned_slot`): a key whose value
-  rendered from `{{.Result}}` is invalid (`l:KEY`, `a:KEY`, with the token of the first
-  such value) and a key it lost to another owner (`xl:KEY`, `xa:KEY`, `xc:TYPE`, with
+  it holds; `w`: the Warnings it stands under (`warned_slot`): a label whose value
+  rendered from `{{.Result}}` is invalid (`l:KEY`, with the token of the first such
+  value; `a:KEY` is read too, for room to grow) and a key it lost to another owner (`xl:KEY`, `xa:KEY`, `xc:TYPE`, with
   the token of the winner's name), so a restarted daemon raises no Warning again for a
   situation that has not changed. Each is left out when empty. Unknown members of an
   entry are ignored (room for later additions), and so is a malformed `w` (it only

@@ -10,7 +10,7 @@ from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
 from probemarker.kube.annotations import annotations_size
 from probemarker.pods import pod_view as view_of
-from probemarker.write.desired import Decided, InvalidValue, desired_state
+from probemarker.write.desired import Decided, InvalidValue, annotation_bytes, desired_state
 from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, value_token
 from probemarker.write.patch import build_patch
 from tests.unit.write.helpers import NOW, UID, F, S, apply, owner, raw_pod, spec, view
@@ -231,3 +231,38 @@ def test_a_value_the_pod_shows_already_needs_no_room() -> None:
     desired = desired_state(pod=pod, decided=[result(S, NOTE, "y")], live={})
     assert desired.invalid == ()
     assert writes(build_patch(pod=pod, desired=desired, now=NOW)) == []
+
+
+def test_a_marker_rendering_many_values_past_the_room_costs_a_few_passes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hostile marker (32 probes x 32 annotations, each a 1 KiB answer) on a pod
+    near its room: the plan takes a few passes, not one per value."""
+    import probemarker.write.desired as desired_module
+
+    probes = [
+        Decided(
+            owner(f"m#p{p}"),
+            spec(name=f"p{p}", ok_annotations={f"a.io/p{p}-{k}": "{{.Result}}" for k in range(32)}),
+            S,
+            "",
+            "z" * 1000,
+        )
+        for p in range(32)
+    ]
+    passes = 0
+    real = desired_module._desired
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal passes
+        passes += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(desired_module, "_desired", counted)
+    pod = view(annotations={"big": "x" * (TOTAL_ANNOTATION_BYTES - 50_000)})
+    desired = desired_state(pod=pod, decided=probes, live={})
+    assert passes <= 4
+    written = [k for k in desired.annotations if k.startswith("a.io/")]
+    assert 40 <= len(written) < 50  # about 49 KiB of room for 1 KiB values and the record
+    assert len(desired.invalid) == 1024 - len(written)
+    assert annotation_bytes(pod, desired.annotations) <= TOTAL_ANNOTATION_BYTES
