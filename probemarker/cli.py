@@ -174,9 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args_list[:1] == ["sim"]:
         try:
             from probemarker.sim.cli import main as sim_main
+
+            # A module of the extra that the sim loads only for one mode (cryptography
+            # for --https) is looked for before it starts (sim/cli.py), and said so here.
+            return sim_main(args_list[1:])
         except ModuleNotFoundError as exc:
             return needs_sim_extra("sim", exc)
-        return sim_main(args_list[1:])
     # `probemarker demo` takes Ctrl-C and SIGTERM from here on, before the parser and
     # the demo's own imports (demo/stopping.py); given back if it does not run.
     signals = _demo_signals() if args_list[:1] == ["demo"] else None
