@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import anyio
-import orjson
 
 from probemarker.api import rules
 from probemarker.api.model import Marker
@@ -34,8 +33,8 @@ from probemarker.check.report import (
     ProbeCheck,
     Status,
     exit_code,
+    render_json,
     render_text,
-    to_json,
 )
 from probemarker.identity import ProbeKey
 from probemarker.kube.errors import ApiNotFound
@@ -136,7 +135,7 @@ async def marker_from_cluster(client: Any, text: str, group: str, *, err: TextIO
         return read_marker(raw, api_version=f"{group}/{rules.VERSION}")
     except InvalidMarker as exc:
         for error in exc.errors:
-            err.write(f"cluster: PodProbeMarker {printable(exc.ref)}: {error}\n")
+            err.write(f"cluster: PodProbeMarker {printable(exc.ref)}: {printable(str(error))}\n")
         raise UsageError(
             f"--marker {text}: the PodProbeMarker is invalid (messages above)"
         ) from exc
@@ -347,7 +346,7 @@ async def run_check(
         ),
     )
     if options.output == "json":
-        out.write(orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2).decode() + "\n")
+        out.write(render_json(report))
     else:
         out.write(render_text(report))
     return exit_code(report)

@@ -5,6 +5,7 @@ nothing itself."""
 from __future__ import annotations
 
 import io
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -299,3 +300,52 @@ async def test_result_values_are_rendered_and_refused_ones_named(
         for name in ("game-0", "game-1"):
             written = await world.wait_pod(name, lambda p: OWNED in annotations_of(p))
             assert our_state(written)[:2] == expected[f"{NS}/{name}"][:2]
+
+
+async def test_a_hostile_marker_and_probe_output_reach_the_terminal_escaped(
+    world: World, tmp_path: Path
+) -> None:
+    """What the API server lets a marker author through (a probe name with a C1 CSI and
+    a bidi override, annotation values with OSC 52 and raw newlines) and what a
+    container prints reach `check --marker`'s text escaped; the JSON holds them as
+    they are, escaped as JSON."""
+    osc52 = "\x1b]52;c;cm0gLXJmIC8=\x07"
+    world.script.set(
+        "game-0", "app", "idle", ExecReply(0, "idle\u200e\u061c\x1b[31m|\nforged line\n".encode())
+    )
+    await world.create_pod("game-0", labels={"app": "game"})
+    name = "idle\x9b2J\u202e"
+    body = marker(
+        "hostile",
+        probes=[
+            probe(
+                name,
+                command="idle",
+                condition=IDLE,
+                succeeded={
+                    "labels": {"idle": "true"},
+                    "annotations": {"game.example.com/note": f"{osc52}\n\u2066{{{{.Result}}}}"},
+                },
+            )
+        ],
+    )
+    await world.apply_marker(body)
+    code, out, err = await check(world, tmp_path, CheckOptions(marker=f"{NS}/hostile"))
+    assert (code, err) == (0, "")
+    assert [c for c in out if c != "\n" and unicodedata.category(c)[0] == "C"] == []
+    assert "  probe idle\\x9b2J\\u202e (container app, exec, via pods/exec): Succeeded" in out
+    assert "    message: idle\\u200e\\u061c|\\nforged line" in out
+    assert "{{.Result}}: 'idle\\u200e\\u061c'" in out
+    assert (
+        "would set annotation game.example.com/note="
+        "\\x1b]52;c;cm0gLXJmIC8=\\x07\\n\\u2066idle\\u200e\\u061c"
+    ) in out
+    assert not [line for line in out.splitlines() if line.startswith("forged")]
+
+    code, out, _ = await check(world, tmp_path, CheckOptions(marker=f"{NS}/hostile", output="json"))
+    assert [c for c in out if c not in "\n" and unicodedata.category(c)[0] == "C"] == []
+    [result] = orjson.loads(out)["pods"][0]["probes"]
+    assert result["probe"] == name
+    assert result["values"]["annotations"]["game.example.com/note"] == (
+        f"{osc52}\n\u2066idle\u200e\u061c"
+    )
