@@ -150,7 +150,8 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "-n",
         "--namespace",
         metavar="NS",
-        help="the namespace of a marker file without metadata.namespace (default: default)",
+        help="the namespace of a marker file without metadata.namespace (default: the "
+        "kubeconfig context's namespace, else default, as kubectl apply -f)",
     )
     check.add_argument(
         "--via-api-proxy",

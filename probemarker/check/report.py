@@ -22,6 +22,10 @@ JSON (`--output json`):
 
     {"apiVersion": "probemarker.io/check/v1", "kind": "CheckReport",
      "marker": "NS/NAME", "source": "FILE" | "cluster",
+     "namespace": str,                    # the marker's namespace: the pods it selects
+     "namespaceFrom": str,                # where it came from (metadata.namespace in
+                                          # FILE, --namespace, --marker, the kubeconfig
+                                          # context's, the pod's, the default)
      "wrote": false,                      # check never writes to the cluster
      "asIfDecided": true,                 # patches assume each outcome is decided
      "viaApiProxy": bool, "direct": bool,
@@ -127,6 +131,8 @@ class PodCheck:
 class CheckReport:
     marker: str
     source: str  # the file, or "cluster"
+    namespace: str = ""  # the marker's namespace (the pods it selects)
+    namespace_from: str = ""  # where that came from (run.file_namespace)
     pods: tuple[PodCheck, ...] = ()
     via_api_proxy: bool = False
     direct: bool = False
@@ -178,6 +184,8 @@ def to_json(report: CheckReport) -> dict[str, Any]:
         "kind": "CheckReport",
         "marker": report.marker,
         "source": report.source,
+        "namespace": report.namespace,
+        "namespaceFrom": report.namespace_from,
         "wrote": False,
         "asIfDecided": True,
         "viaApiProxy": report.via_api_proxy,
@@ -292,9 +300,12 @@ def render_text(report: CheckReport) -> str:
     lines = [
         f"probemarker check: PodProbeMarker {printable(report.marker)} "
         f"({printable(report.source)})",
-        NOTHING_WRITTEN,
-        AS_IF_DECIDED,
     ]
+    if report.namespace_from:
+        lines.append(
+            f"Namespace {printable(report.namespace)}: {printable(report.namespace_from)}."
+        )
+    lines += [NOTHING_WRITTEN, AS_IF_DECIDED]
     if report.via_api_proxy:
         lines.append("httpGet probes were sent through the API server's pod proxy (pods/proxy).")
     if report.direct:

@@ -62,6 +62,8 @@ def test_json_shape() -> None:
         "kind",
         "marker",
         "source",
+        "namespace",
+        "namespaceFrom",
         "wrote",
         "asIfDecided",
         "viaApiProxy",
@@ -277,3 +279,18 @@ def test_printable_unicode_is_shown_as_it_is() -> None:
     pod = PodCheck(pod="default/p", probes=(probe(Status.SUCCEEDED, message="café 東京 ✓"),))
     text = render_text(CheckReport(marker="default/m", source="from m.yaml", pods=(pod,)))
     assert "    message: café 東京 ✓" in text
+
+
+def test_the_text_and_the_json_say_which_namespace_and_why() -> None:
+    found = CheckReport(
+        marker="game/m",
+        source="from m.yaml",
+        namespace="game",
+        namespace_from="the namespace of kubeconfig context dev",
+    )
+    assert "Namespace game: the namespace of kubeconfig context dev.\n" in render_text(found)
+    document = to_json(found)
+    assert (document["namespace"], document["namespaceFrom"]) == (
+        "game",
+        "the namespace of kubeconfig context dev",
+    )
