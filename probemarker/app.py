@@ -63,12 +63,13 @@ from probemarker.observe.address import parse_listen_address
 from probemarker.observe.connections import ServerStats
 from probemarker.observe.descriptors import (
     connection_limits,
+    idle_http_connections,
     open_files_limit,
     raise_open_files_limit,
 )
 from probemarker.observe.health import Health, HealthSettings, Heartbeat
 from probemarker.observe.looperrors import LoopErrors
-from probemarker.observe.metrics import InformerSnapshot, Snapshot, build_registry
+from probemarker.observe.metrics import HTTPPool, InformerSnapshot, Snapshot, build_registry
 from probemarker.observe.repeats import Repeats
 from probemarker.observe.serve import MetricsServer
 from probemarker.pods import pod_projection
@@ -215,7 +216,8 @@ class Daemon:
         self.events = EventRecorder(client, node_name=settings.node, limiter=self.event_limiter)
         send, receive = anyio.create_memory_object_stream[PodUID](math.inf)
         self._marks, self._marks_received = send, receive
-        self.http = HTTPGetHandler()
+        # its share of the open-files limit for idle keep-alive connections
+        self.http = HTTPGetHandler(max_idle=idle_http_connections(open_files_limit()))
         self.tcp = TCPSocketHandler()
         self.grpc = GRPCHandler()  # grpcio is loaded by the first grpc probe, if any
         # --exec-backend cri: exec probes through the runtime socket, not pods/exec.
@@ -302,6 +304,7 @@ class Daemon:
             if self._runtime_client is None
             else self._runtime_client.refused_for()[0],
             server=self.server_stats,
+            http=HTTPPool(idle=self.http.idle, limit=self.http.max_idle, stats=self.http.stats),
         )
 
     def _mark(self, uid: PodUID) -> None:

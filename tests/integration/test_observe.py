@@ -19,6 +19,7 @@ from kubernetes_asyncio import client
 from prometheus_client.parser import text_string_to_metric_families
 
 from probemarker.kube.ratelimit import MonotonicClock
+from probemarker.observe.descriptors import idle_http_connections, open_files_limit
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply
 from tests.integration.world import (
@@ -108,6 +109,11 @@ async def test_metrics_follow_what_the_daemon_does(
         assert value(first, "probemarker_informer_synced", informer="podprobemarkers") == 1
         assert value(first, "probemarker_events_written_total", action="create") >= 1
         assert ("probemarker_write_queue_depth", ()) in first
+        # the httpGet probes' idle connections: their share of the open-files limit
+        assert value(first, "probemarker_http_probe_connections_idle_limit") == (
+            idle_http_connections(open_files_limit())
+        )
+        assert ("probemarker_http_probe_connections_idle", ()) in first
         build = [k for k in first if k[0] == "probemarker_build_info"]
         assert len(build) == 1
         assert dict(build[0][1])["version"]
