@@ -326,14 +326,18 @@ class Daemon:
             self._marks_received.close()
 
     async def _run(self, stop: anyio.Event) -> None:
+        # The server is entered first, so it closes last: after the handlers closed
+        # their connections (grpc channels may take seconds), /readyz still answers.
+        # The kubelet probes readiness until the container has stopped; a refused
+        # connection meanwhile would be a Warning (observe/health.py).
         async with (
+            self._serving(),
             self._marks,
             self.http,
             self.tcp,
             self.grpc,
             self.runtime or contextlib.nullcontext(),
             self.exec or contextlib.nullcontext(),
-            self._serving(),
             anyio.create_task_group() as inputs,
         ):
             inputs.start_soon(self.pods.run)
