@@ -323,6 +323,7 @@ class Daemon:
             # the first LISTs, a metrics port in use).
             self.pods.close()
             self.markers.close()
+            self._marks.close()  # never entered when the server could not start
             self._marks_received.close()
 
     async def _run(self, stop: anyio.Event) -> None:
