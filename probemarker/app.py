@@ -63,12 +63,13 @@ from probemarker.observe.address import parse_listen_address
 from probemarker.observe.connections import ServerStats
 from probemarker.observe.descriptors import (
     connection_limits,
+    idle_http_connections,
     open_files_limit,
     raise_open_files_limit,
 )
 from probemarker.observe.health import Health, HealthSettings, Heartbeat
 from probemarker.observe.looperrors import LoopErrors
-from probemarker.observe.metrics import InformerSnapshot, Snapshot, build_registry
+from probemarker.observe.metrics import HTTPPool, InformerSnapshot, Snapshot, build_registry
 from probemarker.observe.repeats import Repeats
 from probemarker.observe.serve import MetricsServer
 from probemarker.pods import pod_projection
@@ -215,7 +216,8 @@ class Daemon:
         self.events = EventRecorder(client, node_name=settings.node, limiter=self.event_limiter)
         send, receive = anyio.create_memory_object_stream[PodUID](math.inf)
         self._marks, self._marks_received = send, receive
-        self.http = HTTPGetHandler()
+        # its share of the open-files limit for idle keep-alive connections
+        self.http = HTTPGetHandler(max_idle=idle_http_connections(open_files_limit()))
         self.tcp = TCPSocketHandler()
         self.grpc = GRPCHandler()  # grpcio is loaded by the first grpc probe, if any
         # --exec-backend cri: exec probes through the runtime socket, not pods/exec.
@@ -303,6 +305,7 @@ class Daemon:
             if self._runtime_client is None
             else self._runtime_client.refused_for()[0],
             server=self.server_stats,
+            http=HTTPPool(idle=self.http.idle, limit=self.http.max_idle, stats=self.http.stats),
         )
 
     def _mark(self, uid: PodUID) -> None:
@@ -321,17 +324,22 @@ class Daemon:
             # the first LISTs, a metrics port in use).
             self.pods.close()
             self.markers.close()
+            self._marks.close()  # never entered when the server could not start
             self._marks_received.close()
 
     async def _run(self, stop: anyio.Event) -> None:
+        # The server is entered first, so it closes last: after the handlers closed
+        # their connections (grpc channels may take seconds), /readyz still answers.
+        # The kubelet probes readiness until the container has stopped; a refused
+        # connection meanwhile would be a Warning (observe/health.py).
         async with (
+            self._serving(),
             self._marks,
             self.http,
             self.tcp,
             self.grpc,
             self.runtime or contextlib.nullcontext(),
             self.exec or contextlib.nullcontext(),
-            self._serving(),
             anyio.create_task_group() as inputs,
         ):
             inputs.start_soon(self.pods.run)

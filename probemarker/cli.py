@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from probemarker import __version__
 from probemarker.api import rules
+from probemarker.api.fields import printable
 
 if TYPE_CHECKING:
     from probemarker.api.documents import Document
@@ -149,7 +150,8 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "-n",
         "--namespace",
         metavar="NS",
-        help="the namespace of a marker file without metadata.namespace (default: default)",
+        help="the namespace of a marker file without metadata.namespace (default: the "
+        "kubeconfig context's namespace, else default, as kubectl apply -f)",
     )
     check.add_argument(
         "--via-api-proxy",
@@ -174,9 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args_list[:1] == ["sim"]:
         try:
             from probemarker.sim.cli import main as sim_main
+
+            # A module of the extra that the sim loads only for one mode (cryptography
+            # for --https) is looked for before it starts (sim/cli.py), and said so here.
+            return sim_main(args_list[1:])
         except ModuleNotFoundError as exc:
             return needs_sim_extra("sim", exc)
-        return sim_main(args_list[1:])
     # `probemarker demo` takes Ctrl-C and SIGTERM from here on, before the parser and
     # the demo's own imports (demo/stopping.py); given back if it does not run.
     signals = _demo_signals() if args_list[:1] == ["demo"] else None
@@ -276,16 +281,17 @@ def check_command(args: argparse.Namespace) -> int:
     )
     try:
         return anyio.run(lambda: run_check(options, resolved, out=sys.stdout, err=sys.stderr))
+    # Each message may echo what a marker, a file or the API server said: printable.
     except (UsageError, ConfigError) as exc:
-        sys.stderr.write(f"probemarker check: {exc}\n")
+        sys.stderr.write(f"probemarker check: {printable(str(exc))}\n")
         return EXIT_UNREADABLE
     except ApiError as exc:  # a refusal: RBAC (403), a missing CRD (404), ...
-        sys.stderr.write(f"probemarker check: the API server refused: {exc}\n")
+        sys.stderr.write(f"probemarker check: the API server refused: {printable(str(exc))}\n")
         return EXIT_UNREADABLE
     except KubeError as exc:
         sys.stderr.write(
-            f"probemarker check: the cluster did not answer: {exc}; check the kubeconfig "
-            "(--kubeconfig, --context) and that its server is reachable\n"
+            f"probemarker check: the cluster did not answer: {printable(str(exc))}; check "
+            "the kubeconfig (--kubeconfig, --context) and that its server is reachable\n"
         )
         return EXIT_UNREADABLE
     except KeyboardInterrupt:
@@ -378,7 +384,7 @@ def validate_files(files: Sequence[str], *, out: TextIO, err: TextIO) -> int:
         try:
             text = sys.stdin.read() if name == "-" else _read(name)
         except (OSError, UnicodeDecodeError) as exc:
-            err.write(f"{name}: cannot read: {_reason(exc)}\n")
+            err.write(printable(f"{name}: cannot read: {_reason(exc)}") + "\n")
             worst = EXIT_UNREADABLE
             continue
         if not validate_text(name, text, out=out).ok:
@@ -391,12 +397,12 @@ def validate_text(name: str, text: str, *, out: TextIO) -> FileReport:
     of another kind skipped with a note, and a note when the file holds no marker."""
     from probemarker.api.documents import DocumentError, load_documents, other_object
 
-    label = "<stdin>" if name == "-" else name
+    label = "<stdin>" if name == "-" else printable(name)
     report = FileReport()
     try:
         documents = list(load_documents(text))
     except DocumentError as exc:
-        out.write(f"{label}: {exc}\n")
+        out.write(f"{label}: {printable(str(exc))}\n")
         report.invalid += 1
         return report
     for doc in documents:
@@ -417,17 +423,18 @@ def validate_text(name: str, text: str, *, out: TextIO) -> FileReport:
 
 
 def _validate_document(label: str, doc: Document, *, out: TextIO) -> bool:
-    """Print OK or the errors of one PodProbeMarker document; True when it is valid."""
-    from probemarker.api.fields import printable
+    """Print OK or the errors of one PodProbeMarker document; True when it is valid.
+    Each line goes through `printable`: an error's path holds the marker's own keys
+    (`labels[KEY]`), which may carry escape sequences or bidi marks."""
     from probemarker.api.parse import marker_ref_text
     from probemarker.api.validation import validate_marker
 
-    ref = printable(marker_ref_text(doc.body))
+    label, ref = printable(label), printable(marker_ref_text(doc.body))
     errors = validate_marker(doc.body)
     if not errors:
         out.write(f"OK {ref} ({label}, {doc.where})\n")
     for error in errors:
-        out.write(f"{label}: {doc.where}: PodProbeMarker {ref}: {error}\n")
+        out.write(f"{label}: {doc.where}: PodProbeMarker {ref}: {printable(str(error))}\n")
     if _is_kruise_marker(doc.body):
         out.write(f"{label}: {doc.where}: note: PodProbeMarker {ref}: {KRUISE_NOTE}\n")
     return not errors

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 
 from packaging.requirements import Requirement
@@ -42,6 +42,23 @@ class BaseOnly(PathFinder):
             return None
         return super().find_spec(name, path, target)
 sys.meta_path[:] = [BaseOnly if finder is PathFinder else finder for finder in sys.meta_path]
+"""
+
+
+# A child where the top-level modules in HIDDEN_VARIABLE (comma-separated) are not found
+# and everything else is: one missing piece of an extra, the rest installed.
+HIDDEN_VARIABLE = "PROBEMARKER_TEST_HIDDEN_MODULES"
+HIDER = """
+import os, sys
+from importlib.machinery import PathFinder
+hidden = set(os.environ["PROBEMARKER_TEST_HIDDEN_MODULES"].split(","))
+class Hiding(PathFinder):
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name.partition(".")[0] in hidden:
+            return None
+        return super().find_spec(name, path, target)
+sys.meta_path[:] = [Hiding if finder is PathFinder else finder for finder in sys.meta_path]
 """
 
 
@@ -91,3 +108,15 @@ def script(code: str, *args: str) -> list[str]:
 def environment(base: Mapping[str, str]) -> dict[str, str]:
     """`base` with the allowed modules for the finder, and this checkout importable."""
     return {**base, ALLOWED_VARIABLE: ",".join(sorted(base_modules())), "PYTHONPATH": str(REPO)}
+
+
+def command_without(hidden: Sequence[str], *args: str) -> list[str]:
+    """`probemarker ARGS...` where the modules `hidden` are not found (run with
+    `environment_without(hidden, ...)`); the rest of this environment is there."""
+    code = "from probemarker.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    return [sys.executable, "-c", HIDER + code, *args]
+
+
+def environment_without(hidden: Sequence[str], base: Mapping[str, str]) -> dict[str, str]:
+    """`base` naming the `hidden` modules for `command_without`'s finder."""
+    return {**base, HIDDEN_VARIABLE: ",".join(hidden), "PYTHONPATH": str(REPO)}

@@ -3,7 +3,16 @@
 Stage: edge (pure formatting; run.py fills it in). Input: what check found per pod
 and probe. Output: text for a terminal (`render_text`), a JSON document for scripts
 (`to_json`, shape below, stable: fields are added, never renamed or removed, within
-one `apiVersion`), and the exit code (`exit_code`).
+one `apiVersion`; `render_json` is its text), and the exit code (`exit_code`).
+
+Invariant: whoever can create a marker or a pod, or write a probe's output, controls
+much of what the report shows, and the operator reads it on a terminal. Every piece
+of text that comes from them (names, keys, values, messages, templates, problems,
+errors echoed back) goes through `api.fields.printable`: no control character (raw
+newline and tab included), escape sequence or bidi mark of theirs reaches the
+terminal; they are shown escaped (`\\x1b`, `\\n`, `\\u202e`). The report's own layout
+is the only source of newlines. The JSON text escapes the same characters as JSON
+`\\uXXXX` escapes (`printable_json`): the same document for a parser.
 
 Exit codes: 0 every probe run Succeeded (and at least one ran); 1 a probe Failed, is
 Unknown or not reachable from here, or no probe ran at all (no pod selected, every pod
@@ -13,6 +22,10 @@ JSON (`--output json`):
 
     {"apiVersion": "probemarker.io/check/v1", "kind": "CheckReport",
      "marker": "NS/NAME", "source": "FILE" | "cluster",
+     "namespace": str,                    # the marker's namespace: the pods it selects
+     "namespaceFrom": str,                # where it came from (metadata.namespace in
+                                          # FILE, --namespace, --marker, the kubeconfig
+                                          # context's, the pod's, the default)
      "wrote": false,                      # check never writes to the cluster
      "asIfDecided": true,                 # patches assume each outcome is decided
      "viaApiProxy": bool, "direct": bool,
@@ -42,6 +55,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import orjson
+
+from probemarker.api.fields import printable, printable_json
+
 __all__ = [
     "API_VERSION",
     "EXIT_NOT_ALL_SUCCEEDED",
@@ -52,6 +69,7 @@ __all__ = [
     "ProbeCheck",
     "Status",
     "exit_code",
+    "render_json",
     "render_text",
     "summary",
     "to_json",
@@ -113,6 +131,8 @@ class PodCheck:
 class CheckReport:
     marker: str
     source: str  # the file, or "cluster"
+    namespace: str = ""  # the marker's namespace (the pods it selects)
+    namespace_from: str = ""  # where that came from (run.file_namespace)
     pods: tuple[PodCheck, ...] = ()
     via_api_proxy: bool = False
     direct: bool = False
@@ -164,6 +184,8 @@ def to_json(report: CheckReport) -> dict[str, Any]:
         "kind": "CheckReport",
         "marker": report.marker,
         "source": report.source,
+        "namespace": report.namespace,
+        "namespaceFrom": report.namespace_from,
         "wrote": False,
         "asIfDecided": True,
         "viaApiProxy": report.via_api_proxy,
@@ -194,25 +216,29 @@ _LABELS: Final = {
 }
 
 
+def _quoted(text: str) -> str:
+    return f"'{printable(text)}'"
+
+
 def _values_lines(probe: ProbeCheck) -> list[str]:
     lines: list[str] = []
     if probe.result is not None:
-        lines.append(f"    {{{{.Result}}}}: {probe.result!r}")
+        lines.append(f"    {{{{.Result}}}}: {_quoted(probe.result)}")
     refused = {(i["kind"], i["key"]): i for i in probe.invalid}
     if probe.values is not None:
         for kind in ("labels", "annotations"):
             for key, value in sorted(probe.values.get(kind, {}).items()):
                 bad = refused.get((kind[:-1], key))
                 if bad is None:
-                    lines.append(f"    would set {kind[:-1]} {key}={value}")
+                    lines.append(f"    would set {kind[:-1]} {printable(key)}={printable(value)}")
                 else:
                     lines.append(
-                        f"    would NOT set {kind[:-1]} {key}={value!r}: {bad['problem']} (the "
-                        "last valid value stays; the daemon reports it with an "
-                        "InvalidResultValue event)"
+                        f"    would NOT set {kind[:-1]} {printable(key)}={_quoted(value)}: "
+                        f"{printable(bad['problem'])} (the last valid value stays; the daemon "
+                        "reports it with an InvalidResultValue event)"
                     )
     if probe.condition is not None:
-        c = probe.condition
+        c = {name: printable(text) for name, text in probe.condition.items()}
         lines.append(
             f"    would set condition {c['type']}={c['status']} ({c['reason']})"
             + (f": {c['message']}" if c.get("message") else "")
@@ -221,14 +247,15 @@ def _values_lines(probe: ProbeCheck) -> list[str]:
 
 
 def _probe_lines(probe: ProbeCheck) -> list[str]:
-    via = f", via {probe.via}" if probe.via else ""
+    via = f", via {printable(probe.via)}" if probe.via else ""
     lines = [
-        f"  probe {probe.probe} (container {probe.container}, {probe.kind}{via}): "
-        f"{_LABELS[probe.status]}"
+        f"  probe {printable(probe.probe)} (container {printable(probe.container)}, "
+        f"{printable(probe.kind)}{via}): {_LABELS[probe.status]}"
     ]
     if probe.message:
-        text = probe.message.replace("\n", "\n      ")
-        lines.append(f"    message: {text}")
+        # One line: the output's own line breaks are shown as \n, so a probe cannot
+        # print what looks like another line of this report.
+        lines.append(f"    message: {printable(probe.message)}")
     lines += _values_lines(probe)
     if probe.decided:
         lines.append(
@@ -245,40 +272,48 @@ def _patch_lines(patch: Sequence[Mapping[str, Any]]) -> list[str]:
         return ["  patch: none (the pod already shows this)"]
     lines = ["  patch (JSON patch to pods/status, as the daemon would send it):"]
     for op in patch:
-        lines.append("    " + json.dumps(dict(op), ensure_ascii=False))
+        lines.append("    " + printable_json(json.dumps(dict(op), ensure_ascii=False)))
     return lines
+
+
+def _pod_lines(pod: PodCheck) -> list[str]:
+    name = printable(pod.pod)
+    if pod.skipped is not None:
+        return [f"pod {name}: skipped: {printable(pod.skipped)}"]
+    lines = [f"pod {name}"]
+    for probe in pod.probes:
+        lines += _probe_lines(probe)
+    for conflict in pod.conflicts:
+        lines.append(f"  conflict: {printable(conflict)}")
+    if pod.record_problem:
+        lines.append(f"  ownership record: {printable(pod.record_problem)}")
+    if pod.held_markers:
+        lines.append(
+            "  kept as they are (other markers recorded on the pod): "
+            + ", ".join(printable(m) for m in sorted(pod.held_markers))
+        )
+    return lines + _patch_lines(pod.patch)
 
 
 def render_text(report: CheckReport) -> str:
     """The report for a terminal (see docs/cli.md for an example)."""
     lines = [
-        f"probemarker check: PodProbeMarker {report.marker} ({report.source})",
-        NOTHING_WRITTEN,
-        AS_IF_DECIDED,
+        f"probemarker check: PodProbeMarker {printable(report.marker)} "
+        f"({printable(report.source)})",
     ]
+    if report.namespace_from:
+        lines.append(
+            f"Namespace {printable(report.namespace)}: {printable(report.namespace_from)}."
+        )
+    lines += [NOTHING_WRITTEN, AS_IF_DECIDED]
     if report.via_api_proxy:
         lines.append("httpGet probes were sent through the API server's pod proxy (pods/proxy).")
     if report.direct:
         lines.append("Network probes connected to the pod IPs directly (--direct).")
-    lines += report.notes
+    lines += (printable(note) for note in report.notes)
     for pod in report.pods:
         lines.append("")
-        if pod.skipped is not None:
-            lines.append(f"pod {pod.pod}: skipped: {pod.skipped}")
-            continue
-        lines.append(f"pod {pod.pod}")
-        for probe in pod.probes:
-            lines += _probe_lines(probe)
-        for conflict in pod.conflicts:
-            lines.append(f"  conflict: {conflict}")
-        if pod.record_problem:
-            lines.append(f"  ownership record: {pod.record_problem}")
-        if pod.held_markers:
-            lines.append(
-                "  kept as they are (other markers recorded on the pod): "
-                + ", ".join(sorted(pod.held_markers))
-            )
-        lines += _patch_lines(pod.patch)
+        lines += _pod_lines(pod)
     counts = summary(report)
     lines += [
         "",
@@ -290,3 +325,8 @@ def render_text(report: CheckReport) -> str:
         f"exit {exit_code(report)}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def render_json(report: CheckReport) -> str:
+    """`to_json` as indented JSON text, terminal-safe (see the module docstring)."""
+    return printable_json(orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2).decode()) + "\n"

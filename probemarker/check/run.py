@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import anyio
-import orjson
 
 from probemarker.api import rules
 from probemarker.api.model import Marker
@@ -34,10 +33,11 @@ from probemarker.check.report import (
     ProbeCheck,
     Status,
     exit_code,
+    render_json,
     render_text,
-    to_json,
 )
 from probemarker.identity import ProbeKey
+from probemarker.kube.config import Connection
 from probemarker.kube.errors import ApiNotFound
 from probemarker.kube.resources import PODS
 from probemarker.pods import PodView, pod_view
@@ -74,11 +74,21 @@ def split_ref(text: str, what: str) -> tuple[str, str]:
     return namespace, name
 
 
-def marker_from_file(path: str, namespace: str | None, *, err: TextIO) -> Marker:
+@dataclass(frozen=True, slots=True)
+class MarkerFile:
+    """The one marker document of a file, validated; parsed once its namespace is
+    known (`file_namespace`), which may take the connection's."""
+
+    body: Mapping[str, Any]
+    label: str  # the file, `<stdin>` for `-`
+    namespace: str | None  # metadata.namespace, else --namespace; None: neither
+
+
+def read_marker_file(path: str, namespace: str | None, *, err: TextIO) -> MarkerFile:
     """The one PodProbeMarker of `path` (`-`: stdin), validated as `probemarker validate`
-    does, with its messages; UsageError when it cannot be used."""
+    does, with its messages; UsageError when it cannot be used. A `metadata.namespace`
+    that differs from `namespace` (--namespace) is an error, as `kubectl apply -f -n`."""
     from probemarker.api.documents import DocumentError, load_documents, other_object
-    from probemarker.api.parse import parse_marker
     from probemarker.cli import _validate_document
 
     label = "<stdin>" if path == "-" else path
@@ -107,7 +117,26 @@ def marker_from_file(path: str, namespace: str | None, *, err: TextIO) -> Marker
             f"the namespace of the marker in {label} ({own}) does not match --namespace "
             f"{namespace}; drop --namespace or change metadata.namespace"
         )
-    return parse_marker(doc.body, default_namespace=own or namespace or "default")
+    return MarkerFile(body=doc.body, label=label, namespace=own or namespace)
+
+
+def file_namespace(marker: MarkerFile, connection: Connection) -> tuple[str, str]:
+    """(namespace, where it came from) of a marker file, as `kubectl apply -f` chooses
+    it: `metadata.namespace`, else --namespace, else the connection's (the kubeconfig
+    context's namespace; in a pod, its own), else `default`."""
+    from probemarker.api import names
+
+    if marker.namespace is not None:
+        own = (marker.body.get("metadata") or {}).get("namespace")
+        return marker.namespace, (f"metadata.namespace in {marker.label}" if own else "--namespace")
+    problems = names.dns1123_label_problems(connection.namespace)
+    if problems:
+        raise UsageError(
+            f"-f {marker.label} sets no metadata.namespace, and the default namespace "
+            f"{connection.namespace!r} ({connection.namespace_from}) {problems[0]}; pass "
+            "--namespace NS or fix the namespace there"
+        )
+    return connection.namespace, connection.namespace_from
 
 
 def _read(path: str) -> str:
@@ -136,7 +165,7 @@ async def marker_from_cluster(client: Any, text: str, group: str, *, err: TextIO
         return read_marker(raw, api_version=f"{group}/{rules.VERSION}")
     except InvalidMarker as exc:
         for error in exc.errors:
-            err.write(f"cluster: PodProbeMarker {printable(exc.ref)}: {error}\n")
+            err.write(f"cluster: PodProbeMarker {printable(exc.ref)}: {printable(str(error))}\n")
         raise UsageError(
             f"--marker {text}: the PodProbeMarker is invalid (messages above)"
         ) from exc
@@ -278,17 +307,8 @@ def _conflict_text(conflict: Any) -> str:
     )
 
 
-async def run_check(
-    options: CheckOptions, settings: RunSettings, *, out: TextIO, err: TextIO
-) -> int:
-    """See the module docstring; UsageError for exit 2 (the caller prints it)."""
-    from probemarker.app import api_exec_handler, client_settings, connect
-    from probemarker.check.proxy import ApiProxyHTTPGetHandler
-    from probemarker.kube.client import KubeClient
-    from probemarker.kube.ratelimit import MONOTONIC
-    from probemarker.probe.handler import ProbeHandler
-    from probemarker.probe.runner import ProbeRunner
-
+def _check_refs(options: CheckOptions) -> None:
+    """The NS/NAME arguments, before anything is read: UsageError naming the flag."""
     if options.marker is not None:
         namespace, _ = split_ref(options.marker, "--marker")
         if options.namespace and options.namespace != namespace:
@@ -298,56 +318,97 @@ async def run_check(
             )
     for text in options.pods:
         split_ref(text, "--pod")
-    file_marker = None
+
+
+async def _marker(
+    client: Any,
+    options: CheckOptions,
+    marker_file: MarkerFile | None,
+    connection: Connection,
+    group: str,
+    *,
+    err: TextIO,
+) -> tuple[Marker, str]:
+    """The marker to check, and where its namespace came from."""
+    from probemarker.api.parse import parse_marker
+
+    if marker_file is None:
+        return await marker_from_cluster(client, options.marker or "", group, err=err), "--marker"
+    namespace, namespace_from = file_namespace(marker_file, connection)
+    return parse_marker(marker_file.body, default_namespace=namespace), namespace_from
+
+
+async def _check_pods(
+    client: Any, settings: RunSettings, options: CheckOptions, marker: Marker
+) -> list[PodCheck]:
+    """Each pod to check, its probes run once with the handlers the options allow."""
+    from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSocketAction
+    from probemarker.app import api_exec_handler
+    from probemarker.check.proxy import ApiProxyHTTPGetHandler
+    from probemarker.kube.ratelimit import MONOTONIC
+    from probemarker.probe.handler import ProbeHandler
+    from probemarker.probe.runner import ProbeRunner
+
+    handlers: dict[type, ProbeHandler] = {}
+    async with contextlib.AsyncExitStack() as stack:
+        handlers[ExecAction] = await stack.enter_async_context(
+            api_exec_handler(client, settings, clock=MONOTONIC)
+        )
+        if options.direct:
+            from probemarker.probe.grpc import GRPCHandler
+            from probemarker.probe.http import HTTPGetHandler
+            from probemarker.probe.tcp import TCPSocketHandler
+
+            handlers[HTTPGetAction] = await stack.enter_async_context(HTTPGetHandler())
+            handlers[TCPSocketAction] = await stack.enter_async_context(TCPSocketHandler())
+            handlers[GRPCAction] = await stack.enter_async_context(GRPCHandler())
+        elif options.via_api_proxy:
+            handlers[HTTPGetAction] = await stack.enter_async_context(
+                ApiProxyHTTPGetHandler(client)
+            )
+        runner = ProbeRunner(handlers)
+        limiter = anyio.CapacityLimiter(_PROBES_AT_ONCE)
+        pods: list[PodCheck] = []
+        for item in await _pods(client, options, marker):
+            if isinstance(item, PodCheck):
+                pods.append(item)
+            else:
+                pods.append(await _check_pod(runner, item, marker, options, limiter))
+    return pods
+
+
+async def run_check(
+    options: CheckOptions, settings: RunSettings, *, out: TextIO, err: TextIO
+) -> int:
+    """See the module docstring; UsageError for exit 2 (the caller prints it)."""
+    from probemarker.app import client_settings, connect
+    from probemarker.kube.client import KubeClient
+
+    _check_refs(options)
+    marker_file = None
     if options.file is not None:
-        file_marker = marker_from_file(options.file, options.namespace, err=err)
+        marker_file = read_marker_file(options.file, options.namespace, err=err)
     connection = await connect(settings, dict(os.environ))
     async with KubeClient(connection, settings=client_settings(settings)) as client:
-        marker = file_marker or await marker_from_cluster(
-            client, options.marker or "", settings.marker_group, err=err
+        marker, namespace_from = await _marker(
+            client, options, marker_file, connection, settings.marker_group, err=err
         )
-        handlers: dict[type, ProbeHandler] = {}
-        async with contextlib.AsyncExitStack() as stack:
-            from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSocketAction
-
-            handlers[ExecAction] = await stack.enter_async_context(
-                api_exec_handler(client, settings, clock=MONOTONIC)
-            )
-            if options.direct:
-                from probemarker.probe.grpc import GRPCHandler
-                from probemarker.probe.http import HTTPGetHandler
-                from probemarker.probe.tcp import TCPSocketHandler
-
-                handlers[HTTPGetAction] = await stack.enter_async_context(HTTPGetHandler())
-                handlers[TCPSocketAction] = await stack.enter_async_context(TCPSocketHandler())
-                handlers[GRPCAction] = await stack.enter_async_context(GRPCHandler())
-            elif options.via_api_proxy:
-                handlers[HTTPGetAction] = await stack.enter_async_context(
-                    ApiProxyHTTPGetHandler(client)
-                )
-            runner = ProbeRunner(handlers)
-            limiter = anyio.CapacityLimiter(_PROBES_AT_ONCE)
-            pods: list[PodCheck] = []
-            for item in await _pods(client, options, marker):
-                if isinstance(item, PodCheck):
-                    pods.append(item)
-                else:
-                    pods.append(await _check_pod(runner, item, marker, options, limiter))
-    source = options.file if options.file is not None else "cluster"
+        pods = await _check_pods(client, settings, options, marker)
+    namespace = marker.ref.namespace
     report = CheckReport(
         marker=str(marker.ref),
-        source=f"from {source}" if options.file else "from the cluster",
+        namespace=namespace,
+        namespace_from=namespace_from,
+        source=f"from {options.file}" if options.file is not None else "from the cluster",
         pods=tuple(pods),
         via_api_proxy=options.via_api_proxy,
         direct=options.direct,
         notes=()
         if pods
         else (
-            f"No pod in namespace {marker.ref.namespace} is selected by {plan.selector_text(marker.selector)!r}.",
+            f"No pod in namespace {namespace} is selected by "
+            f"{plan.selector_text(marker.selector)!r}.",
         ),
     )
-    if options.output == "json":
-        out.write(orjson.dumps(to_json(report), option=orjson.OPT_INDENT_2).decode() + "\n")
-    else:
-        out.write(render_text(report))
+    out.write(render_json(report) if options.output == "json" else render_text(report))
     return exit_code(report)

@@ -3,9 +3,15 @@
 Stage: demo data (pure, but for reading the example files). Input: the YAML files of
 `manifests/examples/` (in a wheel: package data at `probemarker/demo/examples/`, put
 there by pyproject.toml's force-include). Output: `Example` values (the body as applied and the
-parsed `Marker`), the pod fields a probe state sets (`marks_for`), the columns of a
-namespace (`columns_of`), how long the daemon may take to decide a state
-(`decide_bound`) and how that pace reads (`pace_text`).
+parsed `Marker`), the pod fields a probe state sets (`marks_for`; a value holding
+`{{.Result}}` rendered with the probe's answer, as the daemon renders it; `answered`
+says which), the columns of a namespace (`columns_of`), how long the daemon may take
+to decide a state (`decide_bound`) and how that pace reads (`pace_text`).
+
+The demo plays one marker per namespace (`DEMO_MARKERS`): the game servers' idle check,
+the databases' role as the probe's answer (`db.example.com/role: "{{.Result}}"`, from
+result-values.yaml, which also holds a marker the demo does not play), and the web
+pods' readiness gate.
 
 `fast=True` gives copies with `periodSeconds: 1` and `initialDelaySeconds: 0` (the
 thresholds and timeouts unchanged): the same decisions, in seconds instead of a minute.
@@ -24,8 +30,15 @@ import yaml
 
 from probemarker.api.model import Marker, ProbeSpec, ProbeState, Timing
 from probemarker.api.parse import parse_marker
+from probemarker.api.template import render, uses_result
 
-FILES = ("game-server-idle.yaml", "primary-secondary.yaml", "readiness-gate.yaml")
+# (file, marker name) of each marker the demo applies, one per namespace.
+DEMO_MARKERS = (
+    ("game-server-idle.yaml", "game-server-idle"),
+    ("result-values.yaml", "database-role-value"),
+    ("readiness-gate.yaml", "upstream-gate"),
+)
+FILES = tuple(file for file, _ in DEMO_MARKERS)
 READY = "Ready"  # the kubelet's condition: a readiness gate holds it False until True
 
 MarkKind = Literal["label", "annotation", "condition"]
@@ -75,10 +88,14 @@ def example_text(file: str) -> str:
 
 
 def load_examples(*, fast: bool = False) -> tuple[Example, ...]:
-    """The three examples, parsed and validated (each file holds one marker)."""
+    """The demo's three markers (`DEMO_MARKERS`), parsed and validated."""
     found = []
-    for file in FILES:
-        body = yaml.safe_load(example_text(file))
+    for file, name in DEMO_MARKERS:
+        (body,) = [
+            doc
+            for doc in yaml.safe_load_all(example_text(file))
+            if doc and (doc.get("metadata") or {}).get("name") == name
+        ]
         if fast:
             body = quicken(body)
         found.append(Example(file=file, body=body, marker=parse_marker(body)))
@@ -105,18 +122,36 @@ def find_probe(examples: Iterable[Example], marker: str, probe: str) -> ProbeSpe
     raise KeyError(f"no example marker named {marker}")
 
 
-def marks_for(probe: ProbeSpec, state: ProbeState) -> dict[Mark, str]:
-    """What the daemon writes onto a pod when `probe` is decided `state`."""
+def marks_for(probe: ProbeSpec, state: ProbeState, *, answer: str | None = None) -> dict[Mark, str]:
+    """What the daemon writes onto a pod when `probe` is decided `state`; a value with
+    `{{.Result}}` rendered with `answer` (what it stands for: the answer's first line,
+    trimmed, `probe.output.result_text`), or left as the template without one."""
+
+    def shown(value: str) -> str:
+        return value if answer is None else render(value, answer)
+
     out: dict[Mark, str] = {}
     for policy in probe.policies:
         if policy.state is state:
-            out.update({Mark("label", k): v for k, v in policy.labels.items()})
-            out.update({Mark("annotation", k): v for k, v in policy.annotations.items()})
+            out.update({Mark("label", k): shown(v) for k, v in policy.labels.items()})
+            out.update({Mark("annotation", k): shown(v) for k, v in policy.annotations.items()})
     if probe.condition_type:
         out[Mark("condition", probe.condition_type)] = (
             "True" if state is ProbeState.SUCCEEDED else "False"
         )
     return out
+
+
+def answered(probe: ProbeSpec, state: ProbeState) -> frozenset[Mark]:
+    """The marks whose value, in `state`, comes from the probe's answer (`{{.Result}}`)."""
+    found: set[Mark] = set()
+    for policy in probe.policies:
+        if policy.state is state:
+            found.update(Mark("label", k) for k, v in policy.labels.items() if uses_result(v))
+            found.update(
+                Mark("annotation", k) for k, v in policy.annotations.items() if uses_result(v)
+            )
+    return frozenset(found)
 
 
 def columns_of(examples: Iterable[Example], namespace: str) -> tuple[Mark, ...]:

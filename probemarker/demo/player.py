@@ -26,6 +26,7 @@ from probemarker.demo.examples import (
     READY,
     Example,
     Mark,
+    answered,
     decide_bound,
     find_probe,
     marks_for,
@@ -99,7 +100,7 @@ class Wanted:
     expect: Expect
     marks: Mapping[Mark, str]
     bound: float
-    pace: str
+    pace: str  # how it is decided; says so when a value is the probe's answer
 
     def text(self) -> str:
         return f"{self.expect.pod} {marks_text(self.marks)} ({self.pace})"
@@ -111,16 +112,14 @@ class Wanted:
 
 def resolve(examples: Sequence[Example], expect: Expect, bound: Bound, *, first: bool) -> Wanted:
     probe = find_probe(examples, expect.marker, expect.probe)
-    marks = marks_for(probe, expect.state)
+    marks = marks_for(probe, expect.state, answer=expect.answer)
     if probe.condition_type and probe.condition_type == pod_named(expect.pod).readiness_gate:
         # The kubelet's Ready follows the pod's only readiness gate.
         marks[Mark("condition", READY)] = marks[Mark("condition", probe.condition_type)]
-    return Wanted(
-        expect,
-        marks,
-        bound(probe.timing, expect.state),
-        pace_text(probe.timing, expect.state, first=first),
-    )
+    pace = pace_text(probe.timing, expect.state, first=first)
+    if expect.answer is not None and answered(probe, expect.state):
+        pace = f"the probe's answer, {pace}"
+    return Wanted(expect, marks, bound(probe.timing, expect.state), pace)
 
 
 @dataclass(slots=True)

@@ -6,9 +6,12 @@ at the paths the example markers read (`/home/game/idle.sh`, `/var/run/db/role`;
 web container's HTTP answer comes from `/var/run/web/upstream`); the demo keeps those
 files in a scratch directory (containers.py). A `Step` writes new contents (`Flip`s)
 and waits until the daemon has written what the `Expect`s say: a probe of a marker
-decided Succeeded or Failed on a pod. The first step writes nothing: it waits for the
-daemon's first decisions. The idle -> busy step takes the longest (the example wants
-3 failures, 10 s apart), so the steps after it play while it is waited for.
+decided Succeeded or Failed on a pod, and, for a value from the probe's answer
+(`{{.Result}}`), that answer. The first step writes nothing: it waits for the daemon's
+first decisions. The idle -> busy step takes the longest (the example wants 3
+failures, 10 s apart), so the steps after it play while it is waited for. The
+databases' failover changes no decision: both pods stay Succeeded, and their answers,
+`primary` and `replica`, trade places in the role label.
 
 Invariants (tests/demo/test_scenario.py): each pod matches exactly the example marker
 of its namespace; each flip names a file its pod has; each step expects a change.
@@ -102,7 +105,7 @@ PODS: tuple[DemoPod, ...] = (
     _game("game-0"),
     _game("game-1"),
     _database("db-0", "primary"),
-    _database("db-1", "secondary"),
+    _database("db-1", "replica"),
     _web("web-0"),
     _web("web-1"),
 )
@@ -122,12 +125,14 @@ class Flip:
 
 @dataclass(frozen=True, slots=True)
 class Expect:
-    """Probe `probe` of marker `marker` decided `state` on pod `pod` (namespace/name)."""
+    """Probe `probe` of marker `marker` decided `state` on pod `pod` (namespace/name),
+    answering `answer` (what `{{.Result}}` in its values stands for), if it matters."""
 
     pod: str
     marker: str
     probe: str
     state: ProbeState
+    answer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +150,9 @@ def _idle(pod: str, state: ProbeState) -> Expect:
     return Expect(f"games/{pod}", "game-server-idle", "idle", state)
 
 
-def _primary(pod: str, state: ProbeState) -> Expect:
-    return Expect(f"databases/{pod}", "database-role", "primary", state)
+def _role(pod: str, answer: str) -> Expect:
+    """The role check answered `answer`: the role label is that answer."""
+    return Expect(f"databases/{pod}", "database-role-value", "role", SUCCEEDED, answer)
 
 
 def _gate(pod: str, state: ProbeState) -> Expect:
@@ -159,8 +165,8 @@ STEPS: tuple[Step, ...] = (
         expects=(
             _idle("game-0", SUCCEEDED),
             _idle("game-1", SUCCEEDED),
-            _primary("db-0", SUCCEEDED),
-            _primary("db-1", FAILED),
+            _role("db-0", "primary"),
+            _role("db-1", "replica"),
             _gate("web-0", SUCCEEDED),
             _gate("web-1", SUCCEEDED),
         ),
@@ -172,12 +178,12 @@ STEPS: tuple[Step, ...] = (
         wait=False,
     ),
     Step(
-        "primary failover: db-0 steps down, db-1 takes over",
+        "primary failover: db-0 steps down, db-1 takes over (the role is the answer)",
         flips=(
-            Flip("databases/db-0", DB_ROLE, "secondary\n"),
+            Flip("databases/db-0", DB_ROLE, "replica\n"),
             Flip("databases/db-1", DB_ROLE, "primary\n"),
         ),
-        expects=(_primary("db-0", FAILED), _primary("db-1", SUCCEEDED)),
+        expects=(_role("db-0", "replica"), _role("db-1", "primary")),
     ),
     Step(
         "web-0 loses its upstream: the readiness gate closes",

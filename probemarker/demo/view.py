@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from probemarker.api.model import ExecAction, HTTPGetAction, ProbeState
-from probemarker.demo.examples import READY, Example, Mark, marks_for
+from probemarker.demo.examples import READY, Example, Mark, answered, marks_for
 from probemarker.demo.model import EVENT, Change, PodState, Snapshot
 from probemarker.demo.scenario import DemoPod, Step
 
@@ -79,10 +79,14 @@ class Layout:
     sections: tuple[Section, ...]
     # (mark, value) -> the probe state that writes it; colours the cell.
     states: Mapping[tuple[Mark, str], ProbeState] = field(default_factory=dict)
+    # mark -> the probe state whose value for it is the probe's answer ({{.Result}})
+    answers: Mapping[Mark, ProbeState] = field(default_factory=dict)
 
 
 def describe_probe(example: Example) -> str:
-    """`exec /home/game/idle.sh, every 10 s` for each probe of the marker."""
+    """`exec /home/game/idle.sh, every 10 s` for each probe of the marker, and each
+    value it writes from its answer: `label db.example.com/role = "{{.Result}}", the
+    probe's answer`."""
     parts = []
     for probe in example.marker.probes:
         handler = probe.handler
@@ -93,6 +97,12 @@ def describe_probe(example: Example) -> str:
         else:
             what = type(handler).__name__
         parts.append(f"{what}, every {probe.timing.period_seconds} s")
+        for state in (ProbeState.SUCCEEDED, ProbeState.FAILED):
+            templates = marks_for(probe, state)
+            parts += [
+                f'{mark} = "{templates[mark]}", the probe\'s answer'
+                for mark in sorted(answered(probe, state))
+            ]
     return "; ".join(parts)
 
 
@@ -101,6 +111,7 @@ def build_layout(
 ) -> Layout:
     sections = []
     states: dict[tuple[Mark, str], ProbeState] = {}
+    answers: dict[Mark, ProbeState] = {}
     for example in examples:
         sections.append(
             Section(
@@ -114,7 +125,8 @@ def build_layout(
         for probe in example.marker.probes:
             for state in (ProbeState.SUCCEEDED, ProbeState.FAILED):
                 states.update(dict.fromkeys(marks_for(probe, state).items(), state))
-    return Layout(tuple(sections), states)
+                answers.update(dict.fromkeys(answered(probe, state), state))
+    return Layout(tuple(sections), states, answers)
 
 
 def _value_style(layout: Layout, mark: Mark, value: str | None) -> tuple[str, ...]:
@@ -122,7 +134,7 @@ def _value_style(layout: Layout, mark: Mark, value: str | None) -> tuple[str, ..
         return ("dim",)
     if mark == Mark("condition", READY):
         return ("ok",) if value == "True" else ("down",)
-    state = layout.states.get((mark, value))
+    state = layout.states.get((mark, value)) or layout.answers.get(mark)
     if state is ProbeState.SUCCEEDED:
         return ("ok",)
     return ("bad",) if state is ProbeState.FAILED else ()

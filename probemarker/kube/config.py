@@ -14,6 +14,10 @@ TLS material, credentials) from which `client.KubeClient` builds its session.
   and its projected token (re-read as it rotates), as client-go's
   `rest.InClusterConfig` does.
 
+Both also say the connection's default namespace, as kubectl's
+`ClientConfig.Namespace()` does: the kubeconfig context's `namespace`; in a pod
+`POD_NAMESPACE`, else the service account's `namespace` file; else `default`.
+
 Errors are `ConfigError`s: one line that names the file or variable and the fix.
 """
 
@@ -120,6 +124,9 @@ class Connection:
     credentials: Credentials = field(default_factory=NoCredentials)
     tls: TlsMaterial | None = None
     source: str = ""  # where it came from, for logs and errors
+    # kubectl's default namespace for this connection, and where it came from
+    namespace: str = "default"
+    namespace_from: str = "the default: no kubeconfig context or pod gives one"
 
     @property
     def https(self) -> bool:
@@ -141,9 +148,16 @@ async def load_kubeconfig(
     merged = merge_kubeconfigs(read_kubeconfigs(split_paths(chosen)))
     target = choose_target(merged, context)
     source = f"kubeconfig {merged.where}, context {target.context}"
+    namespace, namespace_from = _context_namespace(target)
     credentials, cert, key = await _credentials(target, exec_timeout)
     if not target.server.startswith("https://"):
-        return Connection(server=target.server, credentials=credentials, source=source)
+        return Connection(
+            server=target.server,
+            credentials=credentials,
+            source=source,
+            namespace=namespace,
+            namespace_from=namespace_from,
+        )
     tls = TlsMaterial(
         ca_file=target.ca_file,
         ca_data=target.ca_data,
@@ -161,7 +175,21 @@ async def load_kubeconfig(
             f"cannot use the TLS material of {source}: {_reason(err)}; check its "
             "certificate-authority and client-certificate/-key"
         ) from None
-    return Connection(server=target.server, credentials=credentials, tls=tls, source=source)
+    return Connection(
+        server=target.server,
+        credentials=credentials,
+        tls=tls,
+        source=source,
+        namespace=namespace,
+        namespace_from=namespace_from,
+    )
+
+
+def _context_namespace(target: Target) -> tuple[str, str]:
+    """client-go's `DirectClientConfig.Namespace`: the context's, else `default`."""
+    if target.namespace:
+        return target.namespace, f"the namespace of kubeconfig context {target.context}"
+    return "default", f"the default: kubeconfig context {target.context} sets no namespace"
 
 
 async def _credentials(
@@ -231,9 +259,25 @@ def load_incluster(
             )
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"  # an IPv6 service address
+    namespace, namespace_from = _pod_namespace(env, account_dir)
     return Connection(
         server=f"https://{host}:{port}",
         credentials=TokenFile(token, reread_after=token_reread_after),
         tls=TlsMaterial(ca_file=str(ca)),
         source="in-cluster",
+        namespace=namespace,
+        namespace_from=namespace_from,
     )
+
+
+def _pod_namespace(env: Mapping[str, str], account_dir: Path) -> tuple[str, str]:
+    """client-go's `inClusterClientConfig.Namespace`: POD_NAMESPACE (the downward API),
+    else the service account's namespace file, else `default`."""
+    if env.get("POD_NAMESPACE"):
+        return env["POD_NAMESPACE"], "POD_NAMESPACE"
+    path = account_dir / "namespace"
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        text = path.read_text(encoding="utf-8").strip()
+        if text:
+            return text, f"the service account's namespace ({path})"
+    return "default", "the default: the pod gives no namespace"

@@ -12,7 +12,9 @@ As client-go (`tools/clientcmd/client_config.go`, `validation.go`):
 - credentials, first that applies: `tokenFile` (re-read as it rotates), an `exec`
   plugin, `token`, `username`/`password`, an oidc `auth-provider`'s `id-token`;
 - an exec `command` containing a `/` is relative to the kubeconfig; a bare name is
-  looked up on PATH.
+  looked up on PATH;
+- the context's `namespace` is the default namespace of commands that take one
+  (`probemarker check -f`), as kubectl's (`DirectClientConfig.Namespace`).
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ class Target:
     token_file: Path | None = None
     basic: BasicAuth | None = None
     exec: ExecConfig | None = None
+    namespace: str | None = None  # the context's `namespace`, if it sets one
 
 
 def choose_target(merged: Merged, context: str | None = None) -> Target:
@@ -112,10 +115,13 @@ def choose_target(merged: Merged, context: str | None = None) -> Target:
                 f"{where}: context {name!r} names user {user_name!r}, which the "
                 f"kubeconfig does not define (its users: {_names(merged.users)})"
             )
-    return _target(name, cluster, user)
+    namespace = chosen.body.get("namespace")
+    return _target(name, cluster, user, namespace=str(namespace) if namespace else None)
 
 
-def _target(context: str, cluster: Entry, user: Entry | None) -> Target:
+def _target(
+    context: str, cluster: Entry, user: Entry | None, *, namespace: str | None = None
+) -> Target:
     c = cluster.body
     server = str(c.get("server") or "").rstrip("/")
     if not server.startswith(("https://", "http://")):
@@ -137,6 +143,7 @@ def _target(context: str, cluster: Entry, user: Entry | None) -> Target:
         "ca_file": None if ca_data else _path(c, "certificate-authority", cluster),
         "insecure": bool(c.get("insecure-skip-tls-verify")),
         "tls_server_name": str(c.get("tls-server-name") or "") or None,
+        "namespace": namespace,
     }
     if user is not None:
         parts.update(_credentials(user))

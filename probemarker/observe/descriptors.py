@@ -5,7 +5,8 @@ Stage: start-up (edge: `getrlimit`/`setrlimit`) and configuration (pure). Inputs
 process's `RLIMIT_NOFILE`. Outputs: `raise_open_files_limit()` lifts the soft limit to
 the hard one once, at start-up, and says what it did (`OpenFiles`);
 `connection_limits(soft)` (pure) is how many connections the health and metrics server
-may hold at once, in all and from one peer address.
+may hold at once, in all and from one peer address; `idle_http_connections(soft)`
+(pure) how many idle httpGet keep-alive connections the probes may keep.
 
 Why raise the soft limit: every probe run, exec stream, watch, write and idle httpGet
 keep-alive connection is a descriptor, and a node's worth of them grows with its pods.
@@ -22,6 +23,13 @@ probes and a scrape or two need a handful): with 1024, 64 connections and 960
 descriptors the server can never take. One peer address may hold at most a quarter
 of those, so a single pod flooding the port leaves room for the kubelet's probes,
 which come from the node's address.
+
+Why a limit on idle httpGet connections: the pool keeps one connection per pod
+address probed within its keep-alive time (probe/http.py), so a node's idle
+descriptors grow with its pods, and each is one a probe run, an exec stream or a
+watch cannot have. It may keep at most 1/8 of the soft limit, from 8 to 1024 (a
+node's pods, with room): with 1024, 128 idle connections; beyond them a probe
+connects afresh each run, as the kubelet's probes always do (it disables keep-alive).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ __all__ = [
     "ConnectionLimits",
     "OpenFiles",
     "connection_limits",
+    "idle_http_connections",
     "open_files_limit",
     "raise_open_files_limit",
 ]
@@ -44,6 +53,9 @@ MAX_CONNECTIONS: Final = 64
 MIN_CONNECTIONS: Final = 4  # the kubelet's liveness and readiness probes, a scrape, one spare
 SHARE: Final = 16  # the server may hold at most 1/SHARE of the soft limit
 PEER_SHARE: Final = 4  # one peer address at most 1/PEER_SHARE of the server's limit
+IDLE_HTTP_SHARE: Final = 8  # idle httpGet connections at most 1/IDLE_HTTP_SHARE of the limit
+MIN_IDLE_HTTP: Final = 8
+MAX_IDLE_HTTP: Final = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +75,11 @@ def connection_limits(soft_limit: int) -> ConnectionLimits:
     of that, at least 2 (the kubelet's two probes may come at once)."""
     total = max(MIN_CONNECTIONS, min(MAX_CONNECTIONS, soft_limit // SHARE))
     return ConnectionLimits(total=total, per_peer=max(2, total // PEER_SHARE))
+
+
+def idle_http_connections(soft_limit: int) -> int:
+    """See the module docstring: 1/8 of `soft_limit`, from 8 to 1024."""
+    return max(MIN_IDLE_HTTP, min(MAX_IDLE_HTTP, soft_limit // IDLE_HTTP_SHARE))
 
 
 @dataclass(frozen=True, slots=True)

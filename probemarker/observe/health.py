@@ -19,9 +19,15 @@ the restart happens once the runtime is back, which is when it helps. An API ser
 or refuses is not a liveness failure: the informers retry with backoff, and a restart
 would only add load to a server in trouble; it shows on /readyz and in the logs.
 
-Readiness: both informers synced and the engine started (`Daemon.ready`), and not
-stopping. Before that, the report names what is awaited and the informer's last
-failure (an API server it cannot reach, a CRD not installed).
+Readiness: both informers synced and the engine started (`Daemon.ready`). Before
+that, the report names what is awaited and the informer's last failure (an API server
+it cannot reach, a CRD not installed). A daemon that stops stays ready (200, `ok:
+stopping`): the kubelet keeps probing the readiness of a pod being deleted until its
+containers have stopped (`SyncTerminatingPod`: only liveness and startup probes stop
+first), and records every failure as a Warning `Unhealthy` event, so a 503 while
+stopping made a normal stop raise a Warning. Nothing needs the 503: a pod being
+deleted is already out of its Service's ready endpoints (terminating), the DaemonSet
+controller counts it as going away, and the daemon has no Service anyway.
 """
 
 from __future__ import annotations
@@ -173,11 +179,10 @@ class InformerState:
 
 
 def readiness(*, ready: bool, stopping: bool, informers: Sequence[InformerState]) -> Report:
-    """Ready once the engine started and until the daemon stops."""
-    if stopping:
-        return Report(False, ("stopping",))
+    """Ready once the engine started, and still while stopping (see the module
+    docstring); a daemon stopped before it was ready stays not ready."""
     if ready:
-        return Report(True, ("ok",))
+        return Report(True, ("ok: stopping",) if stopping else ("ok",))
     lines = []
     for informer in informers:
         if informer.synced:

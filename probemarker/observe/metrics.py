@@ -35,10 +35,18 @@ from probemarker.kube.events import EventStats
 from probemarker.kube.informertypes import InformerCounters
 from probemarker.observe.connections import Eviction, ServerStats
 from probemarker.probe.holds import CommandHolds
+from probemarker.probe.http import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
 from probemarker.write.writer import WriterStats
 
-__all__ = ["InformerSnapshot", "Snapshot", "build_registry", "error_label", "families"]
+__all__ = [
+    "HTTPPool",
+    "InformerSnapshot",
+    "Snapshot",
+    "build_registry",
+    "error_label",
+    "families",
+]
 
 P = "probemarker_"
 
@@ -48,6 +56,15 @@ class InformerSnapshot:
     name: str
     counters: InformerCounters
     synced: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HTTPPool:
+    """The httpGet handler's keep-alive pool (probe/http.py)."""
+
+    idle: int  # idle connections held now
+    limit: int  # idle connections kept at most
+    stats: PoolStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +88,7 @@ class Snapshot:
     runtime_refused: float = 0.0
     # the health and metrics server's connections (this very scrape's among them)
     server: ServerStats | None = None
+    http: HTTPPool | None = None  # the httpGet probes' idle keep-alive connections
 
 
 def error_label(class_name: str) -> str:
@@ -120,6 +138,31 @@ def families(snap: Snapshot) -> list[Metric]:
         *_runtime_families(snap),
         *_hold_families(snap.holds),
         *_server_families(snap.server),
+        *_http_pool_families(snap.http),
+    ]
+
+
+def _http_pool_families(pool: HTTPPool | None) -> list[Metric]:
+    """The httpGet probes' keep-alive pool: a descriptor per idle connection."""
+    if pool is None:
+        return []
+    return [
+        _gauge(
+            "http_probe_connections_idle",
+            "Idle httpGet keep-alive connections held now (a file descriptor each).",
+            pool.idle,
+        ),
+        _gauge(
+            "http_probe_connections_idle_limit",
+            "Idle httpGet keep-alive connections kept at most (1/8 of the open-files "
+            "limit, 8 to 1024).",
+            pool.limit,
+        ),
+        _one(
+            "http_probe_connections_not_kept_total",
+            "Answered httpGet connections closed instead of kept: the idle limit was reached.",
+            pool.stats.not_kept,
+        ),
     ]
 
 

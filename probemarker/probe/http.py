@@ -30,7 +30,12 @@ relative redirect only, as Go's client does.
 Connections are pooled per address and reused across runs (keep-alive); a reused
 connection the server closed meanwhile is retried once by aiohttp (GET is idempotent).
 A response whose body is not read to the end (a large body, a timeout) has its
-connection closed, never returned to the pool.
+connection closed, never returned to the pool. An idle connection is a descriptor
+held, one per pod address probed within the keep-alive time: at most `max_idle` are
+kept (the daemon gives a share of its open-files limit, observe/descriptors.py); an
+answered connection beyond that is closed, not kept, and counted (`PoolStats`). The
+addresses already kept stay kept: with periodic probes, evicting the oldest instead
+would make every address reconnect in turn.
 
 A failure's message is the kubelet's (pkg/probe/http, DoHTTPProbe: "HTTP probe failed
 with statuscode: N", the body left out) and at most the body's first line, cut to
@@ -45,7 +50,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 from urllib.parse import quote
 
 import aiohttp
@@ -62,9 +67,11 @@ from probemarker.probe.ports import Address, NoAddress, address_of, local_shorta
 
 __all__ = [
     "BODY_LIMIT",
+    "DEFAULT_MAX_IDLE",
     "FAILURE_LINE_LIMIT",
     "MAX_REDIRECTS",
     "HTTPGetHandler",
+    "PoolStats",
     "failure_message",
     "request_url",
 ]
@@ -77,6 +84,8 @@ MAX_REDIRECTS: Final = 10  # Go's client stops after 10, and so does the kubelet
 # The redirects Go's client follows; any other 3xx is an answer (the kubelet's warning).
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 KEEPALIVE: Final = 20.0  # seconds an idle connection is kept: above the default 10 s period
+# Idle connections kept when the caller gives no budget (`probemarker check --direct`).
+DEFAULT_MAX_IDLE: Final = 64
 
 
 _KEEP: Final = "/?#[]@!$&'()*+,;=:%-._~"
@@ -148,17 +157,63 @@ def failure_message(status: int, body: str) -> str:
     return text if not line or line.startswith("<") else f"{text}: {line}"
 
 
+@dataclass(slots=True)
+class PoolStats:
+    """What the keep-alive pool gave up (observe/metrics.py)."""
+
+    not_kept: int = 0  # answered connections closed, not kept: `max_idle` were idle
+
+
+class _BoundedConnector(aiohttp.TCPConnector):
+    """aiohttp's TCPConnector keeps every connection released to it (its `limit` counts
+    only those in use): this one keeps at most `max_idle` idle, and closes a released
+    connection instead once that many are idle. `_release` and `_conns` are aiohttp's
+    (the same from 3.9 to 3.14); tests/probe/test_http_probe.py checks the bound."""
+
+    def __init__(self, *, max_idle: int, stats: PoolStats, keepalive_timeout: float) -> None:
+        super().__init__(limit=0, keepalive_timeout=keepalive_timeout)
+        self._max_idle, self._stats = max_idle, stats
+
+    @property
+    def idle(self) -> int:
+        return sum(map(len, self._conns.values()))
+
+    def _release(self, key: Any, protocol: Any, *, should_close: bool = False) -> None:
+        keep = not (should_close or protocol.should_close)
+        if keep and self.idle >= self._max_idle:
+            should_close = True
+            self._stats.not_kept += 1
+        super()._release(key, protocol, should_close=should_close)
+
+
 class HTTPGetHandler(OwnsConnections):
     """Runs httpGet actions; see the module docstring. Use as an async context manager
-    (it owns a connection pool) or call `aclose()`."""
+    (it owns a connection pool) or call `aclose()`. `max_idle`: idle keep-alive
+    connections kept at most."""
 
-    def __init__(self, *, user_agent: str = f"probemarker/{__version__}") -> None:
+    def __init__(
+        self, *, user_agent: str = f"probemarker/{__version__}", max_idle: int = DEFAULT_MAX_IDLE
+    ) -> None:
+        if max_idle < 0:
+            raise ValueError(f"max_idle must be 0 or more, not {max_idle}")
         self._user_agent = user_agent
+        self.max_idle = max_idle
+        self.stats = PoolStats()
         self._session: aiohttp.ClientSession | None = None
+        self._connector: _BoundedConnector | None = None
         self._closed = False
 
     def __repr__(self) -> str:
-        return f"HTTPGetHandler(user_agent={self._user_agent!r})"
+        return (
+            f"HTTPGetHandler(user_agent={self._user_agent!r}, idle={self.idle}, "
+            f"max_idle={self.max_idle})"
+        )
+
+    @property
+    def idle(self) -> int:
+        """Idle keep-alive connections held now (a descriptor each)."""
+        connector = self._connector
+        return 0 if connector is None or connector.closed else connector.idle
 
     async def aclose(self) -> None:
         """Close the pool; a run after this is Unknown (no pool left to leak)."""
@@ -169,8 +224,11 @@ class HTTPGetHandler(OwnsConnections):
 
     def _pool(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
+            self._connector = _BoundedConnector(
+                max_idle=self.max_idle, stats=self.stats, keepalive_timeout=KEEPALIVE
+            )
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE),
+                connector=self._connector,
                 cookie_jar=aiohttp.DummyCookieJar(),  # nothing carried from one pod to another
                 auto_decompress=False,
                 skip_auto_headers=("Accept-Encoding",),

@@ -179,6 +179,11 @@ async def serve(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     """Entry point for `probemarker sim ...` (argv excludes `probemarker sim`)."""
     args = build_parser().parse_args(argv)
+    if args.https:
+        # cryptography (of the sim extra) makes the CA, and is imported only in HTTPS
+        # mode: a missing one raises ModuleNotFoundError here, before anything starts,
+        # for `probemarker sim` to say which extra to install (cli.needs_sim_extra).
+        import probemarker.sim.server.tls  # noqa: F401
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,

@@ -116,18 +116,21 @@ def test_a_deleted_daemon_pod_is_replaced_by_one_that_writes_nothing_and_warns_n
     kubectl = cluster.kubectl
     mark = cluster.audit.mark()
     with _watch(cluster, steady) as watch:
-        _, new = addon.replace_daemon_pod()
+        old, new = addon.replace_daemon_pod()
         _settle(3)
     assert _flips(watch) == set()
     writes = cluster.audit.daemon_writes(mark, namespace=steady)
     assert writes == [], [w.get("requestURI") for w in writes]
-    # a normal start raises no Warning from the kubelet's probes (issue 23)
-    events = kubectl.json(
-        "-n", DAEMON_NAMESPACE, "get", "events",
-        "--field-selector", f"involvedObject.uid={new['metadata']['uid']},type=Warning",
-    )["items"]  # fmt: skip
-    unhealthy = [e["message"] for e in events if e.get("reason") == "Unhealthy"]
-    assert unhealthy == []
+    # A normal start (issue 23) and a normal stop (issue 29: /readyz stays 200 while
+    # stopping, the kubelet probes readiness until the container has stopped) raise no
+    # Warning from the kubelet's probes.
+    for pod in (old, new):
+        events = kubectl.json(
+            "-n", DAEMON_NAMESPACE, "get", "events",
+            "--field-selector", f"involvedObject.uid={pod['metadata']['uid']},type=Warning",
+        )["items"]  # fmt: skip
+        unhealthy = [e["message"] for e in events if e.get("reason") == "Unhealthy"]
+        assert unhealthy == [], pod["metadata"]["name"]
     _works(cluster, steady)
 
 

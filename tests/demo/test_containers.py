@@ -111,13 +111,13 @@ async def test_the_game_servers_idle_check_answers_from_its_state_file(tmp_path:
     assert await run_probe(files, game.key, "game-server-idle", "idle") == (1, b"match: busy\n")
 
 
-async def test_the_databases_role_check_reads_its_role_file(tmp_path: Path) -> None:
+async def test_the_databases_role_check_answers_its_role(tmp_path: Path) -> None:
     files = ContainerFiles(tmp_path)
     db = pod_named("databases/db-0")
     files.create(db)
-    assert await run_probe(files, db.key, "database-role", "primary") == (0, b"")
-    files.write(db, DB_ROLE, "secondary\n")
-    assert await run_probe(files, db.key, "database-role", "primary") == (1, b"")
+    assert await run_probe(files, db.key, "database-role-value", "role") == (0, b"primary\n")
+    files.write(db, DB_ROLE, "replica\n")
+    assert await run_probe(files, db.key, "database-role-value", "role") == (0, b"replica\n")
 
 
 async def test_the_web_container_answers_its_upstream_state(tmp_path: Path) -> None:

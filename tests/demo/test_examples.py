@@ -7,11 +7,13 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 
 from probemarker.api.model import ProbeState, Timing
 from probemarker.demo.examples import (
     FILES,
     Mark,
+    answered,
     columns_of,
     decide_bound,
     example_text,
@@ -29,7 +31,9 @@ COST = "controller.kubernetes.io/pod-deletion-cost"
 
 # Examples the demo's scenario does not play; validated with the others
 # (tests/unit/cli/test_validate_cli.py) and run by the integration tests of their feature.
-NOT_IN_THE_DEMO = ("result-values.yaml",)  # tests/integration/test_result_values.py
+# primary-secondary.yaml: the demo plays the same role from the probe's answer
+# (result-values.yaml's database-role-value) instead; both write db.example.com/role.
+NOT_IN_THE_DEMO = ("primary-secondary.yaml",)
 
 
 def test_the_demo_applies_the_manifests_examples_unchanged() -> None:
@@ -37,6 +41,9 @@ def test_the_demo_applies_the_manifests_examples_unchanged() -> None:
     assert shipped == sorted((*FILES, *NOT_IN_THE_DEMO))
     for name in FILES:
         assert example_text(name) == (EXAMPLES_DIR / name).read_text(encoding="utf-8")
+    for example in load_examples():  # as the file holds it, one marker of a file of two
+        bodies = list(yaml.safe_load_all((EXAMPLES_DIR / example.file).read_text()))
+        assert example.body in bodies
 
 
 def test_the_wheel_carries_the_examples_for_the_demo() -> None:
@@ -50,7 +57,7 @@ def test_the_examples_load_as_three_markers_in_their_namespaces() -> None:
     examples = load_examples()
     assert [(e.namespace, e.name) for e in examples] == [
         ("games", "game-server-idle"),
-        ("databases", "database-role"),
+        ("databases", "database-role-value"),
         ("web", "upstream-gate"),
     ]
     assert find_probe(examples, "game-server-idle", "idle").timing == Timing(
@@ -98,19 +105,13 @@ def test_quicken_leaves_its_input_alone() -> None:
             id="busy",
         ),
         pytest.param(
-            "database-role",
-            "primary",
+            "database-role-value",
+            "role",
             S,
-            {Mark("label", "db.example.com/role"): "primary"},
-            id="primary",
+            {Mark("label", "db.example.com/role"): "{{.Result}}"},
+            id="role-the-template-without-an-answer",
         ),
-        pytest.param(
-            "database-role",
-            "primary",
-            F,
-            {Mark("label", "db.example.com/role"): "secondary"},
-            id="secondary",
-        ),
+        pytest.param("database-role-value", "role", F, {}, id="role-nothing-on-failure"),
         pytest.param(
             "upstream-gate",
             "upstream",
@@ -131,6 +132,18 @@ def test_marks_for_a_state(
     marker: str, probe: str, state: ProbeState, marks: dict[Mark, str]
 ) -> None:
     assert marks_for(find_probe(load_examples(), marker, probe), state) == marks
+
+
+@pytest.mark.parametrize("answer", ["primary", "replica"])
+def test_a_value_from_the_answer_is_rendered_with_it(answer: str) -> None:
+    role = find_probe(load_examples(), "database-role-value", "role")
+    label = Mark("label", "db.example.com/role")
+    assert marks_for(role, S, answer=answer) == {label: answer}
+    assert answered(role, S) == {label}
+    assert answered(role, F) == frozenset()
+    idle = find_probe(load_examples(), "game-server-idle", "idle")
+    assert answered(idle, S) == frozenset()
+    assert marks_for(idle, S, answer=answer) == marks_for(idle, S)  # nothing to render
 
 
 @pytest.mark.parametrize(

@@ -75,8 +75,8 @@ BUSY = Step(
 )
 FAILOVER = Step(
     "db-0 steps down",
-    flips=(Flip("databases/db-0", DB_ROLE, "secondary\n"),),
-    expects=(Expect("databases/db-0", "database-role", "primary", F),),
+    flips=(Flip("databases/db-0", DB_ROLE, "replica\n"),),
+    expects=(Expect("databases/db-0", "database-role-value", "role", S, "replica"),),
 )
 BUSY_LABELS = {"gameserver-idle": "false"}
 BUSY_POD = {
@@ -122,7 +122,9 @@ async def test_a_step_not_seen_within_its_bound_ends_the_scenario(
     with anyio.fail_after(5):
         await play(show, files, EXAMPLES, [FAILOVER, BUSY], played, bound=lambda _t, _s: 0.1)
     assert played.step == 1
-    assert played.missed == "databases/db-0 db.example.com/role=secondary (1 failure, every 1 s)"
+    assert played.missed == (
+        "databases/db-0 db.example.com/role=replica (the probe's answer, 1 success, every 1 s)"
+    )
     assert [(s.pod, s.after) for s in played.seen] == [("databases/db-0", None)]
     assert noted("step 1: not seen within 0 s: databases/db-0")(recorder.notes)
     assert not noted("step 2/2")(recorder.notes)
@@ -138,7 +140,7 @@ async def test_a_step_that_does_not_wait_is_waited_for_beside_the_next(
         group.start_soon(play, show, files, EXAMPLES, [background, FAILOVER], played)
         await recorder.until(noted("write databases/db-0"))  # step 2 began at once
         assert len(show.waiting) == 2
-        show.board.see_pod(pod("databases", "db-0", {"db.example.com/role": "secondary"}))
+        show.board.see_pod(pod("databases", "db-0", {"db.example.com/role": "replica"}))
         show.update()
         await recorder.until(noted("step 2 done"))
         assert not noted("step 1 done")(recorder.notes)
@@ -160,9 +162,9 @@ async def test_a_step_that_does_not_wait_is_waited_for_beside_the_next(
             id="gate-closes-ready-follows",
         ),
         pytest.param(
-            Expect("databases/db-1", "database-role", "primary", S),
+            Expect("databases/db-1", "database-role-value", "role", S, "primary"),
             {Mark("label", "db.example.com/role"): "primary"},
-            id="no-gate",
+            id="no-gate-the-answer-rendered",
         ),
     ],
 )

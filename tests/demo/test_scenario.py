@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from probemarker.demo.examples import find_probe, load_examples
-from probemarker.demo.scenario import PODS, STEPS, DemoPod, pod_named
+from probemarker.demo.scenario import DB_ROLE, PODS, STEPS, SUCCEEDED, DemoPod, pod_named
 from probemarker.match import selector_matches
 
 
@@ -58,9 +58,29 @@ def test_the_scenario_flips_each_kind_of_answer_both_ways() -> None:
     seen = {(e.marker, e.state) for step in STEPS[1:] for e in step.expects}
     assert ("upstream-gate", "Failed") in seen
     assert ("upstream-gate", "Succeeded") in seen
-    assert ("database-role", "Failed") in seen
-    assert ("database-role", "Succeeded") in seen
     assert ("game-server-idle", "Failed") in seen
+
+
+def test_the_failover_swaps_the_databases_answers() -> None:
+    """The role label is the probe's answer: each database answers `primary` or
+    `replica`, and the failover swaps them with no change of decided state."""
+    roles = [
+        {e.pod: (e.state, e.answer) for e in step.expects if e.marker == "database-role-value"}
+        for step in STEPS
+    ]
+    first, failover = (r for r in roles if r)
+    assert first == {
+        "databases/db-0": (SUCCEEDED, "primary"),
+        "databases/db-1": (SUCCEEDED, "replica"),
+    }
+    assert failover == {
+        "databases/db-0": (SUCCEEDED, "replica"),
+        "databases/db-1": (SUCCEEDED, "primary"),
+    }
+    assert {p.files[DB_ROLE] for p in PODS if p.namespace == "databases"} == {
+        "primary\n",
+        "replica\n",
+    }
 
 
 def test_pod_named_refuses_an_unknown_pod() -> None:

@@ -67,8 +67,9 @@ def test_change_line(at: float, change: Change, line: str) -> None:
 
 def test_step_lines_name_the_step_and_each_write() -> None:
     assert step_lines(5.0, 3, 5, STEPS[2]) == [
-        "    5.0s step 3/5: primary failover: db-0 steps down, db-1 takes over",
-        "    5.0s   write databases/db-0: /var/run/db/role = secondary",
+        "    5.0s step 3/5: primary failover: db-0 steps down, db-1 takes over (the role is "
+        "the answer)",
+        "    5.0s   write databases/db-0: /var/run/db/role = replica",
         "    5.0s   write databases/db-1: /var/run/db/role = primary",
     ]
 
@@ -196,14 +197,14 @@ def test_the_layout_of_the_examples() -> None:
     ]
     assert [s.title for s in layout.sections] == [
         "games: game-server-idle (game-server-idle.yaml): exec /home/game/idle.sh, every 10 s",
-        "databases: database-role (primary-secondary.yaml): "
-        'exec sh -c test "$(cat /var/run/db/role)" = primary, every 5 s',
+        "databases: database-role-value (result-values.yaml): exec cat /var/run/db/role, "
+        'every 5 s; label db.example.com/role = "{{.Result}}", the probe\'s answer',
         "web: upstream-gate (readiness-gate.yaml): httpGet /healthz/upstream on port http, "
         "every 5 s",
     ]
     role = Mark("label", "db.example.com/role")
-    assert layout.states[(role, "primary")] is S
-    assert layout.states[(role, "secondary")] is F
+    assert layout.answers == {role: S}  # any answer is the Succeeded policy's value
+    assert (role, "primary") not in layout.states
     assert layout.states[(Mark("condition", "example.com/upstream-reachable"), "False")] is F
 
 
@@ -217,7 +218,13 @@ def test_the_summary() -> None:
         events=11,
     )
     seen = [
-        Seen(1, "databases/db-0", "db.example.com/role=primary", "1 success, every 5 s", 0.7),
+        Seen(
+            1,
+            "databases/db-0",
+            "db.example.com/role=primary",
+            "the probe's answer, 1 success, every 5 s",
+            0.7,
+        ),
         Seen(2, "games/game-0", "gameserver-idle=false", "3 failures, every 10 s", 23.84),
         Seen(3, "databases/db-1", "db.example.com/role=primary", "1 success, every 5 s", None),
     ]
@@ -225,10 +232,39 @@ def test_the_summary() -> None:
         "summary: the scenario played to the end, after 43.2 s",
         "  time from each step's start to the marks on the pod:",
         "    step 1: the daemon marks every pod",
-        "         0.7 s  databases/db-0 db.example.com/role=primary (1 success, every 5 s)",
+        "         0.7 s  databases/db-0 db.example.com/role=primary (the probe's answer, "
+        "1 success, every 5 s)",
         "    step 2: game-0 starts a match: idle -> busy (the next steps play meanwhile)",
         "        23.8 s  games/game-0 gameserver-idle=false (3 failures, every 10 s)",
-        "    step 3: primary failover: db-0 steps down, db-1 takes over",
+        "    step 3: primary failover: db-0 steps down, db-1 takes over (the role is the answer)",
         "      not seen  databases/db-1 db.example.com/role=primary (1 success, every 5 s)",
         "  daemon: 42 probe runs, 11 transitions (4 Failed, 7 Succeeded), 11 pod writes, 11 events",
     ]
+
+
+def test_the_databases_table_shows_each_answer_as_the_role() -> None:
+    """The role column holds what each pod's probe answered, coloured as the Succeeded
+    policy's value it is, and the title says the value is the probe's answer."""
+    examples = load_examples()
+    columns = {e.namespace: columns_of(examples, e.namespace) for e in examples}
+    layout = build_layout(examples, PODS, columns)
+    role, ready = Mark("label", "db.example.com/role"), Mark("condition", "Ready")
+    snapshot = MappingProxyType(
+        {
+            "databases/db-0": PodState(MappingProxyType({role: "replica", ready: "True"})),
+            "databases/db-1": PodState(MappingProxyType({role: "primary", ready: "True"})),
+        }
+    )
+    shown = Frame(1.0, "step 3/5", (), snapshot, ())
+    lines = render_frame(layout, shown, width=200, height=60)
+    painted = text(lines)
+    title = painted.index(
+        "databases: database-role-value (result-values.yaml): exec cat /var/run/db/role, "
+        'every 5 s; label db.example.com/role = "{{.Result}}", the probe\'s answer'
+    )
+    assert painted[title + 1].split() == ["POD", "role", "Ready", "LAST", "EVENT"]
+    assert painted[title + 2].split() == ["db-0", "replica", "True", "-"]
+    assert painted[title + 3].split() == ["db-1", "primary", "True", "-"]
+    for row in (title + 2, title + 3):
+        (cell,) = [seg for seg in lines[row] if seg.text.strip() in ("primary", "replica")]
+        assert cell.style == ("ok",)

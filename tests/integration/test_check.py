@@ -4,7 +4,9 @@ nothing itself."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -299,3 +301,151 @@ async def test_result_values_are_rendered_and_refused_ones_named(
         for name in ("game-0", "game-1"):
             written = await world.wait_pod(name, lambda p: OWNED in annotations_of(p))
             assert our_state(written)[:2] == expected[f"{NS}/{name}"][:2]
+
+
+async def test_a_hostile_marker_and_probe_output_reach_the_terminal_escaped(
+    world: World, tmp_path: Path
+) -> None:
+    """What the API server lets a marker author through (a probe name with a C1 CSI and
+    a bidi override, annotation values with OSC 52 and raw newlines) and what a
+    container prints reach `check --marker`'s text escaped; the JSON holds them as
+    they are, escaped as JSON."""
+    osc52 = "\x1b]52;c;cm0gLXJmIC8=\x07"
+    world.script.set(
+        "game-0", "app", "idle", ExecReply(0, "idle\u200e\u061c\x1b[31m|\nforged line\n".encode())
+    )
+    await world.create_pod("game-0", labels={"app": "game"})
+    name = "idle\x9b2J\u202e"
+    body = marker(
+        "hostile",
+        probes=[
+            probe(
+                name,
+                command="idle",
+                condition=IDLE,
+                succeeded={
+                    "labels": {"idle": "true"},
+                    "annotations": {"game.example.com/note": f"{osc52}\n\u2066{{{{.Result}}}}"},
+                },
+            )
+        ],
+    )
+    await world.apply_marker(body)
+    code, out, err = await check(world, tmp_path, CheckOptions(marker=f"{NS}/hostile"))
+    assert (code, err) == (0, "")
+    assert [c for c in out if c != "\n" and unicodedata.category(c)[0] == "C"] == []
+    assert "  probe idle\\x9b2J\\u202e (container app, exec, via pods/exec): Succeeded" in out
+    assert "    message: idle\\u200e\\u061c|\\nforged line" in out
+    assert "{{.Result}}: 'idle\\u200e\\u061c'" in out
+    assert (
+        "would set annotation game.example.com/note="
+        "\\x1b]52;c;cm0gLXJmIC8=\\x07\\n\\u2066idle\\u200e\\u061c"
+    ) in out
+    assert not [line for line in out.splitlines() if line.startswith("forged")]
+
+    code, out, _ = await check(world, tmp_path, CheckOptions(marker=f"{NS}/hostile", output="json"))
+    assert [c for c in out if c not in "\n" and unicodedata.category(c)[0] == "C"] == []
+    [result] = orjson.loads(out)["pods"][0]["probes"]
+    assert result["probe"] == name
+    assert result["values"]["annotations"]["game.example.com/note"] == (
+        f"{osc52}\n\u2066idle\u200e\u061c"
+    )
+
+
+def kubeconfig_with_namespace(world: World, tmp_path: Path, namespace: str | None) -> str:
+    """The sim's kubeconfig, its context set to `namespace` (`kubectl config
+    set-context --current --namespace`); None: a context without one."""
+    config = yaml.safe_load(world.sim.kubeconfig_path.read_text())
+    for context in config["contexts"]:
+        context["context"].pop("namespace", None)
+        if namespace is not None:
+            context["context"]["namespace"] = namespace
+    path = tmp_path / f"kubeconfig-{len(list(tmp_path.iterdir()))}"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("file_namespace", "flag", "context", "expected"),
+    [
+        pytest.param(
+            None, None, "game", ("game", "the namespace of kubeconfig context"), id="context"
+        ),
+        pytest.param(
+            None, None, None, ("default", "the default: kubeconfig context"), id="default"
+        ),
+        pytest.param(None, "web", "game", ("web", "--namespace"), id="flag-over-context"),
+        pytest.param("db", None, "game", ("db", "metadata.namespace in"), id="file-over-context"),
+        pytest.param("db", "db", "game", ("db", "metadata.namespace in"), id="file-and-flag"),
+    ],
+)
+async def test_a_marker_file_takes_its_namespace_as_kubectl_apply_does(
+    world: World,
+    tmp_path: Path,
+    file_namespace: str | None,
+    flag: str | None,
+    context: str | None,
+    expected: tuple[str, str],
+) -> None:
+    """metadata.namespace, else -n, else the kubeconfig context's, else default; the
+    report says which and why (a file's namespace that differs from -n is an error,
+    test_check_cli.py)."""
+    body = idle_marker()
+    if file_namespace is None:
+        del body["metadata"]["namespace"]
+    else:
+        body["metadata"]["namespace"] = file_namespace
+    path = marker_file(tmp_path, body)
+    kubeconfig = kubeconfig_with_namespace(world, tmp_path, context)
+    options = CheckOptions(file=path, namespace=flag, output="json")
+    out = io.StringIO()
+    await run_check(options, RunSettings(kubeconfig=kubeconfig), out=out, err=io.StringIO())
+    report = orjson.loads(out.getvalue())
+    namespace, why = expected
+    assert report["marker"] == f"{namespace}/idle"
+    assert report["namespace"] == namespace
+    assert report["namespaceFrom"].startswith(why)
+    out = io.StringIO()
+    options = dataclasses.replace(options, output="text")
+    await run_check(options, RunSettings(kubeconfig=kubeconfig), out=out, err=io.StringIO())
+    assert f"\nNamespace {namespace}: {why}" in out.getvalue()
+
+
+async def test_a_marker_file_in_the_contexts_namespace_checks_its_pods(
+    world: World, tmp_path: Path
+) -> None:
+    """The pods checked are those of the context's namespace, as `kubectl apply -f`
+    would have put the marker there."""
+    await world.create_pod("game-0", labels={"app": "game"})
+    body = idle_marker()
+    del body["metadata"]["namespace"]
+    out = io.StringIO()
+    settings = RunSettings(kubeconfig=kubeconfig_with_namespace(world, tmp_path, NS))
+    code = await run_check(
+        CheckOptions(file=marker_file(tmp_path, body)), settings, out=out, err=io.StringIO()
+    )
+    assert code == 0
+    assert f"pod {NS}/game-0" in out.getvalue()
+    code = await run_check(
+        CheckOptions(file=marker_file(tmp_path, body)),
+        RunSettings(kubeconfig=kubeconfig_with_namespace(world, tmp_path, "elsewhere")),
+        out=(out := io.StringIO()),
+        err=io.StringIO(),
+    )
+    assert code == 1
+    assert "No pod in namespace elsewhere is selected by 'app=game'." in out.getvalue()
+
+
+async def test_a_context_namespace_that_is_not_a_name_is_a_usage_error(
+    world: World, tmp_path: Path
+) -> None:
+    body = idle_marker()
+    del body["metadata"]["namespace"]
+    settings = RunSettings(kubeconfig=kubeconfig_with_namespace(world, tmp_path, "Game/x"))
+    with pytest.raises(UsageError, match=r"default namespace 'Game/x' .* pass --namespace NS"):
+        await run_check(
+            CheckOptions(file=marker_file(tmp_path, body)),
+            settings,
+            out=io.StringIO(),
+            err=io.StringIO(),
+        )

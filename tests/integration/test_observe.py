@@ -18,7 +18,11 @@ import pytest
 from kubernetes_asyncio import client
 from prometheus_client.parser import text_string_to_metric_families
 
+from probemarker.app import Daemon, client_settings
+from probemarker.kube.client import KubeClient
+from probemarker.kube.config import load_kubeconfig
 from probemarker.kube.ratelimit import MonotonicClock
+from probemarker.observe.descriptors import idle_http_connections, open_files_limit
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply
 from tests.integration.world import (
@@ -28,8 +32,10 @@ from tests.integration.world import (
     labels_of,
     marker,
     running_daemon,
+    settings,
     started_daemon,
 )
+from tests.probe.servers import http_server
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 LOCAL = "127.0.0.1:0"
@@ -108,6 +114,11 @@ async def test_metrics_follow_what_the_daemon_does(
         assert value(first, "probemarker_informer_synced", informer="podprobemarkers") == 1
         assert value(first, "probemarker_events_written_total", action="create") >= 1
         assert ("probemarker_write_queue_depth", ()) in first
+        # the httpGet probes' idle connections: their share of the open-files limit
+        assert value(first, "probemarker_http_probe_connections_idle_limit") == (
+            idle_http_connections(open_files_limit())
+        )
+        assert ("probemarker_http_probe_connections_idle", ()) in first
         build = [k for k in first if k[0] == "probemarker_build_info"]
         assert len(build) == 1
         assert dict(build[0][1])["version"]
@@ -198,6 +209,38 @@ async def test_the_server_closes_with_the_daemon(world: World, http: aiohttp.Cli
         assert (await get(http, port, "/readyz"))[0] == 200
     with pytest.raises(aiohttp.ClientConnectionError):
         await get(http, port, "/healthz")
+
+
+async def test_a_stopping_daemon_stays_ready_until_its_server_closes(
+    world: World, http: aiohttp.ClientSession
+) -> None:
+    """The kubelet probes the readiness of a pod being deleted until its container
+    stops, and each failure is a Warning `Unhealthy` event: a normal stop answers
+    /readyz 200 (`ok: stopping`) all through the shutdown grace, here held open by an
+    httpGet probe that has not been answered yet."""
+    pod = await world.create_pod("gs-1", labels={"app": "game"})
+    async with http_server(pod["status"]["podIP"]) as server:
+        action = {"httpGet": {"port": server.port, "path": "/slow-headers"}}
+        await world.apply_marker(marker("m", probes=[flag("slow", action=action, timeout=30)]))
+        run = settings(world.sim, metrics_address=LOCAL, shutdown_grace_seconds=30.0)
+        connection = await load_kubeconfig(world.sim.kubeconfig_path)
+        async with KubeClient(connection, settings=client_settings(run)) as kube:
+            daemon, stop = Daemon(kube, run), anyio.Event()
+            async with anyio.create_task_group() as group:
+                group.start_soon(lambda: daemon.run(stop=stop))
+                with anyio.fail_after(10):
+                    await daemon.ready.wait()
+                    await server.arrived.wait()  # the probe run is in flight
+                port = daemon.metrics_port
+                assert await get(http, port, "/readyz") == (200, "ok\n")
+                stop.set()
+                with anyio.fail_after(10):
+                    await daemon.stopping.wait()
+                assert await get(http, port, "/readyz") == (200, "ok: stopping\n")
+                assert (await get(http, port, "/healthz"))[0] == 200
+                server.release.set()  # the run ends; the stop completes
+    with pytest.raises(aiohttp.ClientConnectionError):
+        await get(http, port, "/readyz")
 
 
 async def test_no_server_when_the_address_is_0(world: World) -> None:

@@ -242,3 +242,26 @@ async def test_unreadable_kubeconfig_says_the_fix(tmp_path: Path) -> None:
     path.write_text("clusters: [\n")
     with pytest.raises(ConfigError, match=r"is not YAML: .* at line 2.*kubectl config view"):
         await load_kubeconfig(path)
+
+
+@pytest.mark.parametrize(
+    ("env", "file", "expected"),
+    [
+        pytest.param({"POD_NAMESPACE": "a"}, "b\n", ("a", "POD_NAMESPACE"), id="downward-api"),
+        pytest.param({}, "b\n", ("b", "the service account's namespace"), id="account-file"),
+        pytest.param({}, None, ("default", "the default"), id="neither"),
+    ],
+)
+def test_incluster_namespace_is_client_gos(
+    tmp_path: Path, env: dict[str, str], file: str | None, expected: tuple[str, str]
+) -> None:
+    """client-go's inClusterClientConfig.Namespace: POD_NAMESPACE, the service
+    account's namespace file, default."""
+    (tmp_path / "token").write_text("t")
+    (tmp_path / "ca.crt").write_text("")
+    if file is not None:
+        (tmp_path / "namespace").write_text(file)
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443", **env}
+    connection = load_incluster(environ=env, account_dir=tmp_path)
+    assert connection.namespace == expected[0]
+    assert connection.namespace_from.startswith(expected[1])

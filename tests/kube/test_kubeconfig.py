@@ -424,3 +424,17 @@ def test_loading_a_kubeconfig_imports_no_kubernetes_asyncio(tmp_path: Path) -> N
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("context", "expected"),
+    [
+        pytest.param({"cluster": "k", "namespace": "game"}, "game", id="set"),
+        pytest.param({"cluster": "k"}, None, id="unset"),
+    ],
+)
+def test_the_contexts_namespace_is_kept(context: dict[str, Any], expected: str | None) -> None:
+    text = config(
+        clusters={"k": {"server": "https://api:6443"}}, contexts={"c": context}, current="c"
+    )
+    assert choose_target(merge_kubeconfigs([parse_kubeconfig(text, HERE)])).namespace == expected

@@ -32,6 +32,7 @@ class HTTPServer:
     peers: set[tuple[str, int]] = field(default_factory=set)  # connections seen
     requests: list[web.Request] = field(default_factory=list)
     release: asyncio.Event = field(default_factory=asyncio.Event)  # ends the slow routes
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)  # set by each request
 
 
 # A web server's error page, more than the 1 KiB a probe reads.
@@ -99,6 +100,7 @@ def _app(server: HTTPServer) -> web.Application:
         if peer is not None:
             server.peers.add((peer[0], peer[1]))
         server.requests.append(request)
+        server.arrived.set()
         return await handler(request)
 
     app = web.Application(middlewares=[count])

@@ -8,6 +8,7 @@ timeout instead of passing.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 from pathlib import Path
 from types import MappingProxyType
@@ -420,3 +421,28 @@ async def test_responses_are_not_shared_between_servers() -> None:
         await probe(handler, HTTPGetAction(port=two.port, path="/ok"), two.port, ip="127.0.1.151")
     assert len(one.requests) == 1
     assert len(two.requests) == 1
+
+
+async def test_idle_connections_are_kept_up_to_max_idle() -> None:
+    """One idle keep-alive connection per address probed is a descriptor each: at most
+    `max_idle` are kept; an answered connection beyond them is closed, and counted.
+    The addresses kept first stay kept (they are reused), the others reconnect."""
+    async with contextlib.AsyncExitStack() as stack:
+        servers = [await stack.enter_async_context(http_server(POD_IP)) for _ in range(4)]
+        handler = await stack.enter_async_context(HTTPGetHandler(max_idle=2))
+        for _ in range(3):
+            for server in servers:
+                outcome = await probe(
+                    handler, HTTPGetAction(port=server.port, path="/ok"), server.port
+                )
+                assert outcome.result is Result.SUCCEEDED
+        assert handler.idle == 2
+        assert handler.stats.not_kept == 2 * 3
+        assert [len(s.peers) for s in servers] == [1, 1, 3, 3]  # kept, kept, new each run
+
+
+async def test_no_idle_connection_is_kept_with_max_idle_0() -> None:
+    async with http_server(POD_IP) as server, HTTPGetHandler(max_idle=0) as handler:
+        for _ in range(2):
+            await probe(handler, HTTPGetAction(port=server.port, path="/ok"), server.port)
+        assert (handler.idle, handler.stats.not_kept, len(server.peers)) == (0, 2, 2)

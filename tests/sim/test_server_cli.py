@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import socket
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from probemarker.sim.cli import build_parser, main
+from tests import plain_install
 
 
 async def test_serve_writes_kubeconfig_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -94,6 +96,30 @@ def test_unwritable_kubeconfig_is_one_line(tmp_path: Path) -> None:
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"probemarker sim: cannot write the kubeconfig to {blocker / 'kc'}: ")
     assert line.endswith("give --kubeconfig-out a path in a writable directory")
+
+
+def test_https_without_cryptography_names_the_extra_in_one_line(tmp_path: Path) -> None:
+    """The CA of --https needs cryptography (the sim extra's); without it, the one line
+    `probemarker sim` says without the extra, not a traceback, and nothing written."""
+    hidden = ["cryptography"]
+    kubeconfig = tmp_path / "kc"
+    result = subprocess.run(
+        plain_install.command_without(
+            hidden, "sim", "serve", "--https", "--kubeconfig-out", str(kubeconfig)
+        ),
+        env=plain_install.environment_without(hidden, os.environ),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [
+        "probemarker sim needs the sim extra: pip install 'probemarker[sim]' "
+        "(missing module 'cryptography')"
+    ]
+    assert not kubeconfig.exists()
 
 
 def test_help_shows_every_default(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import unicodedata
+
 import pytest
 
 from probemarker.check.report import (
@@ -11,6 +14,7 @@ from probemarker.check.report import (
     ProbeCheck,
     Status,
     exit_code,
+    render_json,
     render_text,
     to_json,
 )
@@ -58,6 +62,8 @@ def test_json_shape() -> None:
         "kind",
         "marker",
         "source",
+        "namespace",
+        "namespaceFrom",
         "wrote",
         "asIfDecided",
         "viaApiProxy",
@@ -166,3 +172,125 @@ def test_a_refused_rendered_value_is_shown_with_its_problem() -> None:
     assert "    {{.Result}}: 'de dust'" in text
     assert "    would set label up=yes" in text
     assert "    would NOT set label map='de dust': not a label value (the last valid" in text
+
+
+# What a marker author or a pod controls, with what a terminal must not get raw: ESC
+# (a colour, a screen clear), OSC 52 (writes the clipboard), the one-byte C1 CSI, a raw
+# newline (a forged line of the report), and bidi marks, overrides and isolates.
+HOSTILE = (
+    "x\x1b[2J\x1b]52;c;cm0gLXJmIC8=\x07\x9b31m\n  probe forged: Succeeded\t"
+    "\u202e\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069\u2028\x7f"
+)
+
+
+def hidden(text: str) -> list[str]:
+    """The characters of `text` a terminal must not get from a value: every control
+    and format character but the report's own newlines, and the line separators."""
+    return sorted(
+        {
+            c
+            for c in text
+            if c != "\n" and (unicodedata.category(c)[0] == "C" or c in "\u2028\u2029")
+        }
+    )
+
+
+def hostile_report() -> CheckReport:
+    h = HOSTILE
+    invalid = {"kind": "annotation", "key": "a" + h, "value": "v" + h, "problem": "p" + h}
+    return CheckReport(
+        marker="default/m" + h,
+        source="from m.yaml" + h,
+        notes=("note" + h,),
+        pods=(
+            PodCheck(pod="default/gone" + h, skipped="gone" + h),
+            PodCheck(
+                pod="default/p" + h,
+                probes=(
+                    probe(
+                        Status.SUCCEEDED,
+                        probe="idle" + h,
+                        container="app" + h,
+                        message="ok" + h,
+                        result="r" + h,
+                        values={
+                            "labels": {"l" + h: "lv" + h},
+                            "annotations": {"a" + h: "v" + h, "b" + h: "bv" + h},
+                        },
+                        condition={
+                            "type": "t" + h,
+                            "status": "True",
+                            "reason": "ProbeSucceeded",
+                            "message": "m" + h,
+                        },
+                        invalid=(invalid,),
+                    ),
+                ),
+                patch=({"op": "add", "path": "/metadata/annotations/b", "value": "bv" + h},),
+                conflicts=("conflict" + h,),
+                record_problem="record" + h,
+                held_markers=("default/other" + h,),
+            ),
+        ),
+    )
+
+
+def test_the_text_shows_hostile_values_escaped_and_nothing_raw() -> None:
+    text = render_text(hostile_report())
+    assert hidden(text) == []
+    # A value's newline cannot start a line of the report: every line is the report's.
+    assert not [line for line in text.splitlines() if line.startswith("  probe forged")]
+    shown = "x\\x1b[2J\\x1b]52;c;cm0gLXJmIC8=\\x07\\x9b31m\\n  probe forged: Succeeded\\t\\u202e"
+    for expected in (
+        f"PodProbeMarker default/m{shown}",
+        f"pod default/gone{shown}",
+        f": skipped: gone{shown}",
+        f"note{shown}",
+        f"  probe idle{shown}",
+        f"(container app{shown}",
+        f"    message: ok{shown}",
+        f"    {{{{.Result}}}}: 'r{shown}",
+        f"    would set label l{shown}",
+        f"=lv{shown}",
+        f"    would NOT set annotation a{shown}",
+        f"='v{shown}",
+        f": p{shown}",
+        f"    would set annotation b{shown}",
+        f"    would set condition t{shown}",
+        f": m{shown}",
+        f"  conflict: conflict{shown}",
+        f"  ownership record: record{shown}",
+        f"default/other{shown}",
+    ):
+        assert expected in text, expected
+    (patch_line,) = [line for line in text.splitlines() if '"op": "add"' in line]
+    assert json.loads(patch_line)["value"] == "bv" + HOSTILE  # the same op, escaped as JSON
+
+
+def test_the_json_text_is_the_same_document_with_nothing_raw() -> None:
+    document = render_json(hostile_report())
+    assert hidden(document) == []
+    assert json.loads(document) == to_json(hostile_report())
+    assert "\\u009b31m" in document
+    assert "\\u202e" in document
+
+
+def test_printable_unicode_is_shown_as_it_is() -> None:
+    pod = PodCheck(pod="default/p", probes=(probe(Status.SUCCEEDED, message="café 東京 ✓"),))
+    text = render_text(CheckReport(marker="default/m", source="from m.yaml", pods=(pod,)))
+    assert "    message: café 東京 ✓" in text
+
+
+def test_the_text_and_the_json_say_which_namespace_and_why() -> None:
+    found = CheckReport(
+        marker="game/m",
+        source="from m.yaml",
+        namespace="game",
+        namespace_from="the namespace of kubeconfig context dev",
+    )
+    assert "Namespace game: the namespace of kubeconfig context dev.\n" in render_text(found)
+    document = to_json(found)
+    assert (document["namespace"], document["namespaceFrom"]) == (
+        "game",
+        "the namespace of kubeconfig context dev",
+    )

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,39 @@ def test_version_and_help_through_python_m() -> None:
     )
     assert "validate" in helptext.stdout
     assert "crd" in helptext.stdout
+
+
+def test_hostile_keys_in_a_field_path_are_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An error's path holds the marker's own keys (`labels[KEY]`): a key with an
+    escape sequence, a C1 CSI or a bidi override is shown escaped, never raw."""
+    body = {
+        "apiVersion": "probemarker.io/v1alpha1",
+        "kind": "PodProbeMarker",
+        "metadata": {"name": "ok", "namespace": "ns"},
+        "spec": {
+            "selector": {"matchLabels": {"app\x9b2J": "a"}},
+            "probes": [
+                {
+                    "name": "p",
+                    "containerName": "c",
+                    "probe": {"tcpSocket": {"port": 80}},
+                    "markerPolicy": [
+                        {"state": "Succeeded", "labels": {"k\x1b]52;c;eA==\x07\u202e": "v"}}
+                    ],
+                }
+            ],
+        },
+    }
+    path = tmp_path / "hostile\x1b[2J.json"
+    path.write_text(json.dumps(body))
+    code, out, _ = run(["validate", str(path)], capsys)
+    assert code == 1
+    assert [c for c in out if c != "\n" and unicodedata.category(c)[0] == "C"] == []
+    shown_path = str(path).replace("\x1b", "\\x1b")
+    assert (
+        f"{shown_path}: document 1: PodProbeMarker ns/ok: spec.selector.matchLabels[app\\x9b2J]: "
+        in out
+    )
+    assert "spec.probes[0].markerPolicy[0].labels[k\\x1b]52;c;eA==\\x07\\u202e]: " in out

@@ -8,7 +8,11 @@ import sys
 
 import pytest
 
-from probemarker.observe.descriptors import ConnectionLimits, connection_limits
+from probemarker.observe.descriptors import (
+    ConnectionLimits,
+    connection_limits,
+    idle_http_connections,
+)
 
 # (soft limit, the server's limits)
 LIMITS = [
@@ -41,6 +45,18 @@ def test_the_server_never_holds_more_than_a_sixteenth_above_the_floor(soft: int)
 def test_limits_refuse_nonsense(total: int, per_peer: int) -> None:
     with pytest.raises(ValueError, match="per_peer"):
         ConnectionLimits(total=total, per_peer=per_peer)
+
+
+@pytest.mark.parametrize(
+    ("soft", "idle"),
+    [
+        pytest.param(1024, 128, id="container-default-1024-an-eighth"),
+        pytest.param(65_536, 1024, id="large-capped-at-1024"),
+        pytest.param(32, 8, id="tiny-at-least-8"),
+    ],
+)
+def test_idle_http_connections_are_a_share_of_the_limit(soft: int, idle: int) -> None:
+    assert idle_http_connections(soft) == idle
 
 
 CHILD = """

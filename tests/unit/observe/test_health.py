@@ -82,7 +82,20 @@ MARKERS_MISSING = InformerState(
     ("ready", "stopping", "informers", "ok", "lines"),
     [
         pytest.param(True, False, [POD_OK], True, ["ok"], id="ready"),
-        pytest.param(True, True, [POD_OK], False, ["stopping"], id="stopping"),
+        # A stopping daemon stays ready: the kubelet's failed readiness probes of a
+        # pod being deleted are Warnings, and nothing needs the 503 (observe/health.py).
+        pytest.param(True, True, [POD_OK], True, ["ok: stopping"], id="stopping-stays-ready"),
+        pytest.param(
+            False,
+            True,
+            [POD_OK, MARKERS_MISSING],
+            False,
+            [
+                "informer podprobemarkers: waiting for its first list: the API server does "
+                "not serve podprobemarkers"
+            ],
+            id="stopping-before-ready-stays-not-ready",
+        ),
         pytest.param(
             False,
             False,

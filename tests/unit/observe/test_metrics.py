@@ -22,11 +22,13 @@ from probemarker.kube.informertypes import InformerCounters
 from probemarker.observe.connections import Eviction, ServerStats
 from probemarker.observe.histogram import Histogram
 from probemarker.observe.metrics import (
+    HTTPPool,
     InformerSnapshot,
     Snapshot,
     build_registry,
     error_label,
 )
+from probemarker.probe.http import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
 from probemarker.write.writer import WriterStats
 
@@ -51,6 +53,7 @@ class Parts:
     backend: str = "api"
     refused: float = 0.0
     server: ServerStats | None = field(default_factory=ServerStats)
+    http: HTTPPool | None = None
 
     def snapshot(self) -> Snapshot:
         return Snapshot(
@@ -70,6 +73,7 @@ class Parts:
             exec_backend=self.backend,
             runtime_refused=self.refused,
             server=self.server,
+            http=self.http,
         )
 
 
@@ -80,6 +84,10 @@ def scrape(parts: Parts) -> dict[tuple[str, Labels], float]:
         for family in text_string_to_metric_families(text)
         for s in family.samples
     }
+
+
+def _http_pool(p: Parts) -> None:
+    p.http = HTTPPool(idle=120, limit=128, stats=PoolStats(not_kept=17))
 
 
 def _runs(p: Parts) -> None:
@@ -289,6 +297,15 @@ CASES: list[Any] = [
         ],
         id="health-server-connections",
     ),
+    pytest.param(
+        _http_pool,
+        [
+            s(P + "http_probe_connections_idle", 120),
+            s(P + "http_probe_connections_idle_limit", 128),
+            s(P + "http_probe_connections_not_kept_total", 17),
+        ],
+        id="http-keepalive-pool",
+    ),
 ]
 
 
@@ -344,7 +361,7 @@ def test_a_scrape_reads_the_live_counters() -> None:
 
 def test_names_follow_prometheus_conventions() -> None:
     parts = Parts()
-    for fill in (_runs, _writer, _requests, _informers, _events, _durations, _server):
+    for fill in (_runs, _writer, _requests, _informers, _events, _durations, _server, _http_pool):
         fill(parts)
     text = generate_latest(build_registry(parts.snapshot)).decode()
     families = list(text_string_to_metric_families(text))

@@ -106,8 +106,8 @@ async def test_readyz(parts: Parts, session: aiohttp.ClientSession) -> None:
         )
         parts.ready.set()
         assert await get(session, base + "/readyz") == (200, "ok\n")
-        parts.stopping.set()
-        assert await get(session, base + "/readyz") == (503, "stopping\n")
+        parts.stopping.set()  # still ready: a normal stop raises no Warning (health.py)
+        assert await get(session, base + "/readyz") == (200, "ok: stopping\n")
 
 
 async def test_metrics_text_and_openmetrics(parts: Parts, session: aiohttp.ClientSession) -> None:
