@@ -56,6 +56,14 @@ def warnings(sink: Sink, reason: str) -> list[str]:
     return [note for _, why, note in sink.events if why == reason]
 
 
+async def tick_and_plan(rig: Any, runs: int) -> None:
+    """One more period (until `runs` runs in all), then the writer's plan of pod g."""
+    await rig.tick(runs)
+    found = rig.engine.lookup(PodUID("pu"))
+    assert found is not None
+    rig.engine.plan(found[0])
+
+
 class Pod:
     """Pod g as the API server keeps it: the engine's plans are applied to it."""
 
@@ -75,10 +83,7 @@ async def test_each_of_75_invalid_values_is_reported_once() -> None:
         pod = Pod()
         rig.engine.sync_pod(pod.entry().key, pod.entry())
         for run in range(1, 11):
-            await rig.tick(run * 3)
-            view = rig.engine.lookup(PodUID("pu"))
-            assert view is not None
-            rig.engine.plan(view[0])
+            await tick_and_plan(rig, run * 3)
         assert len(warnings(rig.sink, "InvalidResultValue")) == 75
         assert rig.engine.stats.invalid_values == {"label": 75}
 
@@ -93,10 +98,7 @@ async def test_an_answer_that_is_new_every_run_is_reported_at_most_once_per_refr
         pod = Pod()
         rig.engine.sync_pod(pod.entry().key, pod.entry())
         for run in range(1, 31):
-            await rig.tick(run)
-            found = rig.engine.lookup(PodUID("pu"))
-            assert found is not None
-            rig.engine.plan(found[0])
+            await tick_and_plan(rig, run)
         # 30 s of new values with the default refresh of 10 s: at 1, 11 and 21 s.
         notes = warnings(rig.sink, "InvalidResultValue")
         assert len(notes) == 3, notes
@@ -115,10 +117,7 @@ async def test_a_conflict_whose_values_change_is_one_warning() -> None:
         pod = Pod()
         rig.engine.sync_pod(pod.entry().key, pod.entry())
         for run in range(1, 9):
-            await rig.tick(run * 2)
-            found = rig.engine.lookup(PodUID("pu"))
-            assert found is not None
-            rig.engine.plan(found[0])
+            await tick_and_plan(rig, run * 2)
         [note] = warnings(rig.sink, "ConflictingMarkers")
         assert "a#p0 wins" in note
 
