@@ -44,6 +44,9 @@ then probe name), then one over departed owners:
   handed over) with the value it wrote; a loser records nothing for the key.
 - the record annotation itself is never a policy's: such a claim is a Conflict won
   by `RECORD_OWNER`.
+- a live owner's command that may still run (`held_commands`) is recorded in its
+  entry (member `h`), an entry of its own if it has none; a hold the record names
+  that is not in `held_commands` has ended and is left out.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.names import label_value_problems
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
 from probemarker.api.template import render, uses_result
-from probemarker.identity import OwnerRef
+from probemarker.identity import HeldCommand, OwnerRef
 from probemarker.kube.events import trim_utf8
 from probemarker.pods import PodView
 from probemarker.write.ownership import (
@@ -71,6 +74,7 @@ from probemarker.write.ownership import (
     parse_record,
     render_record,
     value_token,
+    with_held,
 )
 
 __all__ = [
@@ -377,10 +381,13 @@ def desired_state(
     decided: Iterable[Decided],
     live: Mapping[OwnerRef, ProbeSpec | None],
     held_markers: Collection[str] = (),
+    held_commands: Mapping[OwnerRef, HeldCommand] | None = None,
 ) -> DesiredPod:
     """See the module docstring. `live`: the owners matched to the pod, with the spec
     each runs (None: unknown, it will write nothing); a decided owner counts as live;
-    of two results for one owner the first is used."""
+    of two results for one owner the first is used. `held_commands`: the owners whose
+    command may still run in the container (probe/holds.py), recorded in their entries
+    (`ownership.with_held`)."""
     old, problem = parse_record(pod.annotations.value(OWNED_KEY), pod_uid=pod.uid)
     by_owner: dict[OwnerRef, Decided] = {}
     for result in decided:
@@ -414,9 +421,7 @@ def desired_state(
         )
         for owner in sorted(by_owner.keys() | holding.keys() | set(departed))
     }
-    record, overflow = fit_record(
-        {o: e for o, e in entries.items() if e is not None}, pod_uid=pod.uid
-    )
+    record, overflow = fit_record(with_held(entries, held_commands or {}), pod_uid=pod.uid)
     if overflow:
         problem = _join(
             problem,
