@@ -37,7 +37,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -49,7 +49,7 @@ from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSock
 from probemarker.cri.client import RuntimeClient, RuntimeInfo
 from probemarker.cri.endpoint import socket_path
 from probemarker.engine import Engine, EngineSettings
-from probemarker.identity import PodUID
+from probemarker.identity import PodUID, ProbeKey
 from probemarker.kube.cache import ObjectKey
 from probemarker.kube.client import ClientSettings, KubeClient
 from probemarker.kube.config import Connection, load_incluster, load_kubeconfig
@@ -150,16 +150,23 @@ def client_settings(settings: RunSettings) -> ClientSettings:
     return ClientSettings(exec_connections=exec_connections(settings))
 
 
-def api_exec_handler(client: KubeClient, settings: RunSettings, *, clock: Clock) -> ExecHandler:
+def api_exec_handler(
+    client: KubeClient,
+    settings: RunSettings,
+    *,
+    clock: Clock,
+    changed: Callable[[Hashable], None] = lambda probe: None,
+) -> ExecHandler:
     """The exec handler of the api backend (`pods/exec`), as these settings make it;
-    `probemarker check` runs its exec probes through the same one."""
+    `probemarker check` runs its exec probes through the same one. `changed(probe)`:
+    a hold of the probe's command started or ended (probe/holds.py)."""
     holds = HoldSettings(
         limit=settings.exec_hold_seconds, max_streams=settings.max_held_exec_streams
     )
     return ExecHandler(
         client,
         settings=ExecSettings(grace=settings.exec_grace_seconds),
-        holds=CommandHolds(settings=holds, clock=clock),
+        holds=CommandHolds(settings=holds, clock=clock, changed=changed),
     )
 
 
@@ -230,7 +237,7 @@ class Daemon:
             self.runtime = CRIExecHandler(self._runtime_client, grace=settings.exec_grace_seconds)
             exec_handler = self.runtime
         else:
-            self.exec = api_exec_handler(client, settings, clock=clock)
+            self.exec = api_exec_handler(client, settings, clock=clock, changed=self._hold_changed)
             exec_handler = self.exec
         handlers: dict[type, ProbeHandler] = {
             ExecAction: exec_handler,
@@ -307,6 +314,11 @@ class Daemon:
             server=self.server_stats,
             http=HTTPPool(idle=self.http.idle, limit=self.http.max_idle, stats=self.http.stats),
         )
+
+    def _hold_changed(self, probe: Hashable) -> None:
+        """A hold of a probe's command started or ended: the pod's record follows."""
+        if isinstance(probe, ProbeKey):
+            self._mark(probe.pod_uid)
 
     def _mark(self, uid: PodUID) -> None:
         """The engine's marks, to the writer; after shutdown there is no one to tell."""

@@ -16,8 +16,10 @@ Invariants:
 - one run per probe at a time; its next run is scheduled when it ends, on its grid
   (`schedule.timing.next_due`): a slot that passed is skipped and counted, not drifted;
 - one command per probe in a container at a time: a period that comes due while the
-  probe's previous command may still run (an exec stream held past its deadline,
-  `probe.holds`) is skipped and counted (`periods_skipped`), producing no outcome;
+  probe's previous run of the same command may still run (an exec stream held past
+  its deadline, `probe.holds`) is skipped and counted (`periods_skipped`), producing
+  no outcome. The pod's record says so (`plan`), and a probe started on a pod whose
+  record says so is held likewise (a restarted daemon, issue 30);
 - a result of a run started with a command that has since changed is dropped;
   Unknown is never counted or written (SPEC §2);
 - a terminating or finished pod is not probed and gets no plan (`plan` is None): it
@@ -52,7 +54,7 @@ from probemarker.decide import (
     seed,
     step,
 )
-from probemarker.identity import OwnerRef, PodUID, ProbeKey
+from probemarker.identity import HeldCommand, OwnerRef, PodUID, ProbeKey
 from probemarker.kube.cache import Entry, ObjectKey
 from probemarker.kube.ratelimit import Clock
 from probemarker.markers import MarkerTable
@@ -299,7 +301,7 @@ class Engine:
             spec = new[key]
             owned = record.get(key.owner)
             thresholds = ThresholdState()
-            if owned is not None:
+            if owned is not None and owned.state is not None:
                 message = _condition_message(pod.view, owned.condition)
                 # A result is not known until a run: the pod's values stand till then.
                 result = None if spec.uses_result else ""
@@ -307,6 +309,9 @@ class Engine:
             facts = pod.view.containers.get(key.container)
             if facts is not None:
                 thresholds = observe(thresholds, facts)
+                if owned is not None and owned.held is not None:
+                    # Its command may still run in the container (issue 30).
+                    self._runner.seed(spec.handler, key, owned.held, facts.container_id)
             self._probes[key] = _Probe(spec, thresholds)
             period = spec.timing.period_seconds
             self.dispatcher.schedule(key, first_due(str(key), period, now))
@@ -327,7 +332,7 @@ class Engine:
             passage = gate(facts, spec.timing, now=self._wall())
             if passage is Gate.WAIT or facts is None:
                 return
-            if passage is Gate.RUN and self._runner.busy(spec.handler, key):
+            if passage is Gate.RUN and self._runner.busy(spec.handler, key, facts.container_id):
                 # Its previous command may still run in the container (issue 23): no
                 # second one beside it. Skipped, not queued; the last outcome stands.
                 self.stats.periods_skipped += 1
@@ -415,6 +420,7 @@ class Engine:
             return None
         decided = []
         live: dict[OwnerRef, ProbeSpec | None] = {}
+        commands = self._held_commands(pod)
         for key, spec in pod.probes.items():
             live[key.owner] = spec
             probe = self._probes.get(key)
@@ -424,7 +430,9 @@ class Engine:
                     Decided(key.owner, probe.spec, verdict.state, verdict.message, verdict.result)
                 )
         held = self._markers.held(view.namespace)
-        desired = desired_state(pod=view, decided=decided, live=live, held_markers=held)
+        desired = desired_state(
+            pod=view, decided=decided, live=live, held_markers=held, held_commands=commands
+        )
         ends = [end for o in desired.record if (end := held.get(o.marker)) is not None]
         if ends:
             desired = replace(desired, revisit_after=max(0.0, min(ends) - self._clock.now()))
@@ -443,6 +451,18 @@ class Engine:
                     problem=desired.record_problem,
                 )
         return desired
+
+    def _held_commands(self, pod: _Pod) -> dict[OwnerRef, HeldCommand]:
+        """The probes of `pod` whose command may still run in their container: the
+        pod's record says so, so that a restarted daemon does not run it again."""
+        commands = {}
+        for key, spec in pod.probes.items():
+            facts = pod.view.containers.get(key.container)
+            container_id = "" if facts is None else facts.container_id
+            command = self._runner.held(spec.handler, key, container_id)
+            if command is not None:
+                commands[key.owner] = command
+        return commands
 
     def _report_invalid(
         self,

@@ -72,9 +72,11 @@ _HELP: Mapping[str, str] = {
     "exec_grace_seconds": "how long past an exec probe's timeoutSeconds the client waits "
     "before the run is Unknown: for the runtime's verdict (cri; the kubelet waits 2 "
     "minutes) or for the exec to be established (api) (docs/probes.md)",
-    "exec_hold_seconds": "api backend: how long a timed-out exec stream is kept open "
-    "while its command still runs (the probe's periods are skipped meanwhile; closing "
-    "the stream would not stop the command) (docs/kube-exec.md)",
+    "exec_hold_seconds": "api backend: how long a probe waits at most for its command "
+    "that outlived its timeout (closing the stream would not stop it): the stream is kept "
+    "open and the probe's periods skipped until the command ends or this limit; after a "
+    "restart of the daemon, counted from the hold's start on the pod's record, and only "
+    "the limit ends it (docs/kube-exec.md)",
     "max_held_exec_streams": "api backend: timed-out exec streams kept open at once, "
     "beside the --max-concurrent-probes runs (each an exec connection)",
     "write_qps": "pod status writes per second (client-side rate limit)",

@@ -192,7 +192,11 @@ def plan_pod(
         if result is not None:
             decided.append(result)
     held = frozenset(o.marker for o in record) - {marker.ref.name}
-    desired = desired_state(pod=view, decided=decided, live=live, held_markers=held)
+    # What the record says of commands that may still run stays: check cannot tell.
+    commands = {o: e.held for o, e in record.items() if e.held is not None}
+    desired = desired_state(
+        pod=view, decided=decided, live=live, held_markers=held, held_commands=commands
+    )
     return PodPlan(desired, build_patch(pod=view, desired=desired, now=now), held)
 
 

@@ -31,7 +31,9 @@ Invariants:
 - Closing the stream does not stop the command on a real cluster (docs/kube-exec.md).
   So once the server has upgraded, a stream whose deadline passed without a status
   is given to `holder` (it is read on until the command's end, `HeldStream`) when
-  the holder admits it; otherwise, and on cancellation, the socket is aborted.
+  the holder admits it; otherwise, and on cancellation, the socket is aborted. A held
+  stream that ends without a status says so (`finish()` is False): the command may
+  still run.
 - Memory is bounded: 1 KiB kept per stream, the rest read and counted, while held too.
 - Only the client's error tree is caught here, never aiohttp's exceptions.
 """
@@ -103,9 +105,11 @@ class HeldStream:
     def __repr__(self) -> str:
         return f"HeldStream(frames={self._frames!r})"
 
-    async def finish(self) -> None:
-        """Until the command's end is seen; then the stream is closed (aborted on
-        cancellation or a broken stream)."""
+    async def finish(self) -> bool:
+        """Until the stream ends; then it is closed (aborted on cancellation or a
+        broken stream). True when the command's exit status came: it has ended; False
+        when the connection ended without it (an API server or kubelet going away cuts
+        the stream, not the command)."""
         clean = False
         try:
             while self._frames.outcome is None:
@@ -115,11 +119,13 @@ class HeldStream:
                 self._frames.feed(item.data)
             clean = not isinstance(self._frames.outcome, ExecTransportError)
         except KubeError:
-            pass  # the connection ended: so did the command, as far as anyone can tell
+            pass  # the connection ended, without the status
         finally:
             if not clean:
                 self._ws.abort()
             await self._stack.aclose()
+        # Any status, even one we cannot read, comes after the command's end.
+        return self._frames.outcome is not None
 
     def abort(self) -> None:
         self._ws.abort()

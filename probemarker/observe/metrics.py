@@ -189,6 +189,24 @@ def _hold_families(holds: CommandHolds | None) -> list[Metric]:
             ["limit"],
             (((limit,), stats.limit_hits[limit]) for limit in ("time", "streams")),
         ),
+        _gauge(
+            "exec_commands_held",
+            "Exec commands that may still run, whose probes wait: held streams, and "
+            "commands held by time alone (seeded from a pod's record, a lost stream, "
+            "no room for a stream).",
+            holds.holding,
+        ),
+        _one(
+            "exec_streams_lost_total",
+            "Held exec streams that ended without the command's exit status: held on by time.",
+            stats.lost,
+        ),
+        _one(
+            "exec_holds_seeded_total",
+            "Holds taken over from the pods' ownership records at a probe's start (a "
+            "restarted daemon): the command may still run.",
+            stats.seeded,
+        ),
     ]
 
 

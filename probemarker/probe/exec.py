@@ -31,8 +31,10 @@ an exec.
 A command that outlives its run (a deadline passed without its status) keeps
 running in the container whatever the client does (docs/kube-exec.md), so its stream
 is held (`probe.holds.CommandHolds`, entered with the handler) until the command
-ends, and `busy(probe)` tells the engine to skip the probe's periods meanwhile. The
-outcome is decided at the deadline all the same.
+ends, and `busy` tells the engine to skip the probe's periods meanwhile. The hold is
+the command's, in that container instance: an edited command runs at the next period.
+`held` and `seed` carry it over a restart of the daemon, through the pod's ownership
+record. The outcome is decided at the deadline all the same.
 
 A completed exit status decides whatever the connection does afterwards (a 1.30+
 server may drop TCP right after its close frame; the client sees 1006): the stream
@@ -45,6 +47,7 @@ from collections.abc import Hashable
 from typing import Self
 
 from probemarker.api.model import ExecAction, Handler
+from probemarker.identity import HeldCommand, command_digest, container_mark
 from probemarker.kube.client import KubeClient
 from probemarker.kube.execresult import (
     ExecExited,
@@ -92,8 +95,22 @@ class ExecHandler(OwnsConnections):
         """Seconds past the time limit a run may last (the client's deadline)."""
         return self._settings.grace
 
-    def busy(self, probe: Hashable) -> bool:
-        return self.holds.busy(probe)
+    def busy(self, action: Handler, probe: Hashable, container_id: str) -> bool:
+        return isinstance(action, ExecAction) and self.holds.busy(
+            probe, command_digest(action.command), container_mark(container_id)
+        )
+
+    def held(self, action: Handler, probe: Hashable, container_id: str) -> HeldCommand | None:
+        if not isinstance(action, ExecAction):
+            return None
+        digest, container = command_digest(action.command), container_mark(container_id)
+        return self.holds.held_command(probe, digest, container)
+
+    def seed(self, action: Handler, probe: Hashable, held: HeldCommand, container_id: str) -> bool:
+        if not isinstance(action, ExecAction):
+            return False
+        digest, container = command_digest(action.command), container_mark(container_id)
+        return self.holds.seed(probe, held, command=digest, container=container)
 
     async def __aenter__(self) -> Self:
         await self.holds.__aenter__()
@@ -114,7 +131,9 @@ class ExecHandler(OwnsConnections):
             command=action.command,
             deadline=time_limit,
             settings=self._settings,
-            holder=self.holds.slot(key),
+            holder=self.holds.slot(
+                key, command_digest(action.command), container_mark(target.container_id)
+            ),
         )
         return exec_outcome(result, time_limit=time_limit)
 

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Protocol, Self, runtime_checkable
 
 from probemarker.api.model import Handler
-from probemarker.identity import PodUID
+from probemarker.identity import HeldCommand, PodUID
 from probemarker.probe.outcome import Outcome
 
 
@@ -49,9 +49,18 @@ class ProbeHandler(Protocol):
 @runtime_checkable
 class HoldsCommands(Protocol):
     """A handler whose command may outlive its run (the api exec handler): says when
-    the probe's previous command may still run, so its next period is skipped."""
+    the probe's previous run of `action`'s command may still run in the container
+    whose ID is `container_id`, so its next period is skipped (`busy`); what the pod's
+    record is to say of it (`held`); and takes over what the record said of it when
+    the probe starts (`seed`), so a restart of the daemon does not forget it."""
 
-    def busy(self, probe: Hashable) -> bool: ...
+    def busy(self, action: Handler, probe: Hashable, container_id: str) -> bool: ...
+
+    def held(self, action: Handler, probe: Hashable, container_id: str) -> HeldCommand | None: ...
+
+    def seed(
+        self, action: Handler, probe: Hashable, held: HeldCommand, container_id: str
+    ) -> bool: ...
 
 
 class OwnsConnections:

@@ -15,8 +15,10 @@ Invariants:
   waits past the limit by design (`WaitsPastTheLimit.grace`: the runtime's verdict
   on the cri backend, the server's established frame on the api backend): its
   bound is `timeoutSeconds + its grace + grace`.
-- `busy(action, probe)`: whether the probe's previous command may still run in the
-  container (`handler.HoldsCommands`); the engine then skips the period.
+- `busy(action, probe, container_id)`: whether the probe's previous run of the same
+  command may still run in that container (`handler.HoldsCommands`); the engine then
+  skips the period. `held` and `seed` carry that over a restart of the daemon through
+  the pod's ownership record (probe/holds.py).
 - An unexpected exception from a handler is a bug, not a probe result: it is logged
   (event `probe.handler_error`, the traceback once per action kind and exception
   type, so a bug hit on every run does not flood the log with tracebacks) and the
@@ -44,6 +46,7 @@ from probemarker.api.model import (
     ProbeSpec,
     TCPSocketAction,
 )
+from probemarker.identity import HeldCommand
 from probemarker.probe.handler import HoldsCommands, ProbeHandler, ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import clean_message
@@ -115,10 +118,21 @@ class ProbeRunner:
         optional = self._optional.get(type(action))
         return None if optional is None else await optional.unavailable()
 
-    def busy(self, action: Handler, probe: Hashable) -> bool:
-        """Whether `probe`'s previous command may still run (see the module docstring)."""
+    def busy(self, action: Handler, probe: Hashable, container_id: str) -> bool:
+        """Whether `probe`'s previous run of `action` may still run in the container
+        `container_id` (see the module docstring)."""
         handler = self._holding.get(type(action))
-        return handler is not None and handler.busy(probe)
+        return handler is not None and handler.busy(action, probe, container_id)
+
+    def held(self, action: Handler, probe: Hashable, container_id: str) -> HeldCommand | None:
+        """What the pod's record is to say of `probe`'s command that may still run."""
+        handler = self._holding.get(type(action))
+        return None if handler is None else handler.held(action, probe, container_id)
+
+    def seed(self, action: Handler, probe: Hashable, held: HeldCommand, container_id: str) -> bool:
+        """Take over what the pod's record says of `probe`'s command (`held`)."""
+        handler = self._holding.get(type(action))
+        return handler is not None and handler.seed(action, probe, held, container_id)
 
     async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
         """One run of `spec` against `target`; see the module docstring."""

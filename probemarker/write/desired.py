@@ -57,7 +57,10 @@ then probe name), then one over departed owners:
   room: noting it would take room). `InvalidValue.recorded` and
   `Conflict.recorded` say the pod's record already names them (a restarted daemon
   raises nothing for them again). A record that differs from the pod's only by slots
-  that ended is not rewritten for them: an ended Warning costs no write.
+  that ended is not rewritten for them: an ended Warning costs no write;
+- a live owner's command that may still run (`held_commands`) is recorded in its
+  entry (member `h`), an entry of its own if it has none; a hold the record names
+  that is not in `held_commands` has ended and is left out.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.names import label_value_problems
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
 from probemarker.api.template import render, uses_result
-from probemarker.identity import OwnerRef
+from probemarker.identity import HeldCommand, OwnerRef
 from probemarker.kube.events import trim_utf8
 from probemarker.pods import PodView
 from probemarker.write.ownership import (
@@ -86,6 +89,7 @@ from probemarker.write.ownership import (
     render_record,
     value_token,
     warned_slot,
+    with_held,
 )
 
 __all__ = [
@@ -286,7 +290,7 @@ class _Pass:
         owner, old = decided.owner, self.old.get(decided.owner)
         same_state = old is not None and old.state is decided.state
         result = decided.result
-        if result is None and old is not None and not same_state:
+        if result is None and old is not None and old.state is not None and not same_state:
             result = ""  # a new state decided with no answer (decide.step)
         if result is not None:
             value = render(template, result)
@@ -442,19 +446,23 @@ def desired_state(
     decided: Iterable[Decided],
     live: Mapping[OwnerRef, ProbeSpec | None],
     held_markers: Collection[str] = (),
+    held_commands: Mapping[OwnerRef, HeldCommand] | None = None,
 ) -> DesiredPod:
     """See the module docstring. `live`: the owners matched to the pod, with the spec
     each runs (None: unknown, it will write nothing); a decided owner counts as live;
-    of two results for one owner the first is used."""
+    of two results for one owner the first is used. `held_commands`: the owners whose
+    command may still run in the container (probe/holds.py), recorded in their entries
+    (`ownership.with_held`)."""
     results = tuple(decided)
-    first, rendered = _desired(pod, results, live, held_markers, refused={})
+    held = held_commands or {}
+    first, rendered = _desired(pod, results, live, held_markers, held, refused={})
     if annotation_bytes(pod, first.annotations) <= TOTAL_ANNOTATION_BYTES or not rendered:
         return first
     # Over the room: admit the rendered values in claim order while the whole write
     # fits. Each one's share is the difference it makes against being refused (the
     # pass `none`); a few passes at most, whatever a marker renders (a hostile one
     # must not make a plan cost a pass per value).
-    none, _ = _desired(pod, results, live, held_markers, refused=dict.fromkeys(rendered, ""))
+    none, _ = _desired(pod, results, live, held_markers, held, refused=dict.fromkeys(rendered, ""))
     total = annotation_bytes(pod, none.annotations)
     admitted: list[tuple[OwnerRef, str]] = []
     refused: dict[tuple[OwnerRef, str], str] = {}
@@ -470,7 +478,7 @@ def desired_state(
         else:
             refused[claim] = _no_room(total + share)
     while True:
-        final, _ = _desired(pod, results, live, held_markers, refused=refused)
+        final, _ = _desired(pod, results, live, held_markers, held, refused=refused)
         total = annotation_bytes(pod, final.annotations)
         if total <= TOTAL_ANNOTATION_BYTES or not admitted:
             return final
@@ -489,6 +497,7 @@ def _desired(
     by_order: Iterable[Decided],
     live: Mapping[OwnerRef, ProbeSpec | None],
     held_markers: Collection[str],
+    held_commands: Mapping[OwnerRef, HeldCommand],
     *,
     refused: Mapping[tuple[OwnerRef, str], str],
 ) -> tuple[DesiredPod, list[tuple[OwnerRef, str]]]:
@@ -528,7 +537,7 @@ def _desired(
         for owner in sorted(by_owner.keys() | holding.keys() | set(departed))
     }
     record, overflow = fit_record(
-        _ended_warnings_kept({o: e for o, e in entries.items() if e is not None}, old),
+        _ended_warnings_kept(with_held(entries, held_commands), old),
         pod_uid=pod.uid,
     )
     if overflow:

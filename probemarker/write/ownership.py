@@ -16,18 +16,24 @@ text and an unchanged record never causes a write):
   or from a pod template), or that has none, is not trusted at all: nothing is
   removed or seeded from it, and the daemon's next write replaces it;
 - every other member name is an owner, `marker#probe` (`OwnerRef`);
-- `s`: the decided state, `S` (Succeeded) or `F` (Failed); required;
+- `s`: the decided state, `S` (Succeeded) or `F` (Failed); required, but in an entry
+  that holds nothing but `h` (a probe not decided yet whose command may still run);
 - `l`: the label keys it holds, each with the value it wrote; `a`: the annotation keys
   it holds, each with a *token* of the value it wrote (`value_token`: the value itself
   when it is at most 64 bytes and does not start with `#`, else `#` and 22 characters
   of its SHA-256, so a 4 KiB annotation costs 23 bytes here); `c`: the condition type
   it holds; `w`: the Warnings it stands under (`warned_slot`): a label whose value
   rendered from `{{.Result}}` is invalid (`l:KEY`, with the token of the first such
-  value; `a:KEY` is read too, for room to grow) and a key it lost to another owner (`xl:KEY`, `xa:KEY`, `xc:TYPE`, with
-  the token of the winner's name), so a restarted daemon raises no Warning again for a
-  situation that has not changed. Each is left out when empty. Unknown members of an
+  value; `a:KEY` is read too, for room to grow) and a key it lost to another owner
+  (`xl:KEY`, `xa:KEY`, `xc:TYPE`, with the token of the winner's name), so a restarted
+  daemon raises no Warning again for a situation that has not changed. Each is left out when empty. Unknown members of an
   entry are ignored (room for later additions), and so is a malformed `w` (it only
-  spares a repeated event; the entry's keys stand without it).
+  spares a repeated event; the entry's keys stand without it);
+- `h`: a command of the probe that may still run in the container (api exec backend,
+  probe/holds.py, issue 30): `d` its `command_digest`, `c` the `container_mark` of the
+  container instance it runs in, `t` when it was held (whole seconds since the epoch).
+  Written when a hold starts and removed when it ends, so a daemon started meanwhile
+  does not run the command again beside it. Left out when nothing is held.
 
 Why values and the UID: a key is removed only while it still holds the value the
 daemon wrote (`holds`), on the pod it wrote it to. A record copied onto another pod or
@@ -39,7 +45,8 @@ Invariants: `parse_record` never raises. Input is untrusted (anyone who may edit
 pod may edit it): an entry is kept whole or not at all, and only if it names a valid
 owner and valid keys the daemon could have written: no key with Kubernetes' reserved
 prefixes, no reserved condition type (removing `Ready` would break the pod), not
-the record annotation itself. Everything else is reported in one error text.
+the record annotation itself; an `h` of the right shape only (its time is bounded
+by the reader: probe/holds.py). Everything else is reported in one error text.
 Size: `render_record` is only ever handed a record that fits `RECORD_LIMIT` (64 KiB,
 a quarter of a pod's 256 KiB annotation budget): `fit_record` keeps the owners, in
 OwnerRef order, that fit and names the rest, whose keys are then still written but
@@ -52,7 +59,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -66,7 +73,7 @@ from probemarker.api.names import (
     label_value_problems,
     qualified_name_problems,
 )
-from probemarker.identity import OwnerRef
+from probemarker.identity import DIGEST_CHARS, HeldCommand, OwnerRef
 
 __all__ = [
     "OUR_REASONS",
@@ -83,6 +90,7 @@ __all__ = [
     "render_record",
     "value_token",
     "warned_slot",
+    "with_held",
 ]
 
 OWNED_KEY: Final = f"{rules.GROUP}/owned"
@@ -104,6 +112,9 @@ _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
 # Slots of one entry's `w`: one owner has at most 32 keys a kind in each of two
 # policies and one condition (the CRD's bounds), so more is not ours.
 _WARNED_LIMIT: Final = 256
+_COMMAND_RE: Final = f"^[-_A-Za-z0-9]{{{DIGEST_CHARS}}}$"
+_CONTAINER_RE: Final = "^[-_A-Za-z0-9]{1,16}$"
+_LATEST: Final = 10**11  # seconds since the epoch: year 5138, past any real clock
 
 
 def value_token(value: str) -> str:
@@ -127,15 +138,28 @@ def holds(current: str | None, token: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Owned:
-    """What one owner wrote on the pod, and the state it was decided in."""
+    """What one owner wrote on the pod, and the state it was decided in (None: not
+    decided yet; then the entry holds only `held`)."""
 
-    state: ProbeState
+    state: ProbeState | None
     # key -> the value written (labels), or its token (annotations: `value_token`)
     labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     condition: str | None = None
     # `warned_slot` -> a token (see the module docstring): the Warnings raised for it
     warned: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    held: HeldCommand | None = None  # a command of the probe that may still run
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to record: no state, no key, no held command."""
+        return (
+            self.state is None
+            and not self.labels
+            and not self.annotations
+            and self.condition is None
+            and self.held is None
+        )
 
 
 OwnershipRecord = Mapping[OwnerRef, Owned]
@@ -158,7 +182,11 @@ def _warned(value: Any) -> Mapping[str, str]:
         if not isinstance(slot, str) or not isinstance(token, str):
             return _EMPTY
         kind, colon, key = slot.removeprefix("x").partition(":")
-        if kind not in _SLOT_KINDS or not colon or qualified_name_problems(key, any_case_prefix=True):
+        if (
+            kind not in _SLOT_KINDS
+            or not colon
+            or qualified_name_problems(key, any_case_prefix=True)
+        ):
             return _EMPTY
         if _token_problem(token, annotation=True):
             return _EMPTY
@@ -225,21 +253,41 @@ def _condition(value: Any) -> str | None:
     return value
 
 
+def _held(value: Any) -> HeldCommand | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError("'h' is not an object")
+    command, container, started = value.get("d"), value.get("c"), value.get("t")
+    if not isinstance(command, str) or not matches(_COMMAND_RE, command):
+        raise ValueError("'h' has no command digest 'd'")
+    if not isinstance(container, str) or not matches(_CONTAINER_RE, container):
+        raise ValueError("'h' has no container 'c'")
+    if type(started) is not int or not 0 < started < _LATEST:
+        raise ValueError("'h' has no time 't' (whole seconds since the epoch)")
+    return HeldCommand(command=command, container=container, started=started)
+
+
 def _entry(value: Any) -> Owned:
     if not isinstance(value, dict):
         raise ValueError("entry is not an object")
-    state = value.get("s")
-    if not isinstance(state, str) or state not in _STATES:
-        raise ValueError('\'s\' is not "S" or "F"')
-    for field_name in ("l", "a", "c"):
+    for field_name in ("l", "a", "c", "h"):
         if field_name in value and value[field_name] is None:
             raise ValueError(f"{field_name!r} is null")
+    held = _held(value.get("h"))
+    state = value.get("s")
+    only_held = held is not None and not {"l", "a", "c"} & value.keys()
+    if state is None and only_held:
+        return Owned(state=None, held=held)
+    if not isinstance(state, str) or state not in _STATES:
+        raise ValueError('\'s\' is not "S" or "F"')
     return Owned(
         state=_STATES[state],
         labels=_keys(value.get("l"), "l", annotation=False),
         annotations=_keys(value.get("a"), "a", annotation=True),
         condition=_condition(value.get("c")),
         warned=_warned(value.get("w")),
+        held=held,
     )
 
 
@@ -311,7 +359,12 @@ def read_keys(metadata: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _json_entry(owned: Owned) -> dict[str, Any]:
-    entry: dict[str, Any] = {"s": _CODES[owned.state]}
+    entry: dict[str, Any] = {}
+    if owned.state is not None:
+        entry["s"] = _CODES[owned.state]
+    if owned.held is not None:
+        held = owned.held
+        entry["h"] = {"c": held.container, "d": held.command, "t": held.started}
     if owned.labels:
         entry["l"] = dict(owned.labels)
     if owned.annotations:
@@ -325,6 +378,21 @@ def _json_entry(owned: Owned) -> dict[str, Any]:
 
 def _dumps(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def with_held(
+    entries: Mapping[OwnerRef, Owned | None], held: Mapping[OwnerRef, HeldCommand]
+) -> dict[OwnerRef, Owned]:
+    """The record of `entries` (None: no entry) with each owner's held command as
+    `held` says, and only as it says (a hold that has ended is left out); an owner with
+    a held command and no entry gets one of its own. Empty entries are left out."""
+    record: dict[OwnerRef, Owned] = {}
+    for owner in sorted(entries.keys() | held.keys()):
+        entry = entries.get(owner) or Owned(state=None)
+        entry = replace(entry, held=held.get(owner))
+        if not entry.empty:
+            record[owner] = entry
+    return record
 
 
 def render_record(record: OwnershipRecord, *, pod_uid: str) -> str | None:

@@ -8,10 +8,17 @@
   its cgroup): the kubelet's own exec readinessProbe, identical to the marker's probe,
   runs through CRI ExecSync, whose timeout the runtime counts from the command's start;
   the marker on the cri backend must agree with it.
+- On the api backend, a held command across a restart of the daemon (issue 30): the
+  daemon pod evicted while the probe's command hangs; the next daemon must not start
+  the command again beside it (the pod's ownership record says it may still run).
+- On the api backend, an edit while a command is held (issue 30): the new command
+  runs at the next period, beside the old one, which is still held.
 """
 
 from __future__ import annotations
 
+import json
+import random
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -21,6 +28,7 @@ import pytest
 
 from tests.cluster.install import Addon, Cluster
 from tests.cluster.kube import (
+    Kubectl,
     busybox_pod,
     marker,
     parent_of,
@@ -31,6 +39,68 @@ from tests.cluster.kube import (
 from tests.podfields import condition, labels_of
 
 pytestmark = pytest.mark.timeout(600)
+
+
+def _hanging(kubectl: Kubectl, namespace: str, name: str) -> list[str]:
+    """A pod `name` and a marker whose probe hangs (`sleep N`, timeoutSeconds 1,
+    periodSeconds 2), once the probe has failed; its command's argv (N is random, so no
+    other test's `sleep` is counted)."""
+    args = ["sleep", str(random.randrange(3600, 4600))]
+    probe = {"exec": {"command": args}, "timeoutSeconds": 1, "periodSeconds": 2}
+    kubectl.apply(
+        busybox_pod(name, namespace, script="exec sleep 2147483647", labels={"app": name}),
+        marker(name, namespace, app=name, probe=probe),
+    )
+    pod_ready(kubectl, namespace, name)
+    wait_label(kubectl, namespace, name, "probe", "bad")
+    return args
+
+
+def _most(args: list[str], seconds: float) -> int:
+    """The most processes with argv `args` seen at once over `seconds`."""
+    most = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        most = max(most, len(processes_with_args(args)))
+        time.sleep(0.1)
+    return most
+
+
+def test_a_held_command_is_not_started_again_by_the_next_daemon(
+    cluster: Cluster, addon: Addon, namespace: str
+) -> None:
+    addon.use("api")
+    kubectl = cluster.kubectl
+    args = _hanging(kubectl, namespace, "held")
+    assert len(processes_with_args(args)) == 1
+    record = kubectl.get("pod", "held", namespace)["metadata"]["annotations"]
+    print("record before the restart:", record.get("probemarker.io/owned"))
+    mark = cluster.audit.mark()
+    addon.replace_daemon_pod()  # an eviction: SIGTERM, the stream cut, a new daemon
+    # 5 periods of the new daemon; before issue 30 a second `sleep` came at its first
+    most = _most(args, 10)
+    assert most == 1, f"{most} `{' '.join(args)}` ran at once after the daemon's restart"
+    assert labels_of(kubectl.get("pod", "held", namespace))["probe"] == "bad"
+    writes = cluster.audit.daemon_writes(mark, namespace=namespace)
+    assert writes == [], [w.get("requestURI") for w in writes]  # seeded from the record
+
+
+def test_an_edited_command_runs_at_the_next_period_while_the_old_one_is_held(
+    cluster: Cluster, addon: Addon, namespace: str
+) -> None:
+    addon.use("api")
+    kubectl = cluster.kubectl
+    args = _hanging(kubectl, namespace, "edit")
+    fixed = {"exec": {"command": ["true"]}, "timeoutSeconds": 1, "periodSeconds": 2}
+    started = time.monotonic()
+    kubectl.apply(marker("edit", namespace, app="edit", probe=fixed))
+    # the next period (2 s) and the write; before issue 30: still bad after 45 s
+    wait_label(kubectl, namespace, "edit", "probe", "ok", timeout=20)
+    print(f"the edited command applied in {time.monotonic() - started:.1f} s")
+    assert time.monotonic() - started < 8
+    assert len(processes_with_args(args)) == 1  # the old command runs on, alone
+    owned = kubectl.get("pod", "edit", namespace)["metadata"]["annotations"]
+    assert "h" not in json.loads(owned["probemarker.io/owned"])["edit#p"]
 
 
 @pytest.mark.parametrize("backend", ["api", "cri"])  # then the slow runtime test, in cri

@@ -13,7 +13,7 @@ import anyio.lowlevel
 
 from probemarker.api.model import Handler, ProbeSpec, TCPSocketAction
 from probemarker.engine import Engine
-from probemarker.identity import PodUID
+from probemarker.identity import HeldCommand, PodUID
 from probemarker.kube.cache import Entry, entry_of
 from probemarker.kube.events import ObjectRef
 from probemarker.markers import marker_projection
@@ -37,12 +37,22 @@ class Runner:
         self.missing = missing  # what `unavailable` says of every action
         self.targets: list[ProbeTarget] = []
         self.busy_probes: set[object] = set()  # whose previous command may still run
+        self.holding: dict[object, HeldCommand] = {}  # what `held` answers
+        self.seeded: list[tuple[object, HeldCommand, str]] = []
 
     async def unavailable(self, action: Handler) -> str | None:
         return self.missing
 
-    def busy(self, action: Handler, probe: object) -> bool:
+    def busy(self, action: Handler, probe: object, container_id: str) -> bool:
         return probe in self.busy_probes
+
+    def held(self, action: Handler, probe: object, container_id: str) -> HeldCommand | None:
+        return self.holding.get(probe)
+
+    def seed(self, action: Handler, probe: object, held: HeldCommand, container_id: str) -> bool:
+        self.seeded.append((probe, held, container_id))
+        self.busy_probes.add(probe)
+        return True
 
     async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
         answer = self.answers[min(self.runs, len(self.answers) - 1)]

@@ -7,6 +7,7 @@ checked is what a scrape sees.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from probemarker import __version__
 from probemarker.engine import EngineStats
+from probemarker.identity import HeldCommand
 from probemarker.kube.events import EventStats
 from probemarker.kube.informertypes import InformerCounters
 from probemarker.observe.connections import Eviction, ServerStats
@@ -28,6 +30,7 @@ from probemarker.observe.metrics import (
     build_registry,
     error_label,
 )
+from probemarker.probe.holds import CommandHolds
 from probemarker.probe.http import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
 from probemarker.write.writer import WriterStats
@@ -54,6 +57,7 @@ class Parts:
     refused: float = 0.0
     server: ServerStats | None = field(default_factory=ServerStats)
     http: HTTPPool | None = None
+    holds: CommandHolds | None = None
 
     def snapshot(self) -> Snapshot:
         return Snapshot(
@@ -74,6 +78,7 @@ class Parts:
             runtime_refused=self.refused,
             server=self.server,
             http=self.http,
+            holds=self.holds,
         )
 
 
@@ -396,3 +401,20 @@ def test_two_registries_in_one_process_do_not_collide() -> None:
 )
 def test_error_labels(name: str, label: str) -> None:
     assert error_label(name) == label
+
+
+def test_the_api_backend_shows_its_holds() -> None:
+    holds = CommandHolds()
+    holds.stats.held_total, holds.stats.lost, holds.stats.seeded = 5, 1, 2
+    holds.stats.limit_hits.update({"time": 3})
+    assert holds.seed(
+        "p", HeldCommand(command="cmd", container="c1", started=int(time.time())),
+        command="cmd", container="c1",
+    )  # fmt: skip
+    samples = scrape(Parts(holds=holds))
+    assert samples[("probemarker_exec_streams_held", ())] == 0
+    assert samples[("probemarker_exec_commands_held", ())] == 1
+    assert samples[("probemarker_exec_streams_held_total", ())] == 5
+    assert samples[("probemarker_exec_streams_lost_total", ())] == 1
+    assert samples[("probemarker_exec_holds_seeded_total", ())] == 3
+    assert samples[("probemarker_exec_hold_limits_total", (("limit", "time"),))] == 3

@@ -1,86 +1,207 @@
-"""probe/holds.py: one held command per probe, bounded in time and in number."""
+"""probe/holds.py: one held command per probe and command, bounded in time and in
+number, and carried over a restart of the daemon through the pod's record."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 
+from probemarker.identity import HeldCommand
 from probemarker.probe.holds import CommandHolds, HoldSettings
-from tests.kube.fakes import FakeClock
+from tests.kube.fakes import FakeClock, until
+
+WALL = 1_800_000_000.0  # the wall clock's time when a test starts
 
 
 class Stream:
-    """A held stream whose command ends when `end` is set; notes an abort."""
+    """A held stream whose command ends when `end` is set (`lost`: the connection ends
+    without the command's exit status); notes an abort."""
 
     def __init__(self) -> None:
         self.end = asyncio.Event()
+        self.lost = False
         self.aborted = False
 
-    async def finish(self) -> None:
+    async def finish(self) -> bool:
         await self.end.wait()
+        return not self.lost
 
     def abort(self) -> None:
         self.aborted = True
 
 
-async def settle() -> None:
-    for _ in range(5):
-        await asyncio.sleep(0)
+class Rig:
+    """Holds with a fake monotonic clock and a wall clock that moves with it."""
+
+    def __init__(self, *, limit: float = 600.0, max_streams: int = 64) -> None:
+        self.clock = FakeClock(100.0)
+        self.changed: list[object] = []
+        self.holds = CommandHolds(
+            settings=HoldSettings(limit=limit, max_streams=max_streams),
+            clock=self.clock,
+            wall=lambda: WALL + self.clock.now() - 100.0,
+            changed=self.changed.append,
+        )
+
+    def advance(self, seconds: float) -> None:
+        self.clock.advance(seconds)
 
 
-async def test_a_key_is_busy_while_its_stream_is_held_and_free_once_the_command_ends() -> None:
-    async with CommandHolds() as holds:
-        slot, stream = holds.slot("p"), Stream()
-        assert slot.admit()
-        slot.hold(stream)
-        assert holds.busy("p")
-        assert not holds.busy("q")
-        assert holds.held == 1
-        stream.end.set()
-        await settle()
-        assert not holds.busy("p")
-        assert (holds.held, holds.stats.held_total, holds.stats.ended) == (0, 1, 1)
+@pytest.fixture
+async def rig() -> AsyncIterator[Rig]:
+    r = Rig()
+    async with r.holds:
+        yield r
+
+
+def held(started: float, *, command: str = "cmd", container: str = "c1") -> HeldCommand:
+    return HeldCommand(command=command, container=container, started=int(started))
+
+
+async def test_a_command_is_busy_while_its_stream_is_held_and_free_once_it_ends(rig: Rig) -> None:
+    holds = rig.holds
+    slot, stream = holds.slot("p", "cmd", "c1"), Stream()
+    assert slot.admit()
+    slot.hold(stream)
+    assert holds.busy("p", "cmd", "c1")
+    assert holds.held_command("p", "cmd", "c1") == held(WALL)  # what the record says
+    assert not holds.busy("q", "cmd", "c1")
+    assert holds.held == 1
+    assert rig.changed == ["p"]  # the hold started: the pod's record follows
+    stream.end.set()
+    await until(lambda: holds.held == 0)
+    assert not holds.busy("p", "cmd", "c1")
+    assert holds.held_command("p", "cmd", "c1") is None
+    assert (holds.stats.held_total, holds.stats.ended) == (1, 1)
+    assert rig.changed == ["p", "p"]  # and ended: one write each
+
+
+async def test_an_edited_command_is_not_held_back_by_the_old_one(rig: Rig) -> None:
+    holds, stream = rig.holds, Stream()
+    holds.slot("p", "old", "c1").hold(stream)
+    assert holds.busy("p", "old", "c1")
+    assert not holds.busy("p", "new", "c1")  # the new command runs at the next period
+    holds.slot("p", "new", "c1").hold(Stream())  # and may be held beside the old
+    assert holds.held == 2
+    assert holds.busy("p", "old", "c1")  # the old one still held, counted
 
 
 async def test_the_time_limit_aborts_the_stream_and_counts_it() -> None:
-    async with CommandHolds(settings=HoldSettings(limit=0.05)) as holds:
+    changed: list[object] = []
+    settings = HoldSettings(limit=0.05)
+    async with CommandHolds(settings=settings, changed=changed.append) as holds:
         stream = Stream()
-        holds.slot("p").hold(stream)
-        (keeping,) = holds._held.values()
+        holds.slot("p", "cmd", "c1").hold(stream)
+        (hold,) = holds._holds.values()
+        assert hold.task is not None
         async with asyncio.timeout(5):
-            await keeping  # ends at the limit, not with the command
-        assert not holds.busy("p")
+            await hold.task  # ends at the limit, not with the command
+        assert not holds.busy("p", "cmd", "c1")
         assert stream.aborted
         assert holds.stats.limit_hits["time"] == 1
+        assert changed == ["p", "p"]
+
+
+async def test_a_stream_lost_before_the_exit_status_is_held_on_by_time(rig: Rig) -> None:
+    holds, stream = rig.holds, Stream()
+    holds.slot("p", "cmd", "c1").hold(stream)
+    rig.advance(100.0)
+    stream.lost = True  # an API server restart cut it: the command runs on
+    stream.end.set()
+    await until(lambda: holds.held == 0)
+    assert holds.stats.lost == 1
+    assert holds.stats.ended == 0
+    assert holds.busy("p", "cmd", "c1")
+    assert holds.held_command("p", "cmd", "c1") == held(WALL)  # the same record: no write
+    assert rig.changed == ["p"]
+    rig.advance(499.0)
+    assert holds.busy("p", "cmd", "c1")
+    rig.advance(1.0)  # 600 s from the hold's start
+    await until(lambda: not holds.busy("p", "cmd", "c1"))
+    assert holds.stats.limit_hits["time"] == 1
+    assert rig.changed == ["p", "p"]
 
 
 @pytest.mark.parametrize("entered", [True, False], ids=["full", "not-entered"])
-async def test_no_room_keeps_the_key_busy_for_the_limit_without_a_connection(
+async def test_no_room_holds_the_command_for_the_limit_without_a_connection(
     entered: bool,
 ) -> None:
-    clock = FakeClock(100.0)
-    holds = CommandHolds(settings=HoldSettings(limit=30.0, max_streams=0), clock=clock)
+    rig = Rig(limit=30.0, max_streams=0)
+    holds = rig.holds
     if entered:
         await holds.__aenter__()
     try:
-        assert not holds.slot("p").admit()  # the caller aborts its stream
-        assert holds.busy("p")  # its command may still run: nothing tells when it ends
-        clock.advance(29.0)
-        assert holds.busy("p")
-        clock.advance(1.0)
-        assert not holds.busy("p")
+        assert not holds.slot("p", "cmd", "c1").admit()  # the caller aborts its stream
+        assert holds.busy("p", "cmd", "c1")  # its command may still run
+        assert holds.held_command("p", "cmd", "c1") == held(WALL)  # and the record says so
+        rig.advance(29.0)
+        assert holds.busy("p", "cmd", "c1")
+        rig.advance(1.0)
+        assert not holds.busy("p", "cmd", "c1")
         assert holds.stats.limit_hits["streams"] == (1 if entered else 0)
+        assert rig.changed == ["p", "p"]  # held, then given up
     finally:
         if entered:
             await holds.__aexit__(None, None, None)
 
 
-async def test_leaving_aborts_every_held_stream() -> None:
+@pytest.mark.parametrize(
+    ("age", "busy_for"),
+    [
+        pytest.param(100.0, 500.0, id="the-rest-of-the-limit"),
+        pytest.param(599.0, 1.0, id="one-second-left"),
+        pytest.param(-86400.0, 600.0, id="from-the-future-at-most-the-limit"),
+    ],
+)
+async def test_a_seeded_hold_lasts_to_the_recorded_start_plus_the_limit(
+    rig: Rig, age: float, busy_for: float
+) -> None:
+    holds = rig.holds
+    assert holds.seed("p", held(WALL - age), command="cmd", container="c1")
+    assert holds.stats.seeded == 1
+    assert holds.held_command("p", "cmd", "c1") == held(WALL - age)  # the record unchanged
+    rig.advance(busy_for - 0.5)
+    assert holds.busy("p", "cmd", "c1")
+    rig.advance(0.5)
+    await until(lambda: not holds.busy("p", "cmd", "c1"))
+    assert rig.changed == ["p"]  # ended: the record follows; seeding wrote nothing
+
+
+@pytest.mark.parametrize(
+    ("record", "command", "container"),
+    [
+        pytest.param(held(WALL - 10), "other", "c1", id="an-edited-command"),
+        pytest.param(held(WALL - 10), "cmd", "c2", id="a-restarted-container"),
+        pytest.param(held(WALL - 10), "cmd", "", id="no-container-yet"),
+        pytest.param(held(WALL - 600), "cmd", "c1", id="the-limit-passed"),
+    ],
+)
+async def test_a_record_of_another_command_or_container_or_time_seeds_nothing(
+    rig: Rig, record: HeldCommand, command: str, container: str
+) -> None:
+    assert not rig.holds.seed("p", record, command=command, container=container)
+    assert not rig.holds.busy("p", command, container)
+    assert rig.holds.stats.seeded == 0
+
+
+async def test_a_hold_by_time_ends_when_the_container_restarts(rig: Rig) -> None:
+    holds = rig.holds
+    assert holds.seed("p", held(WALL), command="cmd", container="c1")
+    assert holds.busy("p", "cmd", "c1")
+    assert not holds.busy("p", "cmd", "c2")  # a new instance: the old processes are gone
+    assert not holds.busy("p", "cmd", "c1")
+    assert rig.changed == ["p"]
+
+
+async def test_leaving_aborts_every_held_stream_and_keeps_the_record() -> None:
     streams = [Stream(), Stream()]
-    async with CommandHolds() as holds:
+    changed: list[object] = []
+    async with CommandHolds(changed=changed.append) as holds:
         for key, stream in zip("ab", streams, strict=True):
-            holds.slot(key).hold(stream)
-        await settle()
+            holds.slot(key, "cmd", "c1").hold(stream)
+        await asyncio.sleep(0)
     assert all(s.aborted for s in streams)
     assert holds.held == 0
+    assert changed == ["a", "b"]  # no end: the commands may still run

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from probemarker.identity import OwnerRef
+from probemarker.identity import HeldCommand, OwnerRef, command_digest, container_mark
 from probemarker.write.ownership import (
     OWNED_KEY,
     RECORD_LIMIT,
@@ -16,10 +16,16 @@ from probemarker.write.ownership import (
     parse_record,
     render_record,
     value_token,
+    with_held,
 )
 from tests.unit.write.helpers import UID, F, S, owner
 
 LONG = "x" * 4096
+HELD = HeldCommand(
+    command=command_digest(["sleep", "3600"]),
+    container=container_mark("containerd://543cc8b549a2214bd6cea151bb5bbfb437dc44a1b8f1"),
+    started=1_800_000_000,
+)
 FULL = Owned(
     S,
     labels={"idle": "true", "example.com/idle": ""},
@@ -97,6 +103,8 @@ def test_empty_record_renders_as_none() -> None:
             },
             id="warnings",
         ),
+        pytest.param({owner("web#idle"): Owned(F, held=HELD)}, id="decided-and-held"),
+        pytest.param({owner("web#idle"): Owned(None, held=HELD)}, id="held-only"),
     ],
 )
 def test_round_trip(record: dict[OwnerRef, Owned]) -> None:
@@ -288,3 +296,89 @@ def test_a_malformed_warned_member_is_ignored_not_the_entry(warned: str) -> None
     write it) costs the entry nothing, and is replaced at the next write."""
     text = '{"#uid":"' + UID + '","w#p":{"s":"F","l":{"k":"v"},"w":' + warned + "}}"
     assert parse_record(text, pod_uid=UID) == ({owner("w#p"): Owned(F, labels={"k": "v"})}, None)
+
+
+def test_a_held_command_is_three_short_members() -> None:
+    text = render_record({owner("w#p"): Owned(F, held=HELD)}, pod_uid=UID)
+    assert text == (
+        '{"#uid":"'
+        + UID
+        + '","w#p":{"h":{"c":"543cc8b549a2","d":"'
+        + HELD.command
+        + '","t":1800000000},"s":"F"}}'
+    )
+    assert len(HELD.command) == 16
+
+
+@pytest.mark.parametrize(
+    ("container_id", "mark"),
+    [
+        pytest.param("containerd://543cc8b549a2214bd6cea151bb5b", "543cc8b549a2", id="containerd"),
+        pytest.param("cri-o://0123456789abcdef", "0123456789ab", id="cri-o"),
+        pytest.param("containerd://1", "1", id="short"),
+        pytest.param("", "", id="none-yet"),
+    ],
+)
+def test_container_marks(container_id: str, mark: str) -> None:
+    assert container_mark(container_id) == mark
+
+
+def test_a_container_id_of_other_characters_is_digested() -> None:
+    mark = container_mark("odd://Not/Hex!")
+    assert len(mark) == 16
+    assert mark != container_mark("odd://Not/Hex?")
+
+
+def test_an_edited_command_has_another_digest() -> None:
+    assert command_digest(["sleep", "3600"]) != command_digest(["sleep", "3601"])
+    assert command_digest(["a b"]) != command_digest(["a", "b"])
+
+
+H = '"h":{"c":"543cc8b549a2","d":"' + HELD.command + '","t":1800000000}'
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        pytest.param('{"h":7}', "'h' is not an object", id="not-an-object"),
+        pytest.param('{"h":null}', "'h' is null", id="null"),
+        pytest.param('{"h":{}}', "no command digest", id="empty"),
+        pytest.param('{"h":{"c":"a","d":"short","t":1}}', "no command digest", id="short-digest"),
+        pytest.param('{"h":{"c":"","d":"' + HELD.command + '","t":1}}', "no container", id="no-container"),
+        pytest.param('{"h":{"c":"a/b","d":"' + HELD.command + '","t":1}}', "no container", id="bad-container"),
+        pytest.param('{"h":{"c":"' + "a" * 17 + '","d":"' + HELD.command + '","t":1}}', "no container", id="long-container"),
+        pytest.param('{"h":{"c":"a","d":"' + HELD.command + '","t":1.5}}', "no time", id="float-time"),
+        pytest.param('{"h":{"c":"a","d":"' + HELD.command + '","t":true}}', "no time", id="bool-time"),
+        pytest.param('{"h":{"c":"a","d":"' + HELD.command + '","t":-5}}', "no time", id="negative-time"),
+        pytest.param('{"h":{"c":"a","d":"' + HELD.command + '","t":"1"}}', "no time", id="string-time"),
+        pytest.param('{"h":{"c":"a","d":"' + HELD.command + '","t":' + "9" * 30 + "}}", "", id="huge-time"),
+        pytest.param('{"s":"S",' + H[:-1] + ',"t":0}}', "", id="duplicate-time"),
+        pytest.param("{" + H + ',"l":{"idle":"true"}}', "'s' is not", id="keys-without-a-state"),
+    ],
+)  # fmt: skip
+def test_a_malformed_held_command_drops_its_entry(entry: str, problem: str) -> None:
+    text = "{" + GOOD + ',"w#p":' + entry + "}"
+    record, error = parse_record(text, pod_uid=UID)
+    assert record == {owner("web#idle"): Owned(S, labels={"idle": "true"})}
+    assert error is not None
+    assert problem in error
+
+
+def test_a_held_command_from_a_copied_record_is_not_trusted() -> None:
+    text = '{"#uid":"other","w#p":{' + H + "}}"
+    assert parse_record(text, pod_uid=UID)[0] == {}
+
+
+def test_with_held_records_exactly_the_commands_held() -> None:
+    entries = {
+        owner("a#p"): Owned(S, held=HELD),  # its hold ended: left out
+        owner("b#p"): Owned(F),  # held now
+        owner("c#p"): Owned(None, held=HELD),  # not decided, its hold ended: no entry
+        owner("d#p"): None,  # departed with nothing: no entry
+    }
+    held = {owner("b#p"): HELD, owner("e#p"): HELD}  # e: not decided, no entry yet
+    assert with_held(entries, held) == {
+        owner("a#p"): Owned(S),
+        owner("b#p"): Owned(F, held=HELD),
+        owner("e#p"): Owned(None, held=HELD),
+    }
