@@ -81,8 +81,12 @@ async def run(
             Outcome.failed("only-out", answer="only-out"),
             id="exit-1-stdout",
         ),
-        pytest.param("exit 42", Outcome.failed("command exited with code 42"), id="exit-42"),
-        pytest.param("kill -9 $$", Outcome.failed("command exited with code 137"), id="killed"),
+        pytest.param(
+            "exit 42", Outcome.failed("command exited with code 42", answer=""), id="exit-42"
+        ),
+        pytest.param(
+            "kill -9 $$", Outcome.failed("command exited with code 137", answer=""), id="killed"
+        ),
     ],
 )
 async def test_exit_codes_and_streams(
