@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -147,6 +147,16 @@ def _result_kept(thresholds: ThresholdState, old: ProbeSpec, new: ProbeSpec) -> 
     if decided is None or old.uses_result == new.uses_result:
         return thresholds
     return replace(thresholds, decided=replace(decided, result=None if new.uses_result else ""))
+
+
+def _renders(spec: ProbeSpec | None, kind: str, key: str) -> bool:
+    """Whether `spec` has a policy that sets `key` (of `kind`: label or annotation)."""
+    if spec is None:
+        return False
+    return any(
+        key in (policy.labels if kind == "label" else policy.annotations)
+        for policy in spec.policies
+    )
 
 
 def probe_target(view: PodView, key: ProbeKey, facts: ContainerFacts) -> ProbeTarget:
@@ -441,7 +451,7 @@ class Engine:
             if identity not in pod.conflicts and not conflict.recorded:
                 self._report.conflict(view, conflict)
         pod.conflicts = frozenset(standing)
-        self._report_invalid(pod, view, desired.invalid, live.keys())
+        self._report_invalid(pod, view, desired.invalid, live)
         if desired.record_problem != pod.record_problem:
             pod.record_problem = desired.record_problem
             if desired.record_problem is not None:  # one line per pod per problem
@@ -469,16 +479,18 @@ class Engine:
         pod: _Pod,
         view: PodView,
         invalid: tuple[InvalidValue, ...],
-        live: Collection[OwnerRef],
+        live: Mapping[OwnerRef, ProbeSpec | None],
     ) -> None:
         """One Warning per pod, key and invalid value: a value already reported (here,
         or by a predecessor: `InvalidValue.recorded`) is not reported again; a key whose
         answer is a new invalid value every run gets at most one Warning per
-        `warning_refresh` seconds."""
+        `warning_refresh` seconds. What is remembered is bounded by the keys the pod's
+        probes render now: a slot whose owner left, or whose key left its policies (a
+        marker edited again and again), is forgotten."""
         now = self._clock.now()
         memory = pod.invalid_reported
-        for slot in [s for s in memory if s[0] not in live]:
-            del memory[slot]  # its owner left the pod
+        for slot in [s for s in memory if not _renders(live.get(s[0]), s[1], s[2])]:
+            del memory[slot]
         for bad in invalid:
             token = value_token(bad.value)
             last = memory.get(bad.slot)

@@ -22,7 +22,13 @@ NOW = "2026-11-28T00:00:00Z"
 
 
 def result_marker(
-    name: str = "m", *, probes: int = 1, keys: int = 1, template: str = "{{.Result}}"
+    name: str = "m",
+    *,
+    probes: int = 1,
+    keys: int = 1,
+    template: str = "{{.Result}}",
+    prefix: str = "r.io",
+    version: int = 1,
 ) -> Entry[dict[str, Any]]:
     """A marker whose probes each render `keys` labels from their answer."""
     entries = [
@@ -33,7 +39,7 @@ def result_marker(
             "markerPolicy": [
                 {
                     "state": "Succeeded",
-                    "labels": {f"r.io/p{p}-k{k}": template for k in range(keys)},
+                    "labels": {f"{prefix}/p{p}-k{k}": template for k in range(keys)},
                 }
             ],
         }
@@ -42,7 +48,13 @@ def result_marker(
     raw = {
         "apiVersion": "probemarker.io/v1alpha1",
         "kind": "PodProbeMarker",
-        "metadata": {"name": name, "namespace": "ns", "uid": f"{name}-u", "resourceVersion": "1"},
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"{name}-u",
+            "resourceVersion": str(version),
+            "generation": version,
+        },
         "spec": {"selector": {"matchLabels": {"app": "game"}}, "probes": entries},
     }
     return entry_of(raw, marker_projection)
@@ -150,3 +162,19 @@ async def test_a_restarted_daemon_raises_no_warning_again() -> None:
                 assert raised == {"InvalidResultValue", "ConflictingMarkers"}
             else:  # and no transition: the seeded state stands
                 assert rig.sink.events == []
+
+
+async def test_what_is_remembered_is_bounded_by_the_keys_rendered_now() -> None:
+    """A marker edited again and again, each time rendering other keys: the per-pod
+    memory keeps the slots of the keys rendered now, not of every key ever."""
+    async with running(Runner(*answers("not a label value"))) as rig:
+        pod = Pod()
+        rig.engine.sync_pod(pod.entry().key, pod.entry())
+        for edit in range(1, 6):
+            marker = result_marker(keys=10, prefix=f"e{edit}.io", version=edit)
+            rig.engine.sync_marker(marker.key, marker)
+            await tick_and_plan(rig, edit)
+            [state] = rig.engine._pods.values()
+            assert len(state.invalid_reported) == 10
+            assert {slot[2].split("/")[0] for slot in state.invalid_reported} == {f"e{edit}.io"}
+        assert len(warnings(rig.sink, "InvalidResultValue")) == 50  # each new key once
