@@ -90,6 +90,7 @@ async def changing(seconds: float) -> dict[str, Any]:
             "runs": runs,
             "events": created,
             "event_writes": writes,
+            "pod_writes": world.pod_writes(),
             "per_hour": created * 3600 / elapsed,
         }
 
@@ -183,7 +184,7 @@ def main() -> int:
     print(
         f"1. a new invalid value every period: {c['events']} InvalidResultValue events in "
         f"{c['seconds']:.0f} s ({c['runs']} runs) = {c['per_hour']:.0f} per pod per hour; "
-        f"{c['event_writes']} event writes"
+        f"{c['event_writes']} event writes, {c['pod_writes']} pod writes"
     )
     t = out["timeout"]
     print(
