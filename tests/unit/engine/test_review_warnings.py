@@ -38,3 +38,25 @@ async def test_a_restarted_daemon_does_not_warn_again_of_the_value_it_warned_of_
     assert len(first) == 2 and "bad answer B" in first[1], first
     again = await _generation(pod, ["bad answer B"], runs=3)
     assert again == [], again
+
+
+async def test_two_invalid_answers_in_turn_are_each_reported_once() -> None:
+    """docs/api.md: one InvalidResultValue Warning "once per pod, key and value". A
+    probe whose answer alternates between two invalid values (a server flipping
+    between "loading map" and "map loaded") is two values: two Warnings. The memory
+    keeps only the last value reported per key, so each one that comes back after
+    the other is "new" again: one Warning every refresh interval, forever (4 in
+    40 s here, 360 an hour), for the same two values."""
+    texts = ["loading map", "map loaded"] * 20
+    async with running(Runner(*answers(*texts))) as rig:
+        marker = result_marker()
+        rig.engine.sync_marker(marker.key, marker)
+        pod = Pod()
+        rig.engine.sync_pod(pod.entry().key, pod.entry())
+        for run in range(1, 41):
+            await rig.tick(run)
+            found = rig.engine.lookup(PodUID("pu"))
+            assert found is not None
+            rig.engine.plan(found[0])
+        notes = warnings(rig.sink, "InvalidResultValue")
+        assert len(notes) == 2, notes

@@ -54,3 +54,34 @@ def test_long_keys_with_short_answers_cost_a_few_passes_not_one_per_value(
     desired = desired_state(pod=pod, decided=probes, live={})
     assert annotation_bytes(pod, desired.annotations) <= TOTAL_ANNOTATION_BYTES
     assert passes[0] <= 4, passes[0]
+
+
+ROLE = spec(ok={"db/role": "{{.Result}}"})
+M = "m#p"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param("p" * 63, id="a-longer-valid-label-value"),
+        pytest.param("connection refused: the database is down", id="an-invalid-label-value"),
+    ],
+)
+def test_a_rendered_label_never_takes_the_record_past_the_room(answer: str) -> None:
+    """SPEC §1: "Room for annotations is judged over the whole write (every value
+    rendered into it, plus the ownership record as it will be): the API server never
+    answers 422 for a value the daemon rendered." Only rendered *annotations* are
+    admitted against the room: a rendered label grows the record too (its value in
+    `l`), and an invalid one that is not even written grows it by its `w` note. On a
+    pod near its 256 KiB (the pod may fill its own annotations) the write is over
+    the limit: 422, a WriteRefused Warning, and the narrowed patch writes the label
+    without recording it (never removed later), retried in full every scope backoff."""
+    from probemarker.write.ownership import Owned
+
+    record = {M: Owned(S, labels={"db/role": "primary"})}
+    base = view(labels={"db/role": "primary"}, record=record)
+    filler = "x" * (TOTAL_ANNOTATION_BYTES - base.annotations.total_bytes - len("big") - 8)
+    pod = view(labels={"db/role": "primary"}, annotations={"big": filler}, record=record)
+    decided = Decided(owner(M), ROLE, S, "", answer)
+    desired = desired_state(pod=pod, decided=[decided], live={})
+    assert annotation_bytes(pod, desired.annotations) <= TOTAL_ANNOTATION_BYTES
