@@ -85,3 +85,24 @@ def test_a_rendered_label_never_takes_the_record_past_the_room(answer: str) -> N
     decided = Decided(owner(M), ROLE, S, "", answer)
     desired = desired_state(pod=pod, decided=[decided], live={})
     assert annotation_bytes(pod, desired.annotations) <= TOTAL_ANNOTATION_BYTES
+
+
+NOTE = spec(ok_annotations={"game/note": "players: {{.Result}} |"})
+
+
+def test_a_value_replacing_a_large_one_the_daemon_did_not_write_is_not_refused() -> None:
+    """SPEC §1: "a value is refused" only when it does not fit. The pod carries a
+    200 KB `game/note` written by someone else (or by an owner whose record entry was
+    dropped: `fit_record` overflow). The marker now renders `game/note` from its
+    answer: 13 bytes replacing 200 KB, which leaves the pod far under 256 KiB. The pod
+    projection did not keep that value (the record does not name the key), and
+    `annotation_bytes` then counts the old value as staying: the value is refused for
+    room, and every run re-renders and re-refuses it."""
+    used = 200_000 + len("game/note") + len("big")
+    filler = "y" * (TOTAL_ANNOTATION_BYTES - used - 100)
+    pod = view(annotations={"game/note": "x" * 200_000, "big": filler})
+    desired = desired_state(
+        pod=pod, decided=[Decided(owner(M), NOTE, S, "", "1")], live={}
+    )
+    assert desired.invalid == ()
+    assert desired.annotations.get("game/note") == "players: 1 |"
