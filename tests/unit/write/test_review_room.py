@@ -106,3 +106,25 @@ def test_a_value_replacing_a_large_one_the_daemon_did_not_write_is_not_refused()
     )
     assert desired.invalid == ()
     assert desired.annotations.get("game/note") == "players: 1 |"
+
+
+def test_a_conflict_loser_that_takes_over_a_refused_key_is_counted_too() -> None:
+    """SPEC §1: "the API server never answers 422 for a value the daemon rendered".
+    Markers a and b render one key with different values; a wins the key, b loses it
+    (a conflict), so only a's claim is among the values admitted against the room.
+    a's value does not fit and is refused; in the pass that refuses it b's claim no
+    longer loses: b takes the key with its own rendered 900 bytes, which nobody
+    counted. The write is over 256 KiB (422), and the ConflictingMarkers Warning is
+    gone too."""
+    a = spec(name="p", ok_annotations={"game/note": "a-{{.Result}}"})
+    b = spec(name="p", ok_annotations={"game/note": "b-{{.Result}}"})
+    pod = view(annotations={"big": "x" * (TOTAL_ANNOTATION_BYTES - 600)})
+    desired = desired_state(
+        pod=pod,
+        decided=[
+            Decided(owner("a#p"), a, S, "", "y" * 900),
+            Decided(owner("b#p"), b, S, "", "z" * 900),
+        ],
+        live={},
+    )
+    assert annotation_bytes(pod, desired.annotations) <= TOTAL_ANNOTATION_BYTES
