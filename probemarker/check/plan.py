@@ -185,15 +185,22 @@ def plan_pod(
     for key in sorted(keys):
         outcome = outcomes.get(key)
         result = None if outcome is None else decided_of(key.owner, keys[key], outcome)
-        if result is not None and result.result is None and key.owner not in record:
-            # No answer, and nothing on the pod to keep: the daemon's first decision
-            # renders an empty Result (decide.step); desired_state would keep nothing.
+        shown = record.get(key.owner)
+        if result is not None and result.result is None and (shown is None or shown.state is None):
+            # No answer, and nothing on the pod to keep (no entry, or one that holds
+            # only a command): the daemon's first decision renders an empty Result
+            # (decide.step); desired_state would keep nothing.
             result = replace(result, result="")
         if result is not None:
             decided.append(result)
     held = frozenset(o.marker for o in record) - {marker.ref.name}
-    # What the record says of commands that may still run stays: check cannot tell.
-    commands = {o: e.held for o, e in record.items() if e.held is not None}
+    # What the record says of commands that may still run stays, check cannot tell,
+    # but for a probe of this marker that is gone: the daemon drops its entry.
+    commands = {
+        o: e.held
+        for o, e in record.items()
+        if e.held is not None and (o.marker != marker.ref.name or o in live)
+    }
     desired = desired_state(
         pod=view, decided=decided, live=live, held_markers=held, held_commands=commands
     )
