@@ -131,12 +131,12 @@ class _Pod:
     # the conflicts (`Conflict.identity`) standing on this pod, each reported once
     conflicts: frozenset[tuple[str, str, OwnerRef, OwnerRef]] = frozenset()
     record_problem: str | None = None  # as last logged
-    # per (owner, kind, key) with an invalid rendered value: the token of the value
-    # last reported and when (clock seconds); kept while the owner is on the pod, so
-    # it is bounded by the markers' keys and never forgets to re-report
-    invalid_reported: dict[tuple[OwnerRef, str, str], tuple[str, float]] = field(
-        default_factory=dict
-    )
+    # per (owner, kind, key) with an invalid rendered value: the tokens of the values
+    # reported (the newest `_TOKENS_KEPT`); kept while a probe of the pod renders the
+    # key, so bounded by the markers' keys
+    invalid_reported: dict[tuple[OwnerRef, str, str], list[str]] = field(default_factory=dict)
+    # when a new value of a key reported already was last reported (clock seconds)
+    invalid_again_at: float = -math.inf
 
 
 def _result_kept(thresholds: ThresholdState, old: ProbeSpec, new: ProbeSpec) -> ThresholdState:
@@ -147,6 +147,11 @@ def _result_kept(thresholds: ThresholdState, old: ProbeSpec, new: ProbeSpec) -> 
     if decided is None or old.uses_result == new.uses_result:
         return thresholds
     return replace(thresholds, decided=replace(decided, result=None if new.uses_result else ""))
+
+
+# Invalid values remembered per key: an answer that cycles through more is reported
+# again, at most once per pod per `warning_refresh`.
+_TOKENS_KEPT = 16
 
 
 def _renders(spec: ProbeSpec | None, kind: str, key: str) -> bool:
@@ -481,27 +486,34 @@ class Engine:
         invalid: tuple[InvalidValue, ...],
         live: Mapping[OwnerRef, ProbeSpec | None],
     ) -> None:
-        """One Warning per pod, key and invalid value: a value already reported (here,
-        or by a predecessor: `InvalidValue.recorded`) is not reported again; a key whose
-        answer is a new invalid value every run gets at most one Warning per
-        `warning_refresh` seconds. What is remembered is bounded by the keys the pod's
-        probes render now: a slot whose owner left, or whose key left its policies (a
-        marker edited again and again), is forgotten."""
+        """One Warning per pod, key and invalid value (the newest `_TOKENS_KEPT` values
+        of a key are remembered, so answers that alternate are each reported once). A
+        key's first invalid value is always reported (a situation of its own); a new
+        value of a key reported already waits for the pod's `warning_refresh`: one such
+        Warning per pod per interval, however many keys change every run. A key that
+        the pod's record notes as warned of (`InvalidValue.recorded`, a predecessor
+        warned) takes the value it finds as reported: a restart warns of nothing anew.
+        What is remembered is bounded by the keys the pod's probes render now."""
         now = self._clock.now()
         memory = pod.invalid_reported
         for slot in [s for s in memory if not _renders(live.get(s[0]), s[1], s[2])]:
             del memory[slot]
         for bad in invalid:
             token = value_token(bad.value)
-            last = memory.get(bad.slot)
-            if last is None and bad.recorded:
-                memory[bad.slot] = (token, -math.inf)  # raised before this daemon started
+            seen = memory.get(bad.slot)
+            if seen is None and bad.recorded:
+                memory[bad.slot] = [token]
                 continue
-            if last is not None and last[0] == token:
+            if seen is not None and token in seen:
                 continue
-            if last is not None and now - last[1] < self.settings.warning_refresh:
+            if seen is not None and now - pod.invalid_again_at < self.settings.warning_refresh:
                 self.stats.invalid_values_held += 1
                 continue
-            memory[bad.slot] = (token, now)
+            if seen is None:
+                memory[bad.slot] = [token]
+            else:
+                seen.append(token)
+                del seen[:-_TOKENS_KEPT]
+            pod.invalid_again_at = now
             self.stats.invalid_values[bad.kind] += 1
             self._report.invalid_value(view, bad)

@@ -162,7 +162,7 @@ class InvalidValue:
     key: str
     value: str
     problem: str
-    recorded: bool = False  # the pod's record names this value already (Owned.warned)
+    recorded: bool = False  # the pod's record notes its key as warned of (Owned.warned)
 
     @property
     def slot(self) -> tuple[OwnerRef, str, str]:
@@ -297,8 +297,7 @@ class _Pass:
             problem = label_problem(value) if kind == "label" else self.refused.get((owner, key))
             if problem is None:
                 return value
-            slot = warned_slot(kind, key)
-            recorded = old is not None and old.warned.get(slot) == value_token(value)
+            recorded = old is not None and warned_slot(kind, key) in old.warned
             self.invalid.append(InvalidValue(owner, kind, key, value, problem, recorded))
         if same_state:
             self._keep_last(owner, kind, key)
