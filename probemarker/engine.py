@@ -84,8 +84,8 @@ class EngineSettings:
     # for a free slot under the cap is counted apart (Dispatcher.stats.slot_waits).
     late_after: float = 1.0
     cleanup_delay: float = 30.0  # seconds from a marker's deletion to its clean-up
-    # An InvalidResultValue Warning for a key whose answer is a new invalid value every
-    # run is raised at most once per this many seconds (--message-refresh-seconds).
+    # InvalidResultValue Warnings for keys whose answer is a new invalid value every run
+    # are raised at most once per pod per this many seconds (--message-refresh-seconds).
     warning_refresh: float = 10.0
 
     def __post_init__(self) -> None:

@@ -8,6 +8,9 @@ Output: an `AnnotationSummary`:
 - two fingerprints per annotation, 16 bytes of keyed BLAKE2b each: one of its key,
   one of (key, value), so `has(key)` and `holds(key, value)` ("does the object carry
   exactly this?") answer for *any* key, kept or not, without keeping the value;
+- `sizes`: the bytes of each annotation's value, in the order of the key
+  fingerprints, so `value_bytes(key)` answers for any key (what a write that replaces
+  a value the daemon did not keep frees: write/desired.py counts room exactly);
 - `total_bytes`: the size the API server checks against its 256 KiB limit, computed
   as `ValidateAnnotationsSize` in apimachinery does (api/validation/objectmeta.go):
   the sum of len(key) + len(value) over every annotation, in bytes of UTF-8 (Go's
@@ -75,13 +78,18 @@ def _pair_print(key: bytes, value: bytes) -> bytes:
     return digest.digest()
 
 
-def _among(prints: bytes, wanted: bytes) -> bool:
+def _position(prints: bytes, wanted: bytes) -> int | None:
+    """The index of `wanted` among the fingerprints `prints`, or None."""
     at = prints.find(wanted)
     while at >= 0:
         if at % _FINGERPRINT == 0:
-            return True
+            return at // _FINGERPRINT
         at = prints.find(wanted, at + 1)
-    return False
+    return None
+
+
+def _among(prints: bytes, wanted: bytes) -> bool:
+    return _position(prints, wanted) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +101,7 @@ class AnnotationSummary:
     pairs: bytes  # fingerprints of (key, value), sorted
     total_bytes: int
     count: int
+    sizes: tuple[int, ...] = ()  # bytes of each value, in the order of `keys`
 
     def __repr__(self) -> str:
         return (
@@ -122,6 +131,14 @@ class AnnotationSummary:
             return self.values[key] is not None
         return _among(self.keys, _key_print(_utf8(key)))
 
+    def value_bytes(self, key: str) -> int | None:
+        """The bytes of `key`'s value (None: not on the object); for any key."""
+        if key in self.values:
+            found = self.values[key]
+            return None if found is None else len(_utf8(found))
+        at = _position(self.keys, _key_print(_utf8(key)))
+        return None if at is None else self.sizes[at]
+
     def holds(self, key: str, value: str) -> bool:
         """Whether the object carries `key` with exactly `value`; for any key."""
         if key in self.values:
@@ -143,7 +160,7 @@ def summarize(annotations: Any, keep: Iterable[str] = ()) -> AnnotationSummary:
     (never on a real API server) counts as absent."""
     if not isinstance(annotations, Mapping):
         annotations = {}
-    keys: list[bytes] = []
+    keys: list[tuple[bytes, int]] = []
     pairs: list[bytes] = []
     total = 0
     for key, value in annotations.items():
@@ -151,7 +168,7 @@ def summarize(annotations: Any, keep: Iterable[str] = ()) -> AnnotationSummary:
             continue
         key_bytes, value_bytes = _utf8(key), _utf8(value)
         total += len(key_bytes) + len(value_bytes)
-        keys.append(_key_print(key_bytes))
+        keys.append((_key_print(key_bytes), len(value_bytes)))
         pairs.append(_pair_print(key_bytes, value_bytes))
     keys.sort()
     pairs.sort()
@@ -162,5 +179,10 @@ def summarize(annotations: Any, keep: Iterable[str] = ()) -> AnnotationSummary:
     if not pairs and not values:
         return EMPTY
     return AnnotationSummary(
-        MappingProxyType(values), b"".join(keys), b"".join(pairs), total, len(pairs)
+        MappingProxyType(values),
+        b"".join(k for k, _ in keys),
+        b"".join(pairs),
+        total,
+        len(pairs),
+        tuple(n for _, n in keys),
     )

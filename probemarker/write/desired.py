@@ -29,9 +29,13 @@ then probe name), then one over departed owners:
   run with no answer, as `decide.step` renders it); for an owner that never wrote,
   nothing;
 - room: the annotations are counted over the whole write, as the API server counts
-  them (every key and value, the new record included). If rendered annotation values
-  would take the pod past 256 KiB, they are admitted in claim order while they fit;
-  the rest are refused as above, so the write never meets a 422 for them;
+  them (every key and value, the new record included, and the size of every present
+  value, kept or not). If the write would take the pod past 256 KiB, the record's
+  notes of Warnings go first, then the rendered values (annotations, and labels for
+  their share of the record) are admitted in claim order while they fit; the rest
+  are refused as above (not noted: a note takes room), so the write never meets a
+  422 for them. A claim that appears only once another is refused (a conflict's
+  loser) is refused too. A few passes, whatever a marker renders;
 - a holding owner keeps what the record says it wrote, at the pod's current values,
   as long as they are still the values it wrote: nothing changes until it decides
   (no flap while a restarted container is probed again);
@@ -70,6 +74,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final
 
+import orjson
+
 from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.names import label_value_problems
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
@@ -92,6 +98,8 @@ from probemarker.write.ownership import (
     with_held,
 )
 
+Claim = tuple[OwnerRef, str, str]  # (owner, kind, key) of a rendered value
+
 __all__ = [
     "MESSAGE_LIMIT",
     "RECORD_OWNER",
@@ -110,6 +118,9 @@ MESSAGE_LIMIT: Final = 1024  # bytes of a condition message (SPEC §3)
 # Stands for the ownership record in a Conflict; no marker has an empty name.
 RECORD_OWNER: Final = OwnerRef("", OWNED_KEY)
 _RECORD_VALUE: Final = "(the ownership record)"
+# Checks of the whole write after the admission of rendered values, before all are
+# refused: the shares are counted closely, so one is the rule.
+_ROOM_CHECKS: Final = 3
 _REASONS: Final = {ProbeState.SUCCEEDED: "ProbeSucceeded", ProbeState.FAILED: "ProbeFailed"}
 _STATUS: Final = {ProbeState.SUCCEEDED: "True", ProbeState.FAILED: "False"}
 
@@ -163,6 +174,7 @@ class InvalidValue:
     value: str
     problem: str
     recorded: bool = False  # the pod's record notes its key as warned of (Owned.warned)
+    room: bool = False  # refused for room (a valid value the whole write has no room for)
 
     @property
     def slot(self) -> tuple[OwnerRef, str, str]:
@@ -238,10 +250,11 @@ class _Pass:
     wanted: dict[str, DesiredCondition] = field(default_factory=dict)
     record_conflicts: list[Conflict] = field(default_factory=list)
     invalid: list[InvalidValue] = field(default_factory=list)
-    # (owner, key) of rendered annotation values refused for room -> why
-    refused: Mapping[tuple[OwnerRef, str], str] = field(default_factory=dict)
-    # rendered annotation values claimed that the pod does not show yet, in claim order
-    rendered: list[tuple[OwnerRef, str]] = field(default_factory=list)
+    # (owner, kind, key) of rendered values refused for room -> why
+    refused: Mapping[Claim, str] = field(default_factory=dict)
+    # rendered values claimed that the pod does not show yet, in claim order
+    rendered: list[Claim] = field(default_factory=list)
+    notes: bool = True  # whether the record notes Warnings (`Owned.warned`)
 
     def conflicts(self) -> list[Conflict]:
         boards = (self.labels, self.annotations, self.conditions)
@@ -254,6 +267,8 @@ class _Pass:
                 value = self._render(decided, "label", key, template)
                 if value is not None and self.labels.claim(decided.owner, key, value):
                     self.label_values.setdefault(key, value)
+                    if uses_result(template) and self.pod.labels.get(key) != value:
+                        self.rendered.append((decided.owner, "label", key))
             for key, template in sorted(policy.annotations.items()):
                 if key == OWNED_KEY:
                     self.record_conflicts.append(
@@ -266,7 +281,7 @@ class _Pass:
                 if value is not None and self.annotations.claim(decided.owner, key, value):
                     self.annotation_values.setdefault(key, value)
                     if uses_result(template) and not self.pod.annotations.holds(key, value):
-                        self.rendered.append((decided.owner, key))
+                        self.rendered.append((decided.owner, "annotation", key))
         type_ = decided.spec.condition_type
         status = _STATUS[decided.state]
         if type_ is not None and self.conditions.claim(decided.owner, type_, status):
@@ -294,11 +309,14 @@ class _Pass:
             result = ""  # a new state decided with no answer (decide.step)
         if result is not None:
             value = render(template, result)
-            problem = label_problem(value) if kind == "label" else self.refused.get((owner, key))
+            problem = label_problem(value) if kind == "label" else None
+            room = problem is None and (owner, kind, key) in self.refused
+            if room:
+                problem = self.refused[(owner, kind, key)]
             if problem is None:
                 return value
             recorded = old is not None and warned_slot(kind, key) in old.warned
-            self.invalid.append(InvalidValue(owner, kind, key, value, problem, recorded))
+            self.invalid.append(InvalidValue(owner, kind, key, value, problem, recorded, room))
         if same_state:
             self._keep_last(owner, kind, key)
         return None
@@ -397,8 +415,10 @@ def _warned(owner: OwnerRef, owned: Owned, work: _Pass) -> dict[str, str]:
     that is a new invalid value every run does not rewrite the record every run. An
     annotation refused for room is not noted: the note would take the room it lacks."""
     out: dict[str, str] = {}
+    if not work.notes:
+        return out
     for bad in work.invalid:
-        if bad.owner == owner and bad.kind == "label":
+        if bad.owner == owner and bad.kind == "label" and not bad.room:
             slot = warned_slot(bad.kind, bad.key)
             out[slot] = owned.warned.get(slot) or value_token(bad.value)
     for lost in work.conflicts():
@@ -455,33 +475,67 @@ def desired_state(
     results = tuple(decided)
     held = held_commands or {}
     first, rendered = _desired(pod, results, live, held_markers, held, refused={})
-    if annotation_bytes(pod, first.annotations) <= TOTAL_ANNOTATION_BYTES or not rendered:
+    if annotation_bytes(pod, first.annotations) <= TOTAL_ANNOTATION_BYTES:
         return first
-    # Over the room: admit the rendered values in claim order while the whole write
-    # fits. Each one's share is the difference it makes against being refused (the
-    # pass `none`); a few passes at most, whatever a marker renders (a hostile one
-    # must not make a plan cost a pass per value).
-    none, _ = _desired(pod, results, live, held_markers, held, refused=dict.fromkeys(rendered, ""))
+    # Over the room. The record's notes of Warnings go first (they only spare a
+    # repeated Warning); then the rendered values are admitted in claim order while
+    # they fit, each counted with its share of the record, against the pass that
+    # refuses them all (`none`). A few passes, whatever a marker renders.
+    everything = dict.fromkeys(rendered, "")
+    none, _ = _desired(pod, results, live, held_markers, held, refused=everything, notes=False)
     total = annotation_bytes(pod, none.annotations)
-    admitted: list[tuple[OwnerRef, str]] = []
-    refused: dict[tuple[OwnerRef, str], str] = {}
+    admitted: list[tuple[Claim, int]] = []
+    refused: dict[Claim, str] = {}
     for claim in rendered:
-        key = claim[1]
-        instead = {key: none.annotations[key]} if key in none.annotations else {}
-        share = annotation_bytes(pod, {key: first.annotations[key]}) - annotation_bytes(
-            pod, instead
-        )
+        share = _share(pod, first, none, claim)
         if total + share <= TOTAL_ANNOTATION_BYTES:
-            admitted.append(claim)
+            admitted.append((claim, share))
             total += share
         else:
             refused[claim] = _no_room(total + share)
-    while True:
-        final, _ = _desired(pod, results, live, held_markers, held, refused=refused)
+    for _ in range(_ROOM_CHECKS):
+        final, seen = _desired(pod, results, live, held_markers, held, refused=refused, notes=False)
         total = annotation_bytes(pod, final.annotations)
-        if total <= TOTAL_ANNOTATION_BYTES or not admitted:
+        if total <= TOTAL_ANNOTATION_BYTES:
             return final
-        refused[admitted.pop()] = _no_room(total)  # the record's share was off: one less
+        # A claim nobody counted (a conflict's loser, once the winner's value is
+        # refused), or shares counted short: refuse newcomers, else the last admitted.
+        taken = {claim for claim, _ in admitted}
+        newcomers = [c for c in seen if c not in refused and c not in taken]
+        for claim in newcomers:
+            refused[claim] = _no_room(total)
+        excess = total - TOTAL_ANNOTATION_BYTES
+        while not newcomers and excess > 0 and admitted:
+            claim, share = admitted.pop()
+            refused[claim] = _no_room(total)
+            excess -= max(share, 1)
+    # Still over: nothing rendered goes in; what is left over is not ours (the writer
+    # meets the API server's 422 and narrows its patch, write/restrict.py).
+    final, seen = _desired(pod, results, live, held_markers, held, refused=refused, notes=False)
+    refused.update({c: _no_room(total) for c in seen if c not in refused})
+    return _desired(pod, results, live, held_markers, held, refused=refused, notes=False)[0]
+
+
+def _share(pod: PodView, admit: DesiredPod, refuse: DesiredPod, claim: Claim) -> int:
+    """The bytes `claim`'s value adds to the pod's annotations, record included, when
+    it is written (`admit`) rather than refused (`refuse`)."""
+    owner, kind, key = claim
+    share = _entry_bytes(admit.record.get(owner), kind, key) - _entry_bytes(
+        refuse.record.get(owner), kind, key
+    )
+    if kind == "annotation":
+        instead = {key: refuse.annotations[key]} if key in refuse.annotations else {}
+        share += annotation_bytes(pod, {key: admit.annotations[key]}) - annotation_bytes(
+            pod, instead
+        )
+    return share
+
+
+def _entry_bytes(owned: Owned | None, kind: str, key: str) -> int:
+    """The bytes of `key`'s member in `owned`'s record entry (`"key":"token",`)."""
+    written = None if owned is None else (owned.labels if kind == "label" else owned.annotations)
+    token = None if written is None else written.get(key)
+    return 0 if token is None else len(orjson.dumps({key: token}))  # braces off, comma on
 
 
 def _no_room(total: int) -> str:
@@ -498,10 +552,12 @@ def _desired(
     held_markers: Collection[str],
     held_commands: Mapping[OwnerRef, HeldCommand],
     *,
-    refused: Mapping[tuple[OwnerRef, str], str],
-) -> tuple[DesiredPod, list[tuple[OwnerRef, str]]]:
-    """One pass with the rendered annotation values in `refused` refused for room; and
-    the rendered annotation values it claimed that the pod does not show yet."""
+    refused: Mapping[Claim, str],
+    notes: bool = True,
+) -> tuple[DesiredPod, list[Claim]]:
+    """One pass with the rendered values in `refused` refused for room (and, without
+    `notes`, no Warnings noted in the record); and the rendered values it claimed that
+    the pod does not show yet."""
     old, problem = parse_record(pod.annotations.value(OWNED_KEY), pod_uid=pod.uid)
     by_owner: dict[OwnerRef, Decided] = {}
     for result in by_order:
@@ -512,7 +568,7 @@ def _desired(
     for owner, spec in live.items():
         if spec is not None and owner not in by_owner:
             wants.add(spec)
-    work = _Pass(pod, old, refused=refused)
+    work = _Pass(pod, old, refused=refused, notes=notes)
     holding: dict[OwnerRef, Owned] = {}
     for owner in sorted(by_owner.keys() | (old.keys() & present)):
         if owner in by_owner:
@@ -536,7 +592,9 @@ def _desired(
         for owner in sorted(by_owner.keys() | holding.keys() | set(departed))
     }
     record, overflow = fit_record(
-        _ended_warnings_kept(with_held(entries, held_commands), old),
+        _ended_warnings_kept(with_held(entries, held_commands), old)
+        if notes
+        else with_held(entries, held_commands),
         pod_uid=pod.uid,
     )
     if overflow:
@@ -597,16 +655,15 @@ def label_problem(value: str) -> str | None:
 def annotation_bytes(pod: PodView, annotations: Mapping[str, str | None]) -> int:
     """The bytes of `pod`'s annotations once `annotations` (a value, or None: removed)
     are written, as the API server counts them against its 256 KiB (keys and values,
-    in bytes of UTF-8). A present value the daemon does not keep counts as kept, the
-    safe side: it is never subtracted."""
+    in bytes of UTF-8; the pod's summary knows the size of every value, kept or not)."""
     current = pod.annotations
     total = current.total_bytes
     for key, value in annotations.items():
         if value is not None and current.holds(key, value):
             continue
         key_bytes = len(_utf8(key))
-        if current.kept(key) and (present := current.value(key)) is not None:
-            total -= key_bytes + len(_utf8(present))
+        if (present := current.value_bytes(key)) is not None:
+            total -= key_bytes + present
         if value is not None:
             total += key_bytes + len(_utf8(value))
     return total
