@@ -1,4 +1,4 @@
-"""Review (issue 29): the room computation over the whole write."""
+"""The room for annotations, counted over the whole write (issue 29, found in review)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,10 @@ def test_long_keys_with_short_answers_cost_a_few_passes_not_one_per_value(
     probes = [
         Decided(
             owner(f"m#p{p}"),
-            spec(name=f"p{p}", ok_annotations={f"{PREFIX}/p{p}-{k}": "{{.Result}}" for k in range(32)}),
+            spec(
+                name=f"p{p}",
+                ok_annotations={f"{PREFIX}/p{p}-{k}": "{{.Result}}" for k in range(32)},
+            ),
             S,
             "",
             "z",
@@ -101,9 +104,7 @@ def test_a_value_replacing_a_large_one_the_daemon_did_not_write_is_not_refused()
     used = 200_000 + len("game/note") + len("big")
     filler = "y" * (TOTAL_ANNOTATION_BYTES - used - 100)
     pod = view(annotations={"game/note": "x" * 200_000, "big": filler})
-    desired = desired_state(
-        pod=pod, decided=[Decided(owner(M), NOTE, S, "", "1")], live={}
-    )
+    desired = desired_state(pod=pod, decided=[Decided(owner(M), NOTE, S, "", "1")], live={})
     assert desired.invalid == ()
     assert desired.annotations.get("game/note") == "players: 1 |"
 

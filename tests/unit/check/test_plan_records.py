@@ -1,4 +1,4 @@
-"""Review (issues 29/30): `probemarker check` plans what the daemon would."""
+"""`probemarker check` plans what the daemon would, for record entries that hold a command (issues 29/30, found in review)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Review (issues 29/30): Warnings a restarted daemon raises again, and plans that do
-not converge. Each test states the contract it holds the code to."""
+"""Warnings a restarted daemon must not raise again, and answers that alternate
+(issue 29, found in review). Each test states the contract it holds the code to."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ async def test_a_restarted_daemon_does_not_warn_again_of_the_value_it_warned_of_
     and raises the Warning about B a second time, although nothing changed."""
     pod = Pod()
     first = await _generation(pod, ["bad answer A"] + ["bad answer B"] * 30, runs=15)
-    assert len(first) == 2 and "bad answer B" in first[1], first
+    assert len(first) == 2, first
+    assert "bad answer B" in first[1], first
     again = await _generation(pod, ["bad answer B"], runs=3)
     assert again == [], again
 
