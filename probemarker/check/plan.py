@@ -34,7 +34,7 @@ from probemarker.api.model import (
     ProbeSpec,
     Timing,
 )
-from probemarker.api.template import render
+from probemarker.api.template import render, uses_result
 from probemarker.decide import Gate, gate, not_running, result_of, state_of
 from probemarker.identity import OwnerRef, ProbeKey
 from probemarker.match import match_pod, selector_matches
@@ -216,7 +216,12 @@ def policy_values(spec: ProbeSpec, outcome: Outcome) -> dict[str, dict[str, str]
     policy = None if state is None else spec.policy_for(state)
     if policy is None:
         return None
-    result = result_of(spec, outcome) or ""  # no answer: as a new state renders it
+    result = result_of(spec, outcome)
+    if result is None:  # no answer: the daemon keeps or clears those (the patch says)
+        return {
+            "labels": {k: v for k, v in policy.labels.items() if not uses_result(v)},
+            "annotations": {k: v for k, v in policy.annotations.items() if not uses_result(v)},
+        }
     return {
         "labels": {k: render(v, result) for k, v in policy.labels.items()},
         "annotations": {k: render(v, result) for k, v in policy.annotations.items()},
@@ -227,4 +232,4 @@ def result_shown(spec: ProbeSpec, outcome: Outcome) -> str | None:
     """What `{{.Result}}` stands for after `outcome`, or None when no policy uses it."""
     if not spec.uses_result or outcome.result is Result.UNKNOWN:
         return None
-    return result_of(spec, outcome) or ""  # no answer: as a new state renders it
+    return result_of(spec, outcome)  # None: no answer, nothing to show

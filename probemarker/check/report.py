@@ -234,7 +234,8 @@ def _values_lines(probe: ProbeCheck) -> list[str]:
                 else:
                     lines.append(
                         f"    would NOT set {kind[:-1]} {printable(key)}={_quoted(value)}: "
-                        f"{printable(bad['problem'])} (the last valid value stays; the daemon "
+                        f"{printable(bad['problem'])} (within the pod's state the last valid "
+                        "value stays, across a transition the key is removed; the daemon "
                         "reports it with an InvalidResultValue event)"
                     )
     if probe.condition is not None:
