@@ -171,7 +171,9 @@ def test_a_refused_rendered_value_is_shown_with_its_problem() -> None:
     )
     assert "    {{.Result}}: 'de dust'" in text
     assert "    would set label up=yes" in text
-    assert "    would NOT set label map='de dust': not a label value (within the pod's state" in text
+    assert (
+        "    would NOT set label map='de dust': not a label value (within the pod's state" in text
+    )
 
 
 # What a marker author or a pod controls, with what a terminal must not get raw: ESC
