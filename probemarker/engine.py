@@ -107,10 +107,11 @@ class EngineStats:
     periods_skipped: int = 0
     dropped_results: int = 0  # results of runs whose probe changed or went away
     # values rendered from {{.Result}} that could not go on a pod, by kind (label,
-    # annotation): each reported once per pod and key (InvalidResultValue)
+    # annotation): each reported once per pod, key and value (InvalidResultValue)
     invalid_values: Counter[str] = field(default_factory=Counter)
-    # new invalid values not reported: their key's Warning was raised less than
-    # `warning_refresh` seconds before (an answer that changes every run)
+    # new invalid values of keys reported already, not reported: the pod's last such
+    # Warning was raised less than `warning_refresh` seconds before (answers that
+    # change every run)
     invalid_values_held: int = 0
 
 

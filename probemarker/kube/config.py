@@ -150,14 +150,21 @@ async def load_kubeconfig(
     source = f"kubeconfig {merged.where}, context {target.context}"
     namespace, namespace_from = _context_namespace(target)
     credentials, cert, key = await _credentials(target, exec_timeout)
+    return Connection(
+        server=target.server,
+        credentials=credentials,
+        tls=_tls(target, cert, key, source),
+        source=source,
+        namespace=namespace,
+        namespace_from=namespace_from,
+    )
+
+
+def _tls(target: Target, cert: bytes | None, key: bytes | None, source: str) -> TlsMaterial | None:
+    """The TLS material of an https `target` (an exec plugin's `cert` and `key` win
+    over the kubeconfig's), checked now; None for plain http."""
     if not target.server.startswith("https://"):
-        return Connection(
-            server=target.server,
-            credentials=credentials,
-            source=source,
-            namespace=namespace,
-            namespace_from=namespace_from,
-        )
+        return None
     tls = TlsMaterial(
         ca_file=target.ca_file,
         ca_data=target.ca_data,
@@ -175,14 +182,7 @@ async def load_kubeconfig(
             f"cannot use the TLS material of {source}: {_reason(err)}; check its "
             "certificate-authority and client-certificate/-key"
         ) from None
-    return Connection(
-        server=target.server,
-        credentials=credentials,
-        tls=tls,
-        source=source,
-        namespace=namespace,
-        namespace_from=namespace_from,
-    )
+    return tls
 
 
 def _context_namespace(target: Target) -> tuple[str, str]:

@@ -310,8 +310,9 @@ def _probe_families(snap: Snapshot) -> list[Metric]:
         ),
         _one(
             "invalid_result_values_held_total",
-            "New invalid {{.Result}} values not reported: their key's Warning was raised less "
-            "than --message-refresh-seconds before (an answer that changes every run).",
+            "New invalid {{.Result}} values of keys reported already, not reported: the pod's "
+            "last such Warning was less than --message-refresh-seconds before (answers that "
+            "change every run).",
             engine.invalid_values_held,
         ),
         _gauge("probes_tracked", "Probes the daemon runs on this node's pods.", snap.probes),

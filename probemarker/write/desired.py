@@ -71,6 +71,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -472,17 +473,15 @@ def desired_state(
     of two results for one owner the first is used. `held_commands`: the owners whose
     command may still run in the container (probe/holds.py), recorded in their entries
     (`ownership.with_held`)."""
-    results = tuple(decided)
-    held = held_commands or {}
-    first, rendered = _desired(pod, results, live, held_markers, held, refused={})
+    plan = partial(_desired, pod, tuple(decided), live, held_markers, held_commands or {})
+    first, rendered = plan(refused={})
     if annotation_bytes(pod, first.annotations) <= TOTAL_ANNOTATION_BYTES:
         return first
     # Over the room. The record's notes of Warnings go first (they only spare a
     # repeated Warning); then the rendered values are admitted in claim order while
     # they fit, each counted with its share of the record, against the pass that
     # refuses them all (`none`). A few passes, whatever a marker renders.
-    everything = dict.fromkeys(rendered, "")
-    none, _ = _desired(pod, results, live, held_markers, held, refused=everything, notes=False)
+    none, _ = plan(refused=dict.fromkeys(rendered, ""), notes=False)
     total = annotation_bytes(pod, none.annotations)
     admitted: list[tuple[Claim, int]] = []
     refused: dict[Claim, str] = {}
@@ -494,7 +493,7 @@ def desired_state(
         else:
             refused[claim] = _no_room(total + share)
     for _ in range(_ROOM_CHECKS):
-        final, seen = _desired(pod, results, live, held_markers, held, refused=refused, notes=False)
+        final, seen = plan(refused=refused, notes=False)
         total = annotation_bytes(pod, final.annotations)
         if total <= TOTAL_ANNOTATION_BYTES:
             return final
@@ -511,9 +510,9 @@ def desired_state(
             excess -= max(share, 1)
     # Still over: nothing rendered goes in; what is left over is not ours (the writer
     # meets the API server's 422 and narrows its patch, write/restrict.py).
-    final, seen = _desired(pod, results, live, held_markers, held, refused=refused, notes=False)
+    _, seen = plan(refused=refused, notes=False)
     refused.update({c: _no_room(total) for c in seen if c not in refused})
-    return _desired(pod, results, live, held_markers, held, refused=refused, notes=False)[0]
+    return plan(refused=refused, notes=False)[0]
 
 
 def _share(pod: PodView, admit: DesiredPod, refuse: DesiredPod, claim: Claim) -> int:

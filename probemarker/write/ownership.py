@@ -26,9 +26,10 @@ text and an unchanged record never causes a write):
   rendered from `{{.Result}}` is invalid (`l:KEY`, with the token of the first such
   value; `a:KEY` is read too, for room to grow) and a key it lost to another owner
   (`xl:KEY`, `xa:KEY`, `xc:TYPE`, with the token of the winner's name), so a restarted
-  daemon raises no Warning again for a situation that has not changed. Each is left out when empty. Unknown members of an
-  entry are ignored (room for later additions), and so is a malformed `w` (it only
-  spares a repeated event; the entry's keys stand without it);
+  daemon raises no Warning again for a situation that has not changed. Each is left
+  out when empty. Unknown members of an entry are ignored (room for later additions),
+  and so is a malformed `w` (it only spares a repeated event; the entry's keys stand
+  without it);
 - `h`: a command of the probe that may still run in the container (api exec backend,
   probe/holds.py, issue 30): `d` its `command_digest`, `c` the `container_mark` of the
   container instance it runs in, `t` when it was held (whole seconds since the epoch).
