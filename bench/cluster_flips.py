@@ -46,6 +46,7 @@ from tests.cluster.kube import (
     Kubectl,
     Watch,
     busybox_pod,
+    create_namespace,
     marker,
     processes_with_args,
     wait_for,
@@ -151,14 +152,7 @@ def main() -> None:
     args = parser.parse_args()
     cluster = Cluster.at(STATE)
     kubectl = cluster.kubectl
-    kubectl.run("delete", "namespace", NS, "--ignore-not-found", "--wait=true", timeout=120)
-    kubectl.run("create", "namespace", NS)
-    wait_for(
-        lambda: kubectl.run("-n", NS, "get", "sa", "default", check=False).returncode,
-        lambda code: code == 0,
-        timeout=30,
-        what="ServiceAccount",
-    )
+    create_namespace(kubectl, NS, fresh=True)
     pod = busybox_pod(
         "gate", NS, script="touch /tmp/ok && exec sleep 2147483647", labels={"app": "gate"},
         spec={"readinessGates": [{"conditionType": GATE}]},

@@ -51,6 +51,7 @@ from tests.cluster.kube import (
     DAEMON_NAMESPACE,
     Kubectl,
     busybox_pod,
+    create_namespace,
     processes_with_args,
     wait_for,
 )
@@ -273,14 +274,7 @@ def main() -> None:
     args = parser.parse_args()
     cluster = Cluster.at(STATE)
     kubectl = cluster.kubectl
-    kubectl.run("delete", "namespace", NS, "--ignore-not-found", "--wait=true", timeout=180)
-    kubectl.run("create", "namespace", NS)
-    wait_for(
-        lambda: kubectl.run("-n", NS, "get", "sa", "default", check=False).returncode,
-        lambda code: code == 0,
-        timeout=30,
-        what="ServiceAccount",
-    )
+    create_namespace(kubectl, NS, fresh=True)
     addon = Addon(cluster, Path(tempfile.mkdtemp()))
     try:
         addon.use("api")

@@ -36,7 +36,7 @@ from tests.cluster.install import (
     Cluster,
     run_script,
 )
-from tests.cluster.kube import REPO, wait_for
+from tests.cluster.kube import REPO, create_namespace
 
 
 def _why_not() -> str | None:
@@ -118,13 +118,7 @@ def addon(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Addon:
 def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
     stem = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-")
     name = f"t-{stem}-{uuid.uuid4().hex[:5]}"
-    cluster.kubectl.run("create", "namespace", name)
-    wait_for(
-        lambda: cluster.kubectl.run("-n", name, "get", "serviceaccount", "default", check=False),
-        lambda done: done.returncode == 0,
-        timeout=30,
-        what=f"ServiceAccount {name}/default",
-    )
+    create_namespace(cluster.kubectl, name)
     try:
         yield name
     finally:

@@ -273,6 +273,20 @@ def wait_label(
     )
 
 
+def create_namespace(kubectl: Kubectl, name: str, *, fresh: bool = False) -> None:
+    """Create namespace `name` (`fresh`: deleting it first, with what a run before left
+    in it) and wait for its default ServiceAccount, which pods need."""
+    if fresh:
+        kubectl.run("delete", "namespace", name, "--ignore-not-found", "--wait=true", timeout=180)
+    kubectl.run("create", "namespace", name)
+    wait_for(
+        lambda: kubectl.run("-n", name, "get", "serviceaccount", "default", check=False),
+        lambda done: done.returncode == 0,
+        timeout=30,
+        what=f"ServiceAccount {name}/default",
+    )
+
+
 def exec_in(kubectl: Kubectl, namespace: str, pod: str, *command: str) -> str:
     return kubectl.run("exec", "-n", namespace, pod, "--", *command, timeout=30).stdout
 
