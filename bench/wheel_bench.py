@@ -107,7 +107,7 @@ async def _wheel_model(
     probes: list[tuple[str, float]], period: float, tally: Tally
 ) -> Callable[[], Awaitable[None]]:
     """Create the entries; return how to stop."""
-    from probemarker.kube.ratelimit import MONOTONIC
+    from probemarker.kit.clock import MONOTONIC
     from probemarker.schedule.dispatcher import Dispatcher
     from probemarker.schedule.timing import next_due
 

@@ -50,13 +50,15 @@ from probemarker.cri.client import RuntimeClient, RuntimeInfo
 from probemarker.cri.endpoint import socket_path
 from probemarker.engine import Engine, EngineSettings
 from probemarker.identity import PodUID, ProbeKey
+from probemarker.kit.clock import MONOTONIC, Clock
+from probemarker.kit.repeats import Repeats
 from probemarker.kube.cache import ObjectKey
 from probemarker.kube.client import ClientSettings, KubeClient
 from probemarker.kube.config import Connection, load_incluster, load_kubeconfig
 from probemarker.kube.events import EventRecorder
 from probemarker.kube.execstream import ExecSettings
 from probemarker.kube.informer import Informer
-from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
+from probemarker.kube.ratelimit import TokenBucket
 from probemarker.kube.resources import PODS
 from probemarker.markers import marker_projection, marker_resource
 from probemarker.observe.address import parse_listen_address
@@ -70,7 +72,6 @@ from probemarker.observe.descriptors import (
 from probemarker.observe.health import Health, HealthSettings, Heartbeat
 from probemarker.observe.looperrors import LoopErrors
 from probemarker.observe.metrics import HTTPPool, InformerSnapshot, Snapshot, build_registry
-from probemarker.observe.repeats import Repeats
 from probemarker.observe.serve import MetricsServer
 from probemarker.pods import pod_projection
 from probemarker.probe.cri import CRIExecHandler

@@ -55,11 +55,11 @@ from probemarker.decide import (
     step,
 )
 from probemarker.identity import HeldCommand, OwnerRef, PodUID, ProbeKey
+from probemarker.kit.clock import Clock
+from probemarker.kit.histogram import Histogram
 from probemarker.kube.cache import Entry, ObjectKey
-from probemarker.kube.ratelimit import Clock
 from probemarker.markers import MarkerTable
 from probemarker.match import diff_matches, match_pod
-from probemarker.observe.histogram import Histogram
 from probemarker.pods import ContainerFacts, PodView, pod_view
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result

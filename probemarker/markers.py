@@ -19,8 +19,8 @@ from probemarker.api import rules
 from probemarker.api.fields import FieldError
 from probemarker.api.model import Marker, MarkerRef
 from probemarker.api.parse import InvalidMarker, marker_ref_text, parse_marker
-from probemarker.kube.projection import projector
-from probemarker.kube.ratelimit import Clock
+from probemarker.kit.clock import Clock
+from probemarker.kit.projection import projector
 from probemarker.kube.resources import Resource
 
 KIND = "PodProbeMarker"

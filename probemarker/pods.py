@@ -1,14 +1,14 @@
 """A typed, read-only view of the pod fields the engine reads.
 
 Stage: values (pure). Input: a pod projection (`pod_projection`: the fields of
-`kube.projection.POD_FIELDS` and a summary of the annotations), or a whole pod as the
+`kit.projection.POD_FIELDS` and a summary of the annotations), or a whole pod as the
 API server sends it (its annotations are summarized here the same way). Output:
 `PodView` and `ContainerFacts`. Every field is read defensively: a pod with no labels,
 no annotations, no status or odd values (Kruise panicked on pods without labels,
 kruise#2499/#2527) reads as empty, never raises. Timestamps are RFC 3339 strings from
 the API server, parsed to Unix seconds.
 
-Of the annotations the view has an `AnnotationSummary` (kube/annotations.py): the
+Of the annotations the view has an `AnnotationSummary` (kit/annotations.py): the
 values of the ownership record and of the keys it names (`ownership.read_keys`: all
 the daemon ever reads values of), a fingerprint of every annotation (whether a key
 holds a given value) and their total size; never the other values.
@@ -23,8 +23,8 @@ from types import MappingProxyType
 from typing import Any
 
 from probemarker.identity import PodUID
-from probemarker.kube.annotations import AnnotationSummary, summarize
-from probemarker.kube.projection import Projector, pod_projector
+from probemarker.kit.annotations import AnnotationSummary, summarize
+from probemarker.kit.projection import Projector, pod_projector
 from probemarker.write.ownership import read_keys
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})

@@ -345,7 +345,7 @@ async def _check_pods(
     from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSocketAction
     from probemarker.app import api_exec_handler
     from probemarker.check.proxy import ApiProxyHTTPGetHandler
-    from probemarker.kube.ratelimit import MONOTONIC
+    from probemarker.kit.clock import MONOTONIC
     from probemarker.probe.handler import ProbeHandler
     from probemarker.probe.runner import ProbeRunner
 

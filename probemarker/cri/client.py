@@ -51,7 +51,7 @@ import anyio.to_thread
 
 import probemarker
 from probemarker.cri.endpoint import socket_problem
-from probemarker.kube.ratelimit import MONOTONIC, Clock
+from probemarker.kit.clock import MONOTONIC, Clock
 
 __all__ = [
     "EXTRA_HINT",

@@ -46,9 +46,11 @@ from typing import Any, Literal
 import orjson
 import structlog
 
+from probemarker.kit.clock import MONOTONIC, Clock
+from probemarker.kit.text import trim_utf8
 from probemarker.kube.client import KubeClient
 from probemarker.kube.errors import ApiConflict, ApiNotFound, KubeError
-from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
+from probemarker.kube.ratelimit import TokenBucket
 from probemarker.kube.resources import EVENTS
 
 __all__ = [
@@ -62,7 +64,6 @@ __all__ = [
     "RecorderSettings",
     "event_name",
     "micro_time",
-    "trim_utf8",
 ]
 
 log = structlog.get_logger(__name__)
@@ -127,14 +128,6 @@ class EventStats:
     queued_max: int = 0  # the most series ever waiting at once (the queue holds max_queued)
     failed: int = 0  # writes the API server refused or that got no answer
     evicted: int = 0  # series forgotten to keep the cache bounded
-
-
-def trim_utf8(text: str, limit: int) -> str:
-    """`text` cut to at most `limit` UTF-8 bytes, never inside a character."""
-    data = text.encode("utf-8", "replace")
-    if len(data) <= limit:
-        return text
-    return data[:limit].decode("utf-8", "ignore")
 
 
 def micro_time(moment: datetime) -> str:

@@ -56,7 +56,9 @@ from typing import Any, Generic, TypeVar
 import anyio
 import structlog
 
-from probemarker.kube.backoff import Backoff
+from probemarker.kit.backoff import Backoff
+from probemarker.kit.clock import MONOTONIC, Clock
+from probemarker.kit.repeats import Repeats
 from probemarker.kube.cache import Change, Entry, ObjectKey, Store, entry_of
 from probemarker.kube.errors import ApiError, ApiGone, ApiMalformed, KubeError, RequestInfo
 from probemarker.kube.informerfailures import Failure, describe_failure
@@ -67,9 +69,7 @@ from probemarker.kube.informertypes import (
     ListWatchClient,
     Resource,
 )
-from probemarker.kube.ratelimit import MONOTONIC, Clock
 from probemarker.kube.watchevents import BookmarkEvent, ErrorEvent, parse_watch_line
-from probemarker.observe.repeats import Repeats
 
 __all__ = [
     "PODS",

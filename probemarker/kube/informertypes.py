@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from probemarker.kube.backoff import BackoffSettings
+from probemarker.kit.backoff import BackoffSettings
 from probemarker.kube.errors import RequestInfo
 from probemarker.kube.resources import PODS, Resource
 

@@ -16,7 +16,7 @@ Invariants:
 - waiters are served in arrival order (FIFO): a late caller never overtakes one
   already waiting, so no busy caller starves another;
 - a cancelled waiter takes no token and leaves the queue, and the next one moves up;
-- time comes only from the injected `Clock` (monotonic seconds, and its `sleep`), so
+- time comes only from the injected `Clock` (kit/clock.py: monotonic seconds, and its `sleep`), so
   tests drive it with a fake clock and assert nothing about wall-clock time.
 
 The arithmetic is pure (`refill`, `delay_for_token`) and tested on its own.
@@ -26,44 +26,17 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Protocol
+
+from probemarker.kit.clock import MONOTONIC, Clock
 
 __all__ = [
-    "MONOTONIC",
     "BucketState",
-    "Clock",
-    "MonotonicClock",
     "TokenBucket",
     "delay_for_token",
     "refill",
 ]
-
-
-class Clock(Protocol):
-    """Monotonic time in seconds, and a sleep on the same time line."""
-
-    def now(self) -> float: ...
-
-    async def sleep(self, seconds: float) -> None: ...
-
-
-class MonotonicClock:
-    """The real clock: `time.monotonic()` and `asyncio.sleep`."""
-
-    def now(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-    def __repr__(self) -> str:
-        return "MonotonicClock()"
-
-
-MONOTONIC = MonotonicClock()
 
 
 @dataclass(frozen=True, slots=True)

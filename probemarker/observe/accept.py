@@ -36,9 +36,9 @@ from typing import Any, Final
 
 import structlog
 
-from probemarker.kube.ratelimit import Clock
+from probemarker.kit.clock import Clock
+from probemarker.kit.repeats import Repeats
 from probemarker.observe.connections import ConnectionGate, peer_of
-from probemarker.observe.repeats import Repeats
 
 __all__ = ["AcceptLoop", "errno_name"]
 

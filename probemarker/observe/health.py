@@ -39,7 +39,7 @@ from typing import Protocol
 
 import anyio
 
-from probemarker.kube.ratelimit import Clock
+from probemarker.kit.clock import Clock
 
 __all__ = [
     "Health",

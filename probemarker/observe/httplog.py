@@ -25,9 +25,9 @@ from typing import Any
 import structlog
 from aiohttp.http_exceptions import HttpProcessingError
 
-from probemarker.kube.ratelimit import Clock
+from probemarker.kit.clock import Clock
+from probemarker.kit.repeats import Repeats
 from probemarker.observe.connections import ServerStats
-from probemarker.observe.repeats import Repeats
 
 __all__ = ["ServerLog"]
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import structlog
 
-from probemarker.kube.ratelimit import Clock
-from probemarker.observe.repeats import Repeats
+from probemarker.kit.clock import Clock
+from probemarker.kit.repeats import Repeats
 
 __all__ = ["LoopErrors", "loop_error_key"]
 

@@ -48,14 +48,14 @@ from anyio.streams.stapled import MultiListener
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from probemarker.kube.ratelimit import MONOTONIC, Clock
+from probemarker.kit.clock import MONOTONIC, Clock
+from probemarker.kit.repeats import Repeats
 from probemarker.observe.accept import AcceptLoop
 from probemarker.observe.address import ListenAddress
 from probemarker.observe.connections import ConnectionGate, ServerStats
 from probemarker.observe.descriptors import ConnectionLimits, connection_limits
 from probemarker.observe.health import Health, Report
 from probemarker.observe.httplog import ServerLog
-from probemarker.observe.repeats import Repeats
 
 __all__ = ["IDLE_TIMEOUT", "LIFETIME", "MetricsServer", "MetricsServerError"]
 

@@ -63,7 +63,7 @@ from typing import Protocol, Self
 import structlog
 
 from probemarker.identity import HeldCommand
-from probemarker.kube.ratelimit import MONOTONIC, Clock
+from probemarker.kit.clock import MONOTONIC, Clock
 
 __all__ = ["CommandHolds", "HoldSettings", "HoldSlot", "HoldStats", "Holdable"]
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from probemarker.kube.events import trim_utf8
+from probemarker.kit.text import trim_utf8
 
 __all__ = [
     "ELLIPSIS",

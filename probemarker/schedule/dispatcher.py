@@ -49,7 +49,7 @@ from typing import Generic, NamedTuple, TypeVar
 import anyio
 import structlog
 
-from probemarker.kube.ratelimit import Clock
+from probemarker.kit.clock import Clock
 from probemarker.schedule.wheel import TimerWheel
 
 __all__ = ["DispatchStats", "Dispatcher"]

@@ -82,7 +82,7 @@ from probemarker.api.names import label_value_problems
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
 from probemarker.api.template import render, uses_result
 from probemarker.identity import HeldCommand, OwnerRef
-from probemarker.kube.events import trim_utf8
+from probemarker.kit.text import trim_utf8
 from probemarker.pods import PodView
 from probemarker.write.ownership import (
     OUR_REASONS,

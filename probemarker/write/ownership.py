@@ -339,7 +339,7 @@ def read_keys(metadata: Mapping[str, Any]) -> tuple[str, ...]:
     `metadata`: the record's own key, and every annotation key its record names for
     this pod (a superset of what `parse_record` accepts: an entry is not validated
     here). The pod projection keeps these values and only fingerprints of the rest
-    (kube/annotations.py): desired.py and restrict.py read values only to check that a
+    (kit/annotations.py): desired.py and restrict.py read values only to check that a
     recorded key still holds what was written, and the record names all of those."""
     annotations = metadata.get("annotations")
     text = annotations.get(OWNED_KEY) if isinstance(annotations, dict) else None

@@ -26,7 +26,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from probemarker.kube.ratelimit import Clock
+from probemarker.kit.clock import Clock
 
 __all__ = ["FlushQueue"]
 

@@ -59,7 +59,8 @@ import structlog
 from anyio.abc import ObjectReceiveStream
 
 from probemarker.identity import PodUID
-from probemarker.kube.backoff import Backoff, BackoffSettings
+from probemarker.kit.backoff import Backoff, BackoffSettings
+from probemarker.kit.clock import MONOTONIC, Clock
 from probemarker.kube.client import KubeClient
 from probemarker.kube.errors import (
     ApiConflict,
@@ -73,7 +74,7 @@ from probemarker.kube.errors import (
     ApiUnreachable,
     KubeError,
 )
-from probemarker.kube.ratelimit import MONOTONIC, Clock, TokenBucket
+from probemarker.kube.ratelimit import TokenBucket
 from probemarker.kube.resources import PODS
 from probemarker.kube.statuswrite import patch_pod_status
 from probemarker.pods import PodView, pod_projection, pod_view

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from probemarker.kube.backoff import BackoffSettings
+from probemarker.kit.backoff import BackoffSettings
 from probemarker.kube.cache import Change, ChangeKind, ObjectKey
 from probemarker.kube.client import KubeClient
 from probemarker.kube.errors import RequestInfo

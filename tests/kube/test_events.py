@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from probemarker.kit.text import trim_utf8
 from probemarker.kube.client import KubeClient
 from probemarker.kube.config import load_kubeconfig
 from probemarker.kube.errors import RequestInfo
@@ -26,12 +27,11 @@ from probemarker.kube.events import (
     RecorderSettings,
     event_name,
     micro_time,
-    trim_utf8,
 )
 from probemarker.kube.ratelimit import TokenBucket
 from probemarker.sim import SimCluster
 from tests.kube.conftest import TOKEN
-from tests.kube.fakes import FakeClock, until
+from tests.fakes import FakeClock, until
 
 POD = ObjectRef(kind="Pod", namespace="default", name="gs-1", uid="uid-1", resource_version="7")
 EVENTS_V1 = "/apis/events.k8s.io/v1/namespaces/default/events"

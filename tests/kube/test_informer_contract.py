@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from probemarker.kube.backoff import BackoffSettings
+from probemarker.kit.backoff import BackoffSettings
 from probemarker.kube.cache import Change, ChangeKind, ObjectKey
 from probemarker.kube.client import KubeClient
 from probemarker.kube.config import load_kubeconfig

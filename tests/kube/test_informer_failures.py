@@ -12,7 +12,8 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 
-from probemarker.kube.backoff import BackoffSettings
+from probemarker.kit.backoff import BackoffSettings
+from probemarker.kit.repeats import Repeats
 from probemarker.kube.errors import (
     ApiForbidden,
     ApiNotFound,
@@ -24,8 +25,7 @@ from probemarker.kube.errors import (
 from probemarker.kube.informer import Informer, InformerSettings
 from probemarker.kube.informerfailures import describe_failure
 from probemarker.kube.resources import PODS, Resource
-from probemarker.observe.repeats import Repeats
-from tests.kube.fakes import FakeClock
+from tests.fakes import FakeClock
 
 MARKERS = Resource("probemarker.io", "v1alpha1", "podprobemarkers")
 LIST = RequestInfo("list", "podprobemarkers", group="probemarker.io")

@@ -9,7 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from probemarker.kube.backoff import Backoff, BackoffSettings, backoff_delay
+from probemarker.kit.backoff import Backoff, BackoffSettings, backoff_delay
+from probemarker.kit.projection import compile_fields, project, projector
 from probemarker.kube.errors import (
     ApiGone,
     ApiMalformed,
@@ -17,7 +18,6 @@ from probemarker.kube.errors import (
     ApiTooManyRequests,
     RequestInfo,
 )
-from probemarker.kube.projection import compile_fields, project, projector
 from probemarker.kube.watchevents import BookmarkEvent, ErrorEvent, ObjectEvent, parse_watch_line
 from probemarker.pods import pod_projection
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from probemarker.kube.ratelimit import BucketState, TokenBucket, delay_for_token, refill
-from tests.kube.fakes import FakeClock, until
+from tests.fakes import FakeClock, until
 
 # -- the pure arithmetic -----------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from probemarker.kube.statuswrite import patch_pod_status
 from probemarker.sim import SimCluster
 from probemarker.sim.server.discovery import PODS
 from tests.kube.conftest import TOKEN
-from tests.kube.fakes import FakeClock, until
+from tests.fakes import FakeClock, until
 
 NS = "default"
 PROBE_CONDITION = "probemarker.io/idle"

@@ -18,6 +18,7 @@ import orjson
 
 from probemarker.api.crd import build_crd
 from probemarker.api.rules import GROUP, PLURAL, VERSION
+from probemarker.kit.projection import IDENTITY_FIELDS, projector
 from probemarker.kube.cache import ChangeKind
 from probemarker.kube.client import KubeClient
 from probemarker.kube.config import load_kubeconfig
@@ -26,7 +27,6 @@ from probemarker.kube.events import EventRecorder, ObjectRef
 from probemarker.kube.execresult import ExecExited
 from probemarker.kube.execstream import run_exec
 from probemarker.kube.informer import PODS, Informer, Resource
-from probemarker.kube.projection import IDENTITY_FIELDS, projector
 from probemarker.kube.ratelimit import TokenBucket
 from probemarker.kube.statuswrite import patch_pod_status
 from probemarker.pods import pod_projection

@@ -25,7 +25,7 @@ from probemarker.identity import PodUID
 from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
-from tests.kube.fakes import FakeClock
+from tests.fakes import FakeClock
 from tests.probe.criserver import Runtime, serve
 
 ID = "c0ffee" * 10 + "abcd"

@@ -23,7 +23,7 @@ from probemarker.probe.outcome import Outcome
 from probemarker.probe.runner import ProbeRunner
 from probemarker.probe.tcp import TCPSocketHandler
 from probemarker.write.patch import build_patch
-from tests.kube.fakes import FakeClock, until
+from tests.fakes import FakeClock, until
 
 START = 1_800_000_000.0  # wall-clock seconds the fake clock starts at
 

@@ -8,7 +8,7 @@ from probemarker.identity import HeldCommand, PodUID, command_digest
 from probemarker.probe.outcome import Outcome
 from probemarker.write.ownership import OWNED_KEY, Owned, parse_record
 from probemarker.write.patch import build_patch
-from tests.kube.fakes import until
+from tests.fakes import until
 from tests.unit.engine.test_engine import Runner, marker_entry, pod_entry, running
 
 HELD = HeldCommand(command=command_digest(["check"]), container="1", started=1_800_000_000)

@@ -25,13 +25,13 @@ import pytest
 from prometheus_client import Gauge
 from structlog.testing import capture_logs
 
+from probemarker.kit.repeats import Repeats
 from probemarker.observe.accept import AcceptLoop, _Tracked
 from probemarker.observe.address import ListenAddress
 from probemarker.observe.connections import ConnectionGate, Eviction, ServerStats
 from probemarker.observe.descriptors import ConnectionLimits
-from probemarker.observe.repeats import Repeats
 from probemarker.observe.serve import MetricsServer
-from tests.kube.fakes import FakeClock
+from tests.fakes import FakeClock
 from tests.rbac_check import REPO
 from tests.unit.observe.test_serve import Parts
 

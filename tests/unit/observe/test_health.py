@@ -24,7 +24,7 @@ from probemarker.observe.health import (
     liveness,
     readiness,
 )
-from tests.kube.fakes import FakeClock, until
+from tests.fakes import FakeClock, until
 
 SETTINGS = HealthSettings(heartbeat=1.0, loop_late_max=5.0, stuck_after=60.0)
 

@@ -13,7 +13,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from probemarker.observe.looperrors import LoopErrors, loop_error_key
-from tests.kube.fakes import FakeClock
+from tests.fakes import FakeClock
 
 KEYS = [
     pytest.param(

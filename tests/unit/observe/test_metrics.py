@@ -19,10 +19,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from probemarker import __version__
 from probemarker.engine import EngineStats
 from probemarker.identity import HeldCommand
+from probemarker.kit.histogram import Histogram
 from probemarker.kube.events import EventStats
 from probemarker.kube.informertypes import InformerCounters
 from probemarker.observe.connections import Eviction, ServerStats
-from probemarker.observe.histogram import Histogram
 from probemarker.observe.metrics import (
     HTTPPool,
     InformerSnapshot,

@@ -16,7 +16,7 @@ from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPEN
 from probemarker.observe.address import ListenAddress
 from probemarker.observe.health import Health, HealthSettings, Heartbeat
 from probemarker.observe.serve import MetricsServer, MetricsServerError
-from tests.kube.fakes import FakeClock
+from tests.fakes import FakeClock
 
 
 class FakeInformer:

@@ -10,7 +10,7 @@ import pytest
 
 from probemarker.identity import HeldCommand
 from probemarker.probe.holds import CommandHolds, HoldSettings
-from tests.kube.fakes import FakeClock, until
+from tests.fakes import FakeClock, until
 
 WALL = 1_800_000_000.0  # the wall clock's time when a test starts
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from probemarker.schedule.dispatcher import Dispatcher
-from tests.kube.fakes import FakeClock, until
+from tests.fakes import FakeClock, until
 
 T0 = 1000.0
 TICK = 0.5  # exact in binary: due times on the tick grid stay exact

@@ -21,7 +21,7 @@ from probemarker.write.desired import DesiredPod, desired_state
 from probemarker.write.ownership import Owned
 from probemarker.write.restrict import message_due
 from probemarker.write.writer import PodWriter, WriterSettings
-from tests.kube.fakes import FakeClock, until
+from tests.fakes import FakeClock, until
 from tests.unit.write.helpers import UID, S, apply, condition, decided, owner, raw_pod, spec
 
 REFRESH = 10.0

@@ -4,7 +4,7 @@ time, shutdown. A manual clock; no loop needed (the queue does no I/O)."""
 from __future__ import annotations
 
 from probemarker.write.queue import FlushQueue
-from tests.kube.fakes import FakeClock
+from tests.fakes import FakeClock
 
 COALESCE = 0.05
 

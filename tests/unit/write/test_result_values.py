@@ -8,7 +8,7 @@ import pytest
 
 from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
-from probemarker.kube.annotations import annotations_size
+from probemarker.kit.annotations import annotations_size
 from probemarker.pods import pod_view as view_of
 from probemarker.write.desired import Decided, InvalidValue, annotation_bytes, desired_state
 from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, value_token

@@ -1,8 +1,8 @@
-"""observe/repeats.py: one line per kind per interval, the rest counted (pure)."""
+"""kit/repeats.py: one line per kind per interval, the rest counted (pure)."""
 
 from __future__ import annotations
 
-from probemarker.observe.repeats import Repeats
+from probemarker.kit.repeats import Repeats
 
 
 def test_the_first_is_logged_the_rest_counted_until_the_interval_passes() -> None:

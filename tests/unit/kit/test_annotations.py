@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from probemarker.kube.annotations import (
+from probemarker.kit.annotations import (
     EMPTY,
     AnnotationSummary,
     UnknownAnnotation,

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from probemarker.kube.annotations import summarize
+from probemarker.kit.annotations import summarize
 
 __all__ = [
     "IDENTITY_FIELDS",

@@ -1,4 +1,4 @@
-"""observe/histogram.py: Prometheus' `le` buckets as plain data."""
+"""kit/histogram.py: Prometheus' `le` buckets as plain data."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from probemarker.observe.histogram import PROBE_DURATION_BUCKETS, Histogram
+from probemarker.kit.histogram import PROBE_DURATION_BUCKETS, Histogram
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,12 @@
+"""The ground floor: helpers that import nothing of probemarker's.
+
+- `clock`: `Clock`, the monotonic clock every timing rule takes (tests pass a fake);
+- `text`: text cut in UTF-8 bytes, as the API server counts them;
+- `histogram`, `repeats`: a fixed-bucket histogram, and "once per interval" for logs;
+- `annotations`, `projection`: what an informer keeps of an object (a field projection,
+  a summary of the annotations);
+- `backoff`: capped exponential backoff with jitter.
+
+Everything above may import these; these import only the standard library and
+third-party libraries (the import contract in pyproject.toml holds them to it).
+"""
