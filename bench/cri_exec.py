@@ -427,7 +427,7 @@ async def _prober_main(conn: Any, backend: str, sim: dict[str, Any], endpoint: s
         if backend == "api":
             from bench.engine_idle import connect
             from probemarker.app import client_settings
-            from probemarker.kube.client import KubeClient
+            from probemarker.kube.connect.client import KubeClient
             from probemarker.probe.exec import ExecHandler
             from probemarker.settings import RunSettings
 

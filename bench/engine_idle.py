@@ -255,7 +255,7 @@ async def connect(sim: dict[str, Any], *, incluster: bool) -> Any:
     DaemonSet uses: a token file and the CA beside it), or through the kubeconfig
     (`load_kubeconfig`, our own loader; the column kubernetes_asyncio says whether its
     client package was imported anyway)."""
-    from probemarker.kube.config import load_incluster, load_kubeconfig
+    from probemarker.kube.connect.config import load_incluster, load_kubeconfig
 
     if not incluster:
         return await load_kubeconfig(sim["kubeconfig"])
@@ -281,7 +281,7 @@ async def _daemon_main(
     import anyio
 
     from probemarker.app import Daemon, client_settings
-    from probemarker.kube.client import KubeClient
+    from probemarker.kube.connect.client import KubeClient
     from probemarker.observe.logging import configure_logging
     from probemarker.settings import RunSettings
 
@@ -357,9 +357,9 @@ async def _floor_main(
 ) -> None:
     import anyio
 
-    from probemarker.kube.client import KubeClient
-    from probemarker.kube.execresult import ExecExited
-    from probemarker.kube.execstream import run_exec
+    from probemarker.kube.connect.client import KubeClient
+    from probemarker.kube.exec.execresult import ExecExited
+    from probemarker.kube.exec.execstream import run_exec
     from probemarker.schedule.timing import first_due
 
     counts = Counter[str]()

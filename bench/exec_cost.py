@@ -43,10 +43,10 @@ from typing import Any
 
 import aiohttp
 
-from probemarker.kube.client import ClientSettings, KubeClient
-from probemarker.kube.config import Connection, load_kubeconfig
-from probemarker.kube.execresult import ExecExited
-from probemarker.kube.execstream import V4, V5, run_exec
+from probemarker.kube.connect.client import ClientSettings, KubeClient
+from probemarker.kube.connect.config import Connection, load_kubeconfig
+from probemarker.kube.exec.execresult import ExecExited
+from probemarker.kube.exec.execstream import V4, V5, run_exec
 
 SIM_TOKEN = "bench-token"
 SIM_POD = ("default", "exec-target", "main")

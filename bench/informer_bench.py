@@ -268,8 +268,8 @@ def _cpu() -> float:
 
 
 def _ours(lines: list[bytes]) -> None:
-    from probemarker.kube.cache import Store, entry_of
-    from probemarker.kube.watchevents import ObjectEvent, parse_watch_line
+    from probemarker.kube.watch.cache import Store, entry_of
+    from probemarker.kube.watch.watchevents import ObjectEvent, parse_watch_line
     from probemarker.pods import pod_projection
 
     store: Store[dict[str, Any]] = Store()
@@ -396,9 +396,9 @@ async def live_ours(
 ) -> tuple[float, float]:
     import anyio
 
-    from probemarker.kube.client import KubeClient
-    from probemarker.kube.config import load_kubeconfig
-    from probemarker.kube.informer import PODS, Informer
+    from probemarker.kube.connect.client import KubeClient
+    from probemarker.kube.connect.config import load_kubeconfig
+    from probemarker.kube.watch.informer import PODS, Informer
     from probemarker.pods import pod_projection
 
     seen = 0
@@ -514,8 +514,8 @@ async def _hold_models(lines: list[bytes]) -> dict[str, Any]:
 def _hold(kind: str, lines: list[bytes]) -> object:
     if kind == "V1Pod models":
         return asyncio.run(_hold_models(lines))
-    from probemarker.kube.cache import Store, entry_of
-    from probemarker.kube.watchevents import ObjectEvent, parse_watch_line
+    from probemarker.kube.watch.cache import Store, entry_of
+    from probemarker.kube.watch.watchevents import ObjectEvent, parse_watch_line
     from probemarker.pods import pod_projection
 
     project = pod_projection if kind == "probemarker projections" else (lambda obj: obj)
@@ -534,7 +534,7 @@ def _memory_child(
     if kind == "V1Pod models":  # import the models before the baseline
         from kubernetes_asyncio import client  # noqa: F401
     else:
-        import probemarker.kube.informer  # noqa: F401
+        import probemarker.kube.watch.informer  # noqa: F401
     gc.collect()
     if traced:
         tracemalloc.start()

@@ -32,9 +32,9 @@ from pathlib import Path
 
 async def main(kind, source, port):
     import probemarker.app  # the daemon's imports, as `probemarker run` makes them
-    from probemarker.kube.client import KubeClient
-    from probemarker.kube.config import load_incluster, load_kubeconfig
-    from probemarker.kube.errors import RequestInfo
+    from probemarker.kube.connect.client import KubeClient
+    from probemarker.kube.connect.config import load_incluster, load_kubeconfig
+    from probemarker.kube.connect.errors import RequestInfo
 
     if kind == "kubeconfig":
         connection = await load_kubeconfig(source)

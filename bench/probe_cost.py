@@ -227,7 +227,7 @@ async def _prober_main(
     async with contextlib.AsyncExitStack() as stack:
         if sim is not None and "exec" in kinds:
             from bench.engine_idle import connect
-            from probemarker.kube.client import KubeClient
+            from probemarker.kube.connect.client import KubeClient
             from probemarker.probe.exec import ExecHandler
 
             kube = await stack.enter_async_context(KubeClient(await connect(sim, incluster=True)))

@@ -3,7 +3,7 @@
 A DaemonSet rollout starts a daemon on every node within seconds, and each opens its
 informers' connections at the same moment. Issue 22 (defect 0): against a real
 kube-apiserver 1.32, 9 of 144 such starts died before becoming ready with
-`ValueError: i2d() failed` from the TLS session cache (kube/tlsresume.py read the
+`ValueError: i2d() failed` from the TLS session cache (kube/connect/tlsresume.py read the
 session of a connection still in its handshake). This bench counts those deaths.
 
 What runs, each a process of its own:
@@ -291,9 +291,9 @@ async def install_crd(kubeconfig: str) -> None:
     import orjson
 
     from probemarker.api.crd import build_crd
-    from probemarker.kube.client import KubeClient
-    from probemarker.kube.config import load_kubeconfig
-    from probemarker.kube.errors import ApiConflict, ApiNotFound, RequestInfo
+    from probemarker.kube.connect.client import KubeClient
+    from probemarker.kube.connect.config import load_kubeconfig
+    from probemarker.kube.connect.errors import ApiConflict, ApiNotFound, RequestInfo
 
     async with KubeClient(await load_kubeconfig(kubeconfig)) as client:
         info = RequestInfo("create", "customresourcedefinitions", group="apiextensions.k8s.io")

@@ -121,11 +121,11 @@ async def run(args: argparse.Namespace, kubeconfig: str) -> dict[str, Any]:
     from kubernetes_asyncio import client as k8s
     from kubernetes_asyncio import config as k8s_config
 
-    from probemarker.kube.client import KubeClient
-    from probemarker.kube.config import load_kubeconfig
-    from probemarker.kube.errors import RequestInfo
-    from probemarker.kube.ratelimit import TokenBucket
-    from probemarker.kube.statuswrite import patch_pod_status
+    from probemarker.kube.connect.client import KubeClient
+    from probemarker.kube.connect.config import load_kubeconfig
+    from probemarker.kube.connect.errors import RequestInfo
+    from probemarker.kube.write.ratelimit import TokenBucket
+    from probemarker.kube.write.statuswrite import patch_pod_status
 
     stock_config = k8s.Configuration()
     await k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=stock_config)

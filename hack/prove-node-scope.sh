@@ -78,7 +78,7 @@ expect_allowed() {
   ((rc == 0)) || fail "$what: denied, expected it to be allowed"
   echo "  -> allowed ($what)"
 }
-# status_patch TOKEN NS POD JSONPATCH: the request the daemon makes (probemarker/kube/statuswrite.py),
+# status_patch TOKEN NS POD JSONPATCH: the request the daemon makes (probemarker/kube/write/statuswrite.py),
 # a JSON patch to pods/status. Not `kubectl patch --subresource=status`: kubectl GETs pods/status
 # first, which the daemon's role does not grant. Prints the HTTP code and the Status message.
 # A fifth argument is one more header (Impersonate-User: ...).

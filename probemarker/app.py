@@ -52,14 +52,14 @@ from probemarker.engine import Engine, EngineSettings
 from probemarker.identity import PodUID, ProbeKey
 from probemarker.kit.clock import MONOTONIC, Clock
 from probemarker.kit.repeats import Repeats
-from probemarker.kube.cache import ObjectKey
-from probemarker.kube.client import ClientSettings, KubeClient
-from probemarker.kube.config import Connection, load_incluster, load_kubeconfig
-from probemarker.kube.events import EventRecorder
-from probemarker.kube.execstream import ExecSettings
-from probemarker.kube.informer import Informer
-from probemarker.kube.ratelimit import TokenBucket
-from probemarker.kube.resources import PODS
+from probemarker.kube.connect.client import ClientSettings, KubeClient
+from probemarker.kube.connect.config import Connection, load_incluster, load_kubeconfig
+from probemarker.kube.connect.resources import PODS
+from probemarker.kube.exec.execstream import ExecSettings
+from probemarker.kube.watch.cache import ObjectKey
+from probemarker.kube.watch.informer import Informer
+from probemarker.kube.write.events import EventRecorder
+from probemarker.kube.write.ratelimit import TokenBucket
 from probemarker.markers import marker_projection, marker_resource
 from probemarker.observe.address import parse_listen_address
 from probemarker.observe.connections import ServerStats

@@ -232,7 +232,7 @@ def run_command(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, _stop_starting) for sig in STOP_SIGNALS}
     try:
         from probemarker.app import run_daemon  # the daemon's imports, only when it runs
-        from probemarker.kube.config import ConfigError
+        from probemarker.kube.connect.config import ConfigError
         from probemarker.observe.serve import MetricsServerError
 
         try:
@@ -256,8 +256,8 @@ def check_command(args: argparse.Namespace) -> int:
 
     from probemarker import settings
     from probemarker.check.run import CheckOptions, UsageError, run_check
-    from probemarker.kube.config import ConfigError
-    from probemarker.kube.errors import ApiError, KubeError
+    from probemarker.kube.connect.config import ConfigError
+    from probemarker.kube.connect.errors import ApiError, KubeError
 
     try:
         resolved = settings.resolve_connection(args, os.environ)

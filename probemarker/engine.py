@@ -57,7 +57,7 @@ from probemarker.decide import (
 from probemarker.identity import HeldCommand, OwnerRef, PodUID, ProbeKey
 from probemarker.kit.clock import Clock
 from probemarker.kit.histogram import Histogram
-from probemarker.kube.cache import Entry, ObjectKey
+from probemarker.kube.watch.cache import Entry, ObjectKey
 from probemarker.markers import MarkerTable
 from probemarker.match import diff_matches, match_pod
 from probemarker.pods import ContainerFacts, PodView, pod_view

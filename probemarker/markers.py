@@ -21,7 +21,7 @@ from probemarker.api.model import Marker, MarkerRef
 from probemarker.api.parse import InvalidMarker, marker_ref_text, parse_marker
 from probemarker.kit.clock import Clock
 from probemarker.kit.projection import projector
-from probemarker.kube.resources import Resource
+from probemarker.kube.connect.resources import Resource
 
 KIND = "PodProbeMarker"
 

@@ -21,7 +21,7 @@ import structlog
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeState
 from probemarker.identity import ProbeKey
-from probemarker.kube.events import ObjectRef
+from probemarker.kube.write.events import ObjectRef
 from probemarker.pods import PodView
 from probemarker.write.desired import Conflict, InvalidValue
 

@@ -34,9 +34,9 @@ from urllib.parse import quote
 import orjson
 
 from probemarker.api.model import Handler, HTTPGetAction
-from probemarker.kube.client import KubeClient, RawAnswer
-from probemarker.kube.errors import ApiTimeout, KubeError
-from probemarker.kube.resources import PODS
+from probemarker.kube.connect.client import KubeClient, RawAnswer
+from probemarker.kube.connect.errors import ApiTimeout, KubeError
+from probemarker.kube.connect.resources import PODS
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.http import BODY_LIMIT, failure_message, request_url
 from probemarker.probe.outcome import Outcome

@@ -37,9 +37,9 @@ from probemarker.check.report import (
     render_text,
 )
 from probemarker.identity import ProbeKey
-from probemarker.kube.config import Connection
-from probemarker.kube.errors import ApiNotFound
-from probemarker.kube.resources import PODS
+from probemarker.kube.connect.config import Connection
+from probemarker.kube.connect.errors import ApiNotFound
+from probemarker.kube.connect.resources import PODS
 from probemarker.pods import PodView, pod_view
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.runner import action_kind
@@ -382,7 +382,7 @@ async def run_check(
 ) -> int:
     """See the module docstring; UsageError for exit 2 (the caller prints it)."""
     from probemarker.app import client_settings, connect
-    from probemarker.kube.client import KubeClient
+    from probemarker.kube.connect.client import KubeClient
 
     _check_refs(options)
     marker_file = None

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from probemarker.demo.examples import Mark
-from probemarker.kube.events import REPORTING_CONTROLLER
+from probemarker.kube.write.events import REPORTING_CONTROLLER
 
 EVENT = "event"  # what a Change of the last event names
 # The head of the daemon's probe events (report.py): `marker/probe on container c: State`.

@@ -37,8 +37,8 @@ from probemarker.demo.scenario import PODS, STEPS
 from probemarker.demo.screen import choose_screen
 from probemarker.demo.stopping import StopSignals
 from probemarker.demo.view import Totals, build_layout, stamp, summary_lines
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import load_kubeconfig
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.settings import RunSettings
 from probemarker.sim import SimCluster
 from probemarker.sim.server.discovery import EVENTS

@@ -1,12 +1,13 @@
 """The client layer: everything the daemon says to the API server goes through here.
 
-- `config`: where the API server is (kubeconfig or in-cluster) -> `Connection`;
-- `credentials`: the Authorization header, re-read as tokens rotate;
-- `client`: the one HTTP edge (connection pools, deadlines, streams, WebSockets);
-- `errors`: the one error tree, mapped once from HTTP answers;
-- `tlsresume`: TLS session resumption for the many short exec connections;
-- the conversations built on them: list+watch informers, the exec stream,
-  status patches, events.
+Four rooms, one activity each, each resting on `connect`:
+- `connect/`: where the API server is (kubeconfig or in-cluster) -> `Connection`; the
+  Authorization header, re-read as tokens rotate; TLS session resumption; the one HTTP
+  edge (`client`: connection pools, deadlines, streams, WebSockets); the one error tree,
+  mapped once from HTTP answers; the resources the daemon names;
+- `watch/`: list+watch informers and their store;
+- `exec/`: the `pods/exec` stream and what it reports;
+- `write/`: pods/status patches, events, and the client-side write budget.
 
-Nothing here imports `probemarker.sim`.
+Nothing here imports `probemarker.sim` or a stage of the daemon; only `kit/` below it.
 """

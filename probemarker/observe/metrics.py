@@ -31,8 +31,8 @@ from prometheus_client.metrics_core import (
 
 from probemarker import __version__
 from probemarker.engine import EngineStats
-from probemarker.kube.events import EventStats
-from probemarker.kube.informertypes import InformerCounters
+from probemarker.kube.watch.informertypes import InformerCounters
+from probemarker.kube.write.events import EventStats
 from probemarker.observe.connections import Eviction, ServerStats
 from probemarker.probe.holds import CommandHolds
 from probemarker.probe.http import PoolStats

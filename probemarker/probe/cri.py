@@ -79,7 +79,7 @@ from probemarker.cri.client import (
     RuntimeInfo,
 )
 from probemarker.identity import PodUID
-from probemarker.kube.execresult import CappedOutput, ExecExited
+from probemarker.kube.exec.execresult import CappedOutput, ExecExited
 from probemarker.probe.criid import confirmation_problem, container_ref
 from probemarker.probe.exec import exec_outcome
 from probemarker.probe.handler import OwnsConnections, ProbeTarget

@@ -3,7 +3,7 @@
 Stage: probe. Input: an `ExecAction`, the `ProbeTarget` and the run's time limit.
 Output: an `Outcome`, never an exception but cancellation (and a `TypeError` for an
 action that is not exec, which is a bug in the caller). The stream itself is
-`probemarker.kube.execstream.run_exec`; this module only maps its result:
+`probemarker.kube.exec.execstream.run_exec`; this module only maps its result:
 
 | exec result | outcome | message |
 |---|---|---|
@@ -48,15 +48,15 @@ from typing import Self
 
 from probemarker.api.model import ExecAction, Handler
 from probemarker.identity import HeldCommand, command_digest, container_mark
-from probemarker.kube.client import KubeClient
-from probemarker.kube.execresult import (
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.exec.execresult import (
     ExecExited,
     ExecNotStarted,
     ExecResult,
     ExecTransportError,
     TransportFailure,
 )
-from probemarker.kube.execstream import ExecSettings, run_exec
+from probemarker.kube.exec.execstream import ExecSettings, run_exec
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.holds import CommandHolds
 from probemarker.probe.outcome import Outcome

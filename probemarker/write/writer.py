@@ -61,8 +61,8 @@ from anyio.abc import ObjectReceiveStream
 from probemarker.identity import PodUID
 from probemarker.kit.backoff import Backoff, BackoffSettings
 from probemarker.kit.clock import MONOTONIC, Clock
-from probemarker.kube.client import KubeClient
-from probemarker.kube.errors import (
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.errors import (
     ApiConflict,
     ApiError,
     ApiInvalid,
@@ -74,9 +74,9 @@ from probemarker.kube.errors import (
     ApiUnreachable,
     KubeError,
 )
-from probemarker.kube.ratelimit import TokenBucket
-from probemarker.kube.resources import PODS
-from probemarker.kube.statuswrite import patch_pod_status
+from probemarker.kube.connect.resources import PODS
+from probemarker.kube.write.ratelimit import TokenBucket
+from probemarker.kube.write.statuswrite import patch_pod_status
 from probemarker.pods import PodView, pod_projection, pod_view
 from probemarker.write.desired import DesiredPod
 from probemarker.write.patch import build_patch, changes_of

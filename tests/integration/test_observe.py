@@ -20,8 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from probemarker.app import Daemon, client_settings
 from probemarker.kit.clock import MonotonicClock
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import load_kubeconfig
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.observe.descriptors import idle_http_connections, open_files_limit
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply

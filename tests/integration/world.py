@@ -21,8 +21,8 @@ from kubernetes_asyncio import client
 from probemarker.api.crd import build_crd
 from probemarker.app import Daemon, client_settings
 from probemarker.kit.clock import MONOTONIC, Clock
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import load_kubeconfig
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.observe.health import HealthSettings
 from probemarker.settings import RunSettings
 from probemarker.sim import SimCluster

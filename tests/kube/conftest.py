@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import load_kubeconfig
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.sim import SimCluster
 
 TOKEN = "sim-token-1"

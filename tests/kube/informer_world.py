@@ -16,10 +16,10 @@ from typing import Any
 import anyio
 
 from probemarker.kit.backoff import BackoffSettings
-from probemarker.kube.cache import Change, ChangeKind, ObjectKey
-from probemarker.kube.client import KubeClient
-from probemarker.kube.errors import RequestInfo
-from probemarker.kube.informer import PODS, Informer, InformerSettings
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.errors import RequestInfo
+from probemarker.kube.watch.cache import Change, ChangeKind, ObjectKey
+from probemarker.kube.watch.informer import PODS, Informer, InformerSettings
 from probemarker.pods import pod_projection
 from probemarker.sim import SimCluster
 from probemarker.sim.errors import NotFound

@@ -7,7 +7,16 @@ from typing import Any
 
 import pytest
 
-from probemarker.kube.cache import Change, ChangeKind, Entry, ObjectKey, Store, diff, entry_of, step
+from probemarker.kube.watch.cache import (
+    Change,
+    ChangeKind,
+    Entry,
+    ObjectKey,
+    Store,
+    diff,
+    entry_of,
+    step,
+)
 
 ADDED, MODIFIED, DELETED = ChangeKind.ADDED, ChangeKind.MODIFIED, ChangeKind.DELETED
 A = ObjectKey("ns", "a")

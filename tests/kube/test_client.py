@@ -8,9 +8,9 @@ import asyncio.sslproto
 import orjson
 import pytest
 
-from probemarker.kube.client import ClientSettings, KubeClient
-from probemarker.kube.config import load_kubeconfig
-from probemarker.kube.errors import (
+from probemarker.kube.connect.client import ClientSettings, KubeClient
+from probemarker.kube.connect.config import load_kubeconfig
+from probemarker.kube.connect.errors import (
     ApiBadRequest,
     ApiConflict,
     ApiForbidden,

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import ConfigError, load_incluster, load_kubeconfig
-from probemarker.kube.credentials import TokenFile
-from probemarker.kube.errors import ApiUnauthorized, RequestInfo
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import ConfigError, load_incluster, load_kubeconfig
+from probemarker.kube.connect.credentials import TokenFile
+from probemarker.kube.connect.errors import ApiUnauthorized, RequestInfo
 from probemarker.sim import SimCluster
 
 LIST = RequestInfo("list", "pods", namespace="default")
@@ -202,7 +202,7 @@ async def test_client_certificate_from_kubeconfig(tls_sim: SimCluster, tmp_path:
 async def test_untrusted_server_certificate_is_unreachable(
     tls_sim: SimCluster, tmp_path: Path
 ) -> None:
-    from probemarker.kube.errors import ApiUnreachable
+    from probemarker.kube.connect.errors import ApiUnreachable
     from probemarker.sim.server.tls import generate_tls
 
     other_ca = generate_tls(tmp_path / "other")

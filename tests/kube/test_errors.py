@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from probemarker.kube.errors import (
+from probemarker.kube.connect.errors import (
     ApiBadRequest,
     ApiConflict,
     ApiError,

@@ -18,20 +18,20 @@ from typing import Any
 import pytest
 
 from probemarker.kit.text import trim_utf8
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import load_kubeconfig
-from probemarker.kube.errors import RequestInfo
-from probemarker.kube.events import (
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import load_kubeconfig
+from probemarker.kube.connect.errors import RequestInfo
+from probemarker.kube.write.events import (
     EventRecorder,
     ObjectRef,
     RecorderSettings,
     event_name,
     micro_time,
 )
-from probemarker.kube.ratelimit import TokenBucket
+from probemarker.kube.write.ratelimit import TokenBucket
 from probemarker.sim import SimCluster
-from tests.kube.conftest import TOKEN
 from tests.fakes import FakeClock, until
+from tests.kube.conftest import TOKEN
 
 POD = ObjectRef(kind="Pod", namespace="default", name="gs-1", uid="uid-1", resource_version="7")
 EVENTS_V1 = "/apis/events.k8s.io/v1/namespaces/default/events"

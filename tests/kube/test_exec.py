@@ -15,17 +15,17 @@ from dataclasses import dataclass
 import orjson
 import pytest
 
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import load_kubeconfig
-from probemarker.kube.errors import RequestInfo
-from probemarker.kube.execresult import (
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import load_kubeconfig
+from probemarker.kube.connect.errors import RequestInfo
+from probemarker.kube.exec.execresult import (
     ExecExited,
     ExecNotStarted,
     ExecResult,
     ExecTransportError,
     TransportFailure,
 )
-from probemarker.kube.execstream import V4, ExecSettings, run_exec
+from probemarker.kube.exec.execstream import V4, ExecSettings, run_exec
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecIO, ExecRequest, SubprocessRunner
 

@@ -8,10 +8,15 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import Connection
-from probemarker.kube.execresult import ExecExited, ExecResult, ExecTransportError, TransportFailure
-from probemarker.kube.execstream import V5, run_exec
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import Connection
+from probemarker.kube.exec.execresult import (
+    ExecExited,
+    ExecResult,
+    ExecTransportError,
+    TransportFailure,
+)
+from probemarker.kube.exec.execstream import V5, run_exec
 
 Script = Callable[[web.WebSocketResponse], Awaitable[None]]
 

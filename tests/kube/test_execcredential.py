@@ -11,17 +11,17 @@ import orjson
 import pytest
 import yaml
 
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import ConfigError, TlsMaterial, load_kubeconfig
-from probemarker.kube.errors import RequestInfo
-from probemarker.kube.execcredential import (
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import ConfigError, TlsMaterial, load_kubeconfig
+from probemarker.kube.connect.errors import RequestInfo
+from probemarker.kube.connect.execcredential import (
     ExecCredential,
     ExecPlugin,
     ExecPluginError,
     exec_info,
     parse_exec_credential,
 )
-from probemarker.kube.kubecontext import ExecConfig
+from probemarker.kube.connect.kubecontext import ExecConfig
 from probemarker.sim import SimCluster
 
 V1 = "client.authentication.k8s.io/v1"

@@ -16,9 +16,9 @@ from typing import Any
 import anyio
 import pytest
 
-from probemarker.kube.cache import ChangeKind, ObjectKey
-from probemarker.kube.client import KubeClient
-from probemarker.kube.informer import PODS, Informer, InformerSettings
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.watch.cache import ChangeKind, ObjectKey
+from probemarker.kube.watch.informer import PODS, Informer, InformerSettings
 from probemarker.pods import pod_projection
 from probemarker.sim import SimCluster
 from probemarker.sim.server.discovery import PODS as SIM_PODS
@@ -401,7 +401,7 @@ async def test_a_consumer_that_closes_the_stream_keeps_a_live_store(
     ids=["no-namespace", "cluster-scoped-with-namespaces"],
 )
 def test_arguments_are_checked(kwargs: dict[str, Any], message: str) -> None:
-    from probemarker.kube.informer import Resource
+    from probemarker.kube.watch.informer import Resource
 
     if kwargs.pop("resource", None) == "nodes":
         kwargs["resource"] = Resource("", "v1", "nodes", namespaced=False)

@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from probemarker.kit.backoff import BackoffSettings
-from probemarker.kube.cache import Change, ChangeKind, ObjectKey
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import load_kubeconfig
-from probemarker.kube.informer import InformerSettings
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import load_kubeconfig
+from probemarker.kube.watch.cache import Change, ChangeKind, ObjectKey
+from probemarker.kube.watch.informer import InformerSettings
 from probemarker.sim import SimCluster
 from tests.kube.informer_world import Collector, Projection, SimWorld, pods_informer
 

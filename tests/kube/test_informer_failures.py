@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 
 from probemarker.kit.backoff import BackoffSettings
 from probemarker.kit.repeats import Repeats
-from probemarker.kube.errors import (
+from probemarker.kube.connect.errors import (
     ApiForbidden,
     ApiNotFound,
     ApiTimeout,
@@ -22,9 +22,9 @@ from probemarker.kube.errors import (
     KubeError,
     RequestInfo,
 )
-from probemarker.kube.informer import Informer, InformerSettings
-from probemarker.kube.informerfailures import describe_failure
-from probemarker.kube.resources import PODS, Resource
+from probemarker.kube.connect.resources import PODS, Resource
+from probemarker.kube.watch.informer import Informer, InformerSettings
+from probemarker.kube.watch.informerfailures import describe_failure
 from tests.fakes import FakeClock
 
 MARKERS = Resource("probemarker.io", "v1alpha1", "podprobemarkers")

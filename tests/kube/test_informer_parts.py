@@ -11,14 +11,19 @@ import pytest
 
 from probemarker.kit.backoff import Backoff, BackoffSettings, backoff_delay
 from probemarker.kit.projection import compile_fields, project, projector
-from probemarker.kube.errors import (
+from probemarker.kube.connect.errors import (
     ApiGone,
     ApiMalformed,
     ApiServerError,
     ApiTooManyRequests,
     RequestInfo,
 )
-from probemarker.kube.watchevents import BookmarkEvent, ErrorEvent, ObjectEvent, parse_watch_line
+from probemarker.kube.watch.watchevents import (
+    BookmarkEvent,
+    ErrorEvent,
+    ObjectEvent,
+    parse_watch_line,
+)
 from probemarker.pods import pod_projection
 
 POD: dict[str, Any] = {

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from probemarker.kube.kubeconfig import (
+from probemarker.kube.connect.kubeconfig import (
     ConfigError,
     Entry,
     KubeconfigFile,
@@ -28,7 +28,7 @@ from probemarker.kube.kubeconfig import (
     resolve_path,
     split_paths,
 )
-from probemarker.kube.kubecontext import BasicAuth, Target, choose_target
+from probemarker.kube.connect.kubecontext import BasicAuth, Target, choose_target
 
 HERE = Path("/cfg/main.yaml")
 OTHER = Path("/elsewhere/users.yaml")
@@ -416,7 +416,7 @@ def test_loading_a_kubeconfig_imports_no_kubernetes_asyncio(tmp_path: Path) -> N
     code = (
         "import asyncio, sys\n"
         "import probemarker.app\n"
-        "from probemarker.kube.config import load_kubeconfig\n"
+        "from probemarker.kube.connect.config import load_kubeconfig\n"
         f"asyncio.run(load_kubeconfig({str(path)!r}))\n"
         "print(sorted(m for m in sys.modules if m.startswith('kubernetes')))\n"
     )

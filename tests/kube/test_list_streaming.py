@@ -21,9 +21,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import Connection
-from probemarker.kube.informer import PODS, Informer, InformerSettings
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import Connection
+from probemarker.kube.watch.informer import PODS, Informer, InformerSettings
 from probemarker.pods import pod_projection
 
 SETTINGS = InformerSettings(watch_timeout_min=300, watch_timeout_max=300, page_size=0)

@@ -1,4 +1,4 @@
-"""The LIST answer split into its items as the bytes arrive (kube/listbody.py): the same
+"""The LIST answer split into its items as the bytes arrive (kube/connect/listbody.py): the same
 items and the same rest as one parse of the whole answer, however it is cut."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from probemarker.kube.listbody import ListBody, ListBodyError
+from probemarker.kube.connect.listbody import ListBody, ListBodyError
 
 POD = {
     "metadata": {

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from probemarker.kube.ratelimit import BucketState, TokenBucket, delay_for_token, refill
+from probemarker.kube.write.ratelimit import BucketState, TokenBucket, delay_for_token, refill
 from tests.fakes import FakeClock, until
 
 # -- the pure arithmetic -----------------------------------------------------------------

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from probemarker.kube.errors import RequestInfo
-from probemarker.kube.resources import EVENTS, PODS, Resource
+from probemarker.kube.connect.errors import RequestInfo
+from probemarker.kube.connect.resources import EVENTS, PODS, Resource
 
 NODES = Resource("", "v1", "nodes", namespaced=False)
 MARKERS = Resource("probemarker.io", "v1alpha1", "podprobemarkers")

@@ -16,9 +16,9 @@ from typing import Any
 import orjson
 import pytest
 
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import load_kubeconfig
-from probemarker.kube.errors import (
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import load_kubeconfig
+from probemarker.kube.connect.errors import (
     ApiConflict,
     ApiInvalid,
     ApiNotFound,
@@ -28,12 +28,12 @@ from probemarker.kube.errors import (
     RequestInfo,
     error_from_response,
 )
-from probemarker.kube.ratelimit import TokenBucket
-from probemarker.kube.statuswrite import patch_pod_status
+from probemarker.kube.write.ratelimit import TokenBucket
+from probemarker.kube.write.statuswrite import patch_pod_status
 from probemarker.sim import SimCluster
 from probemarker.sim.server.discovery import PODS
-from tests.kube.conftest import TOKEN
 from tests.fakes import FakeClock, until
+from tests.kube.conftest import TOKEN
 
 NS = "default"
 PROBE_CONDITION = "probemarker.io/idle"

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import load_kubeconfig
-from probemarker.kube.errors import RequestInfo
-from probemarker.kube.tlsresume import ResumingSSLContext, SessionCache
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import load_kubeconfig
+from probemarker.kube.connect.errors import RequestInfo
+from probemarker.kube.connect.tlsresume import ResumingSSLContext, SessionCache
 from probemarker.sim import SimCluster
 from probemarker.sim.server.tls import TlsMaterial
 from tests.kube.tls_peers import (

@@ -19,16 +19,16 @@ import orjson
 from probemarker.api.crd import build_crd
 from probemarker.api.rules import GROUP, PLURAL, VERSION
 from probemarker.kit.projection import IDENTITY_FIELDS, projector
-from probemarker.kube.cache import ChangeKind
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import load_kubeconfig
-from probemarker.kube.errors import RequestInfo
-from probemarker.kube.events import EventRecorder, ObjectRef
-from probemarker.kube.execresult import ExecExited
-from probemarker.kube.execstream import run_exec
-from probemarker.kube.informer import PODS, Informer, Resource
-from probemarker.kube.ratelimit import TokenBucket
-from probemarker.kube.statuswrite import patch_pod_status
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import load_kubeconfig
+from probemarker.kube.connect.errors import RequestInfo
+from probemarker.kube.exec.execresult import ExecExited
+from probemarker.kube.exec.execstream import run_exec
+from probemarker.kube.watch.cache import ChangeKind
+from probemarker.kube.watch.informer import PODS, Informer, Resource
+from probemarker.kube.write.events import EventRecorder, ObjectRef
+from probemarker.kube.write.ratelimit import TokenBucket
+from probemarker.kube.write.statuswrite import patch_pod_status
 from probemarker.pods import pod_projection
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply, ExecRequest

@@ -15,10 +15,10 @@ import pytest
 
 from probemarker.api.model import ExecAction, ProbeSpec, Timing
 from probemarker.identity import PodUID
-from probemarker.kube.client import KubeClient
-from probemarker.kube.config import load_kubeconfig
-from probemarker.kube.errors import RequestInfo
-from probemarker.kube.execstream import ExecSettings
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.config import load_kubeconfig
+from probemarker.kube.connect.errors import RequestInfo
+from probemarker.kube.exec.execstream import ExecSettings
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from probemarker.app import Daemon, client_settings
-from probemarker.kube.client import ClientSettings, KubeClient
-from probemarker.kube.config import Connection
+from probemarker.kube.connect.client import ClientSettings, KubeClient
+from probemarker.kube.connect.config import Connection
 from probemarker.settings import RunSettings
 
 CONNECTION = Connection(server="http://127.0.0.1:1")

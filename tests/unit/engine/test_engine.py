@@ -14,8 +14,8 @@ import anyio.lowlevel
 from probemarker.api.model import Handler, ProbeSpec, TCPSocketAction
 from probemarker.engine import Engine
 from probemarker.identity import HeldCommand, PodUID
-from probemarker.kube.cache import Entry, entry_of
-from probemarker.kube.events import ObjectRef
+from probemarker.kube.watch.cache import Entry, entry_of
+from probemarker.kube.write.events import ObjectRef
 from probemarker.markers import marker_projection
 from probemarker.pods import pod_projection
 from probemarker.probe.handler import ProbeTarget

@@ -14,7 +14,7 @@ from typing import Any
 from structlog.testing import capture_logs
 
 from probemarker.identity import PodUID
-from probemarker.kube.cache import Entry, entry_of
+from probemarker.kube.watch.cache import Entry, entry_of
 from probemarker.pods import pod_projection
 from probemarker.probe.outcome import Outcome
 from probemarker.sim.store.objmeta import prune_empty

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from probemarker.identity import PodUID
-from probemarker.kube.cache import Entry, entry_of
+from probemarker.kube.watch.cache import Entry, entry_of
 from probemarker.markers import marker_projection
 from probemarker.pods import pod_projection
 from probemarker.probe.outcome import Outcome

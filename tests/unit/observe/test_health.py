@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 import pytest
 
-from probemarker.kube.errors import ApiUnreachable, RequestInfo
-from probemarker.kube.informer import PODS, Informer, InformerSettings
+from probemarker.kube.connect.errors import ApiUnreachable, RequestInfo
+from probemarker.kube.watch.informer import PODS, Informer, InformerSettings
 from probemarker.observe.health import (
     HealthSettings,
     Heartbeat,

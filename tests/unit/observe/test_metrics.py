@@ -20,8 +20,8 @@ from probemarker import __version__
 from probemarker.engine import EngineStats
 from probemarker.identity import HeldCommand
 from probemarker.kit.histogram import Histogram
-from probemarker.kube.events import EventStats
-from probemarker.kube.informertypes import InformerCounters
+from probemarker.kube.watch.informertypes import InformerCounters
+from probemarker.kube.write.events import EventStats
 from probemarker.observe.connections import Eviction, ServerStats
 from probemarker.observe.metrics import (
     HTTPPool,

@@ -6,7 +6,7 @@ import pytest
 
 from probemarker.api.model import HTTPGetAction, TCPSocketAction
 from probemarker.identity import PodUID
-from probemarker.kube.execresult import (
+from probemarker.kube.exec.execresult import (
     ExecExited,
     ExecNotStarted,
     ExecResult,

@@ -15,7 +15,7 @@ import pytest
 
 from probemarker.api.model import ProbeState
 from probemarker.identity import PodUID
-from probemarker.kube.ratelimit import TokenBucket
+from probemarker.kube.write.ratelimit import TokenBucket
 from probemarker.pods import PodView, pod_projection, pod_view
 from probemarker.write.desired import DesiredPod, desired_state
 from probemarker.write.ownership import Owned

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from probemarker.kube.errors import ApiInvalid, Cause
+from probemarker.kube.connect.errors import ApiInvalid, Cause
 from probemarker.write.writer import refusal_cause
 
 TOO_LONG = Cause(

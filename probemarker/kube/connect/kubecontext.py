@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probemarker.kube.kubeconfig import Body, ConfigError, Entry, Merged, resolve_path
+from probemarker.kube.connect.kubeconfig import Body, ConfigError, Entry, Merged, resolve_path
 
 __all__ = [
     "API_VERSIONS",

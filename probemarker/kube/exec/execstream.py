@@ -47,15 +47,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from probemarker.kube.client import KubeClient, WebSocket, WsClose
-from probemarker.kube.errors import ApiError, ApiForbidden, ApiTimeout, KubeError
-from probemarker.kube.execresult import (
+from probemarker.kube.connect.client import KubeClient, WebSocket, WsClose
+from probemarker.kube.connect.errors import ApiError, ApiForbidden, ApiTimeout, KubeError
+from probemarker.kube.connect.resources import PODS
+from probemarker.kube.exec.execresult import (
     ExecFrames,
     ExecResult,
     ExecTransportError,
     TransportFailure,
 )
-from probemarker.kube.resources import PODS
 
 __all__ = ["V4", "V5", "ExecSettings", "HeldStream", "StreamHolder", "run_exec"]
 

@@ -48,10 +48,10 @@ import structlog
 
 from probemarker.kit.clock import MONOTONIC, Clock
 from probemarker.kit.text import trim_utf8
-from probemarker.kube.client import KubeClient
-from probemarker.kube.errors import ApiConflict, ApiNotFound, KubeError
-from probemarker.kube.ratelimit import TokenBucket
-from probemarker.kube.resources import EVENTS
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.errors import ApiConflict, ApiNotFound, KubeError
+from probemarker.kube.connect.resources import EVENTS
+from probemarker.kube.write.ratelimit import TokenBucket
 
 __all__ = [
     "FIELD_LIMIT",

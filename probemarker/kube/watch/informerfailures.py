@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probemarker.kube.errors import ApiNotFound, ApiUnreachable, KubeError
-from probemarker.kube.resources import Resource
+from probemarker.kube.connect.errors import ApiNotFound, ApiUnreachable, KubeError
+from probemarker.kube.connect.resources import Resource
 
 __all__ = ["Failure", "describe_failure"]
 

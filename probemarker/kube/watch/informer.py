@@ -59,17 +59,17 @@ import structlog
 from probemarker.kit.backoff import Backoff
 from probemarker.kit.clock import MONOTONIC, Clock
 from probemarker.kit.repeats import Repeats
-from probemarker.kube.cache import Change, Entry, ObjectKey, Store, entry_of
-from probemarker.kube.errors import ApiError, ApiGone, ApiMalformed, KubeError, RequestInfo
-from probemarker.kube.informerfailures import Failure, describe_failure
-from probemarker.kube.informertypes import (
+from probemarker.kube.connect.errors import ApiError, ApiGone, ApiMalformed, KubeError, RequestInfo
+from probemarker.kube.watch.cache import Change, Entry, ObjectKey, Store, entry_of
+from probemarker.kube.watch.informerfailures import Failure, describe_failure
+from probemarker.kube.watch.informertypes import (
     PODS,
     InformerCounters,
     InformerSettings,
     ListWatchClient,
     Resource,
 )
-from probemarker.kube.watchevents import BookmarkEvent, ErrorEvent, parse_watch_line
+from probemarker.kube.watch.watchevents import BookmarkEvent, ErrorEvent, parse_watch_line
 
 __all__ = [
     "PODS",

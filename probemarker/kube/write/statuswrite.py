@@ -35,9 +35,9 @@ from typing import Any
 
 import orjson
 
-from probemarker.kube.client import KubeClient
-from probemarker.kube.ratelimit import TokenBucket
-from probemarker.kube.resources import PODS
+from probemarker.kube.connect.client import KubeClient
+from probemarker.kube.connect.resources import PODS
+from probemarker.kube.write.ratelimit import TokenBucket
 
 __all__ = ["JSON_PATCH", "patch_pod_status"]
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from probemarker.kube.errors import KubeError
+from probemarker.kube.connect.errors import KubeError
 
 __all__ = [
     "ConfigError",

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from probemarker.kit.backoff import BackoffSettings
-from probemarker.kube.errors import RequestInfo
-from probemarker.kube.resources import PODS, Resource
+from probemarker.kube.connect.errors import RequestInfo
+from probemarker.kube.connect.resources import PODS, Resource
 
 __all__ = ["PODS", "InformerCounters", "InformerSettings", "ListWatchClient", "Resource"]
 

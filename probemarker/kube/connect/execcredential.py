@@ -33,8 +33,8 @@ import anyio
 import orjson
 import structlog
 
-from probemarker.kube.errors import KubeError
-from probemarker.kube.kubecontext import ExecConfig
+from probemarker.kube.connect.errors import KubeError
+from probemarker.kube.connect.kubecontext import ExecConfig
 
 __all__ = ["ExecCredential", "ExecPlugin", "ExecPluginError", "exec_info", "parse_exec_credential"]
 

@@ -27,7 +27,7 @@ from typing import Protocol
 
 import structlog
 
-from probemarker.kube.execcredential import ExecPlugin
+from probemarker.kube.connect.execcredential import ExecPlugin
 
 __all__ = ["Credentials", "ExecPlugin", "NoCredentials", "StaticToken", "TokenFile"]
 

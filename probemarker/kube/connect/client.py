@@ -46,8 +46,8 @@ import aiohttp
 import yarl
 
 from probemarker import __version__
-from probemarker.kube.config import Connection
-from probemarker.kube.errors import (
+from probemarker.kube.connect.config import Connection
+from probemarker.kube.connect.errors import (
     ApiError,
     ApiMalformed,
     ApiTimeout,
@@ -58,8 +58,8 @@ from probemarker.kube.errors import (
     error_from_response,
     loads_object,
 )
-from probemarker.kube.listbody import ListBody, ListBodyError
-from probemarker.kube.tlsresume import ResumingSSLContext, SessionCache
+from probemarker.kube.connect.listbody import ListBody, ListBodyError
+from probemarker.kube.connect.tlsresume import ResumingSSLContext, SessionCache
 
 __all__ = [
     "ClientSettings",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from probemarker.kube.errors import RequestInfo
+from probemarker.kube.connect.errors import RequestInfo
 
 __all__ = ["EVENTS", "PODS", "Resource"]
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import orjson
 
-from probemarker.kube.errors import (
+from probemarker.kube.connect.errors import (
     ApiError,
     ApiMalformed,
     RequestInfo,

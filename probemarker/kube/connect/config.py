@@ -33,22 +33,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from probemarker.kube.credentials import (
+from probemarker.kube.connect.credentials import (
     Credentials,
     ExecPlugin,
     NoCredentials,
     StaticToken,
     TokenFile,
 )
-from probemarker.kube.execcredential import ExecPluginError
-from probemarker.kube.kubeconfig import (
+from probemarker.kube.connect.execcredential import ExecPluginError
+from probemarker.kube.connect.kubeconfig import (
     ConfigError,
     merge_kubeconfigs,
     read_kubeconfigs,
     split_paths,
 )
-from probemarker.kube.kubecontext import Target, choose_target
-from probemarker.kube.tlsresume import ResumingSSLContext, SessionCache
+from probemarker.kube.connect.kubecontext import Target, choose_target
+from probemarker.kube.connect.tlsresume import ResumingSSLContext, SessionCache
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
