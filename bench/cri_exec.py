@@ -426,10 +426,10 @@ async def _prober_main(conn: Any, backend: str, sim: dict[str, Any], endpoint: s
         handler: Any
         if backend == "api":
             from bench.engine_idle import connect
-            from probemarker.app import client_settings
+            from probemarker.daemon.assembly import client_settings
+            from probemarker.daemon.settings import RunSettings
             from probemarker.kube.connect.client import KubeClient
             from probemarker.probe.exec import ExecHandler
-            from probemarker.settings import RunSettings
 
             settings = client_settings(RunSettings(node=API_NODE))
             connection = await connect(sim, incluster=True)
@@ -469,9 +469,9 @@ async def _prober_batch(
     import anyio
 
     from probemarker.api.model import ExecAction
-    from probemarker.identity import PodUID
     from probemarker.probe.handler import ProbeTarget
     from probemarker.probe.outcome import Result
+    from probemarker.watch.pods import PodUID
 
     action = ExecAction(tuple(argv))
     where = ProbeTarget(

@@ -1,7 +1,7 @@
 """The whole daemon's CPU per probe run, by kind: httpGet and tcpSocket against exec.
 
 `bench/probe_cost.py` measures the probe stage alone; this measures the real
-`probemarker.app.Daemon` (the `probemarker run` wiring: informers, engine, timer wheel,
+`probemarker.daemon.app.Daemon` (the `probemarker run` wiring: informers, engine, timer wheel,
 dispatcher, decide, writer) running one kind of probe at a time on a node, the kinds
 side by side in one run, so the figure per run includes scheduling and deciding.
 

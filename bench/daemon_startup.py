@@ -20,7 +20,7 @@ Processes:
 
 Each round polls every --poll-ms ms: a TCP connect to the port (listening), then GET
 /healthz until 200, then GET /readyz until 200 (counting the 503s before it); then
-SIGTERM and the time to exit. Also timed: `python -c "import probemarker.app"`, the
+SIGTERM and the time to exit. Also timed: `python -c "import probemarker.daemon.app"`, the
 imports alone, in fresh processes. Prints min / median / max over --rounds, the
 machine's load, and the command.
 
@@ -139,7 +139,7 @@ def one_round(kubeconfig: str, log: Path, poll: float, within: float = 120) -> R
 def import_seconds() -> float:
     began = time.monotonic()
     subprocess.run(
-        [sys.executable, "-c", "import probemarker.app"],
+        [sys.executable, "-c", "import probemarker.daemon.app"],
         check=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
@@ -184,7 +184,7 @@ def main() -> int:
         f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end)"
     )
     print("seconds from the process's start       min    median max")
-    print(f"  imports alone (import probemarker.app) {spread(imports)}")
+    print(f"  imports alone (import probemarker.daemon.app) {spread(imports)}")
     print(f"  listening on the health port          {spread([r.listening for r in rounds])}")
     print(f"  /healthz 200                          {spread([r.healthz for r in rounds])}")
     print(f"  /readyz 200 (informers synced)        {spread([r.readyz for r in rounds])}")

@@ -257,7 +257,7 @@ import sys
 def rss():
     for line in open('/proc/self/status'):
         if line.startswith('VmRSS:'): return int(line.split()[1]) / 1024
-import probemarker.app  # the daemon's own imports, so only what is new counts
+import probemarker.daemon.app  # the daemon's own imports, so only what is new counts
 before = rss()
 try:
 %s

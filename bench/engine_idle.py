@@ -5,7 +5,7 @@ Three kinds of process, so each figure is one process's own:
 - the sim (`SimCluster(https=True, token=...)`, HTTPS with a bearer token, as a daemon
   in a cluster talks to its API server) in a child process, its CPU not counted; its
   kubelet runs the pods of node-1, a Python exec handler answers every exec (exit 0);
-- the daemon (`probemarker.app.Daemon`, the `probemarker run` wiring, default settings,
+- the daemon (`probemarker.daemon.app.Daemon`, the `probemarker run` wiring, default settings,
   JSON logs at info to /dev/null) in a child process of its own;
 - the floor: `run_exec` on a `KubeClient` (probemarker.kube, the layer the daemon's exec
   handler calls) in a child process of its own, the same probes at the same period,
@@ -280,10 +280,11 @@ async def _daemon_main(
 ) -> None:
     import anyio
 
-    from probemarker.app import Daemon, client_settings
+    from probemarker.daemon.app import Daemon
+    from probemarker.daemon.assembly import client_settings
+    from probemarker.daemon.settings import RunSettings
     from probemarker.kube.connect.client import KubeClient
     from probemarker.observe.logging import configure_logging
-    from probemarker.settings import RunSettings
 
     imported = rss_bytes()
     sink = open(os.devnull, "w")  # noqa: SIM115, ASYNC230 - /dev/null, for the whole run

@@ -7,7 +7,7 @@ Three processes (the children of bench/engine_idle.py):
   `uniform(--low, --high)` s apart (default 1.5-2.5 s: one period wide, so the flip's
   phase against the probe's grid is uniform), recording t0 = `time.monotonic()` of each
   flip;
-- the daemon (`probemarker.app.Daemon`, default settings, in-cluster connection) in a
+- the daemon (`probemarker.daemon.app.Daemon`, default settings, in-cluster connection) in a
   child process of its own: one marker, one exec probe per pod, period 1 s, thresholds
   1, timeout 1 s, setting `ready=true` on success and `ready=false` on failure;
 - this process: the watcher, kubernetes_asyncio's stock `watch.Watch` on its own client,

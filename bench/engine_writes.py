@@ -1,7 +1,7 @@
 """The daemon's writes, counted by the sim's request accounting (every request the API
 server answered, by verb, resource and subresource).
 
-The sim and the real daemon (`probemarker.app.Daemon`, default write settings:
+The sim and the real daemon (`probemarker.daemon.app.Daemon`, default write settings:
 write_coalesce_seconds 0.05, write_qps 50, write_burst 100) run in this process, as in
 tests/integration (whose `World`, `Script` and `running_daemon` this uses); timing does
 not matter here, only counts. Containers answer from a Python exec handler the bench

@@ -1,6 +1,6 @@
 """What a hostile or broken probe answer costs, with `{{.Result}}` values (issue 29).
 
-The sim and the real daemon (`probemarker.app.Daemon`, default settings) run in this
+The sim and the real daemon (`probemarker.daemon.app.Daemon`, default settings) run in this
 process, as in tests/integration (whose `World`, `Script` and `running_daemon` this
 uses); the sim's request accounting counts what was written. Three cases, each on one
 pod in a sim of its own:

@@ -1,7 +1,7 @@
 """What connecting through a kubeconfig costs in memory, beside connecting in-cluster.
 
 Each sample is a fresh child process that does what `probemarker run` does before its
-informers start: import the daemon (`probemarker.app`), build the `Connection`
+informers start: import the daemon (`probemarker.daemon.app`), build the `Connection`
 (`load_incluster()` from a service-account directory, or `load_kubeconfig()` from the
 sim's kubeconfig, as `--kubeconfig` does), open a `KubeClient` and LIST the pods of an
 HTTPS sim with a bearer token (the sim runs in this process, not counted). The child
@@ -31,7 +31,7 @@ import asyncio, sys
 from pathlib import Path
 
 async def main(kind, source, port):
-    import probemarker.app  # the daemon's imports, as `probemarker run` makes them
+    import probemarker.daemon.app  # the daemon's imports, as `probemarker run` makes them
     from probemarker.kube.connect.client import KubeClient
     from probemarker.kube.connect.config import load_incluster, load_kubeconfig
     from probemarker.kube.connect.errors import RequestInfo

@@ -169,8 +169,8 @@ def _work(ports: dict[str, int], time_limit: int) -> dict[str, Any]:
     """The spec and target of each kind: what the engine would pass for it."""
     from probemarker.api.model import ExecAction, HTTPGetAction, ProbeSpec, TCPSocketAction
     from probemarker.api.model import Timing as ProbeTiming
-    from probemarker.identity import PodUID
     from probemarker.probe.handler import ProbeTarget
+    from probemarker.watch.pods import PodUID
 
     actions: dict[str, Any] = {
         "http": HTTPGetAction(port=ports["http"], path="/healthz"),

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from probemarker.api.model import LabelSelector, SelectorRequirement
-from probemarker.match import selector_matches
+from probemarker.match.match import selector_matches
 
 __all__ = ["Pod", "admits", "selector"]
 

@@ -19,6 +19,8 @@ KIND: Final = "PodProbeMarker"
 PLURAL: Final = "podprobemarkers"
 SINGULAR: Final = "podprobemarker"
 SHORT_NAME: Final = "ppm"
+# The `reportingController` of the daemon's events (events.k8s.io/v1).
+REPORTING_CONTROLLER: Final = f"{GROUP}/daemon"
 
 # Kruise's resource: same spec, accepted by the validator and (opt-in) by the daemon.
 KRUISE_GROUP: Final = "apps.kruise.io"

@@ -54,4 +54,3 @@ def template_problems(value: str) -> list[str]:
 def render(value: str, result: str) -> str:
     """`value` with every `{{.Result}}` replaced by `result` (`probe.output.result_text`)."""
     return _ACTION.sub(lambda _: result, value)
-

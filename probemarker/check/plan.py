@@ -35,11 +35,11 @@ from probemarker.api.model import (
     Timing,
 )
 from probemarker.api.template import render, uses_result
-from probemarker.decide import Gate, gate, not_running, result_of, state_of
-from probemarker.identity import OwnerRef, ProbeKey
-from probemarker.match import match_pod, selector_matches
-from probemarker.pods import ContainerFacts, PodView
+from probemarker.decide.decide import Gate, gate, not_running, result_of, state_of
+from probemarker.match.identity import OwnerRef, ProbeKey
+from probemarker.match.match import match_pod, selector_matches
 from probemarker.probe.outcome import Outcome, Result
+from probemarker.watch.pods import ContainerFacts, PodView
 from probemarker.write.desired import Decided, DesiredPod, desired_state
 from probemarker.write.ownership import OWNED_KEY, parse_record
 from probemarker.write.patch import build_patch

@@ -36,14 +36,15 @@ from probemarker.check.report import (
     render_json,
     render_text,
 )
-from probemarker.identity import ProbeKey
+from probemarker.daemon.settings import RunSettings
 from probemarker.kube.connect.config import Connection
 from probemarker.kube.connect.errors import ApiNotFound
 from probemarker.kube.connect.resources import PODS
-from probemarker.pods import PodView, pod_view
+from probemarker.match.identity import ProbeKey
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.runner import action_kind
-from probemarker.settings import RunSettings
+from probemarker.watch.pods import PodView, pod_view
+from probemarker.write.ownership import pod_projection
 
 __all__ = ["CheckOptions", "UsageError", "run_check", "split_ref"]
 
@@ -89,7 +90,7 @@ def read_marker_file(path: str, namespace: str | None, *, err: TextIO) -> Marker
     does, with its messages; UsageError when it cannot be used. A `metadata.namespace`
     that differs from `namespace` (--namespace) is an error, as `kubectl apply -f -n`."""
     from probemarker.api.documents import DocumentError, load_documents, other_object
-    from probemarker.cli import _validate_document
+    from probemarker.check.validate import validate_document
 
     label = "<stdin>" if path == "-" else path
     try:
@@ -107,7 +108,7 @@ def read_marker_file(path: str, namespace: str | None, *, err: TextIO) -> Marker
         )
     doc = markers[0]
     said = io.StringIO()  # `probemarker validate`'s lines, shown only when invalid
-    if not _validate_document(label, doc, out=said):
+    if not validate_document(label, doc, out=said):
         err.write(said.getvalue())
         raise UsageError(f"{label}: the PodProbeMarker is invalid (messages above)")
     meta = doc.body.get("metadata") or {}
@@ -147,7 +148,7 @@ def _read(path: str) -> str:
 async def marker_from_cluster(client: Any, text: str, group: str, *, err: TextIO) -> Marker:
     """The marker NS/NAME as the API server holds it, validated as the daemon does."""
     from probemarker.api.fields import printable
-    from probemarker.markers import marker_resource, read_marker
+    from probemarker.watch.markers import marker_resource, read_marker
 
     namespace, name = split_ref(text, "--marker")
     resource = marker_resource(group)
@@ -192,7 +193,7 @@ async def _pods(
     namespace = marker.ref.namespace
     listed = await client.request("GET", PODS.path(namespace), info=PODS.info("list", namespace))
     for item in listed.get("items") or []:
-        view = pod_view(item)
+        view = pod_view(pod_projection(item))
         problem = plan.selection_problem(view, marker)
         if problem is None or not problem.startswith("not selected"):
             found.append(item)
@@ -203,7 +204,7 @@ async def _run_probe(
     runner: Any, key: ProbeKey, view: PodView, spec: Any, options: CheckOptions
 ) -> tuple[Outcome, str | None, bool]:
     """(outcome, via, reachable) of one probe on one pod."""
-    from probemarker.engine import probe_target
+    from probemarker.probe.handler import probe_target
 
     via = plan.route(spec.handler, via_api_proxy=options.via_api_proxy, direct=options.direct)
     facts = view.containers.get(key.container)
@@ -249,10 +250,10 @@ async def _check_pod(
     options: CheckOptions,
     limiter: anyio.CapacityLimiter,
 ) -> PodCheck:
-    from probemarker.app import rfc3339_now
-    from probemarker.match import match_pod
+    from probemarker.kit.clock import rfc3339_now
+    from probemarker.match.match import match_pod
 
-    view = pod_view(raw)
+    view = pod_view(pod_projection(raw))
     name = f"{view.namespace}/{view.name}"
     problem = plan.selection_problem(view, marker)
     if problem is not None:
@@ -342,31 +343,24 @@ async def _check_pods(
     client: Any, settings: RunSettings, options: CheckOptions, marker: Marker
 ) -> list[PodCheck]:
     """Each pod to check, its probes run once with the handlers the options allow."""
-    from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSocketAction
-    from probemarker.app import api_exec_handler
+    from probemarker.api.model import HTTPGetAction
     from probemarker.check.proxy import ApiProxyHTTPGetHandler
+    from probemarker.daemon.assembly import probe_handlers
     from probemarker.kit.clock import MONOTONIC
-    from probemarker.probe.handler import ProbeHandler
     from probemarker.probe.runner import ProbeRunner
 
-    handlers: dict[type, ProbeHandler] = {}
+    # The daemon's handlers, built as the daemon builds them: exec probes through
+    # pods/exec (a GET: check writes nothing and needs no runtime socket), the network
+    # kinds from here only with --direct; --via-api-proxy: httpGet through the API server.
+    handlers = probe_handlers(
+        client, settings, clock=MONOTONIC, backend="api", network=options.direct
+    )
     async with contextlib.AsyncExitStack() as stack:
-        handlers[ExecAction] = await stack.enter_async_context(
-            api_exec_handler(client, settings, clock=MONOTONIC)
-        )
-        if options.direct:
-            from probemarker.probe.grpc import GRPCHandler
-            from probemarker.probe.http import HTTPGetHandler
-            from probemarker.probe.tcp import TCPSocketHandler
-
-            handlers[HTTPGetAction] = await stack.enter_async_context(HTTPGetHandler())
-            handlers[TCPSocketAction] = await stack.enter_async_context(TCPSocketHandler())
-            handlers[GRPCAction] = await stack.enter_async_context(GRPCHandler())
-        elif options.via_api_proxy:
-            handlers[HTTPGetAction] = await stack.enter_async_context(
-                ApiProxyHTTPGetHandler(client)
-            )
-        runner = ProbeRunner(handlers)
+        await stack.enter_async_context(handlers.opened())
+        table = handlers.table()
+        if options.via_api_proxy:
+            table[HTTPGetAction] = await stack.enter_async_context(ApiProxyHTTPGetHandler(client))
+        runner = ProbeRunner(table)
         limiter = anyio.CapacityLimiter(_PROBES_AT_ONCE)
         pods: list[PodCheck] = []
         for item in await _pods(client, options, marker):
@@ -381,7 +375,7 @@ async def run_check(
     options: CheckOptions, settings: RunSettings, *, out: TextIO, err: TextIO
 ) -> int:
     """See the module docstring; UsageError for exit 2 (the caller prints it)."""
-    from probemarker.app import client_settings, connect
+    from probemarker.daemon.assembly import client_settings, connect
     from probemarker.kube.connect.client import KubeClient
 
     _check_refs(options)

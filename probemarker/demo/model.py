@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from probemarker.api.rules import REPORTING_CONTROLLER
 from probemarker.demo.examples import Mark
-from probemarker.kube.write.events import REPORTING_CONTROLLER
 
 EVENT = "event"  # what a Change of the last event names
 # The head of the daemon's probe events (report.py): `marker/probe on container c: State`.

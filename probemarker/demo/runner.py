@@ -27,7 +27,9 @@ from typing import TextIO
 import anyio
 from kubernetes_asyncio import client
 
-from probemarker.app import Daemon, client_settings, unless_stopped
+from probemarker.daemon.app import Daemon, unless_stopped
+from probemarker.daemon.assembly import client_settings
+from probemarker.daemon.settings import RunSettings
 from probemarker.demo import cluster
 from probemarker.demo.containers import ContainerFiles, DemoError, free_port, serving_http
 from probemarker.demo.examples import Example, columns_of, load_examples
@@ -39,7 +41,6 @@ from probemarker.demo.stopping import StopSignals
 from probemarker.demo.view import Totals, build_layout, stamp, summary_lines
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.config import load_kubeconfig
-from probemarker.settings import RunSettings
 from probemarker.sim import SimCluster
 from probemarker.sim.server.discovery import EVENTS
 from probemarker.sim.server.discovery import PODS as POD_RESOURCE

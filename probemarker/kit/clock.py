@@ -1,4 +1,5 @@
-"""Time as the daemon reads it: a monotonic clock and a sleep on the same time line.
+"""Time as the daemon reads it: a monotonic clock and a sleep on the same time line,
+and the wall clock as RFC 3339 text.
 
 Stage: ground floor (pure values and the real clock). Every timing rule of the daemon
 (the write budget, the informer's backoff, the schedule, the holds, health) takes a
@@ -10,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 from typing import Protocol
 
-__all__ = ["MONOTONIC", "Clock", "MonotonicClock"]
+__all__ = ["MONOTONIC", "Clock", "MonotonicClock", "rfc3339_now"]
 
 
 class Clock(Protocol):
@@ -37,3 +39,9 @@ class MonotonicClock:
 
 
 MONOTONIC = MonotonicClock()
+
+
+def rfc3339_now() -> str:
+    """The wall clock now, to the second, as the API server writes times
+    (`lastTransitionTime`, `lastProbeTime`)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -78,13 +78,13 @@ from probemarker.cri.client import (
     RuntimeClient,
     RuntimeInfo,
 )
-from probemarker.identity import PodUID
 from probemarker.kube.exec.execresult import CappedOutput, ExecExited
 from probemarker.probe.criid import confirmation_problem, container_ref
 from probemarker.probe.exec import exec_outcome
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import clean_message
+from probemarker.watch.pods import PodUID
 
 __all__ = ["CRIExecHandler", "cri_outcome", "exited", "sent_timeout"]
 

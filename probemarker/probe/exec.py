@@ -47,7 +47,6 @@ from collections.abc import Hashable
 from typing import Self
 
 from probemarker.api.model import ExecAction, Handler
-from probemarker.identity import HeldCommand, command_digest, container_mark
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.exec.execresult import (
     ExecExited,
@@ -57,6 +56,7 @@ from probemarker.kube.exec.execresult import (
     TransportFailure,
 )
 from probemarker.kube.exec.execstream import ExecSettings, run_exec
+from probemarker.match.identity import HeldCommand, command_digest, container_mark
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.holds import CommandHolds
 from probemarker.probe.outcome import Outcome

@@ -16,8 +16,9 @@ from types import MappingProxyType
 from typing import Protocol, Self, runtime_checkable
 
 from probemarker.api.model import Handler
-from probemarker.identity import HeldCommand, PodUID
+from probemarker.match.identity import HeldCommand, ProbeKey
 from probemarker.probe.outcome import Outcome
+from probemarker.watch.pods import ContainerFacts, PodUID, PodView
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +76,18 @@ class OwnsConnections:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def probe_target(view: PodView, key: ProbeKey, facts: ContainerFacts) -> ProbeTarget:
+    """What a handler gets for `key` on `view`'s pod (the daemon's engine and
+    `probemarker check` build their targets here)."""
+    return ProbeTarget(
+        namespace=view.namespace,
+        pod=view.name,
+        pod_uid=view.uid,
+        container=key.container,
+        pod_ip=view.pod_ip,
+        container_id=facts.container_id,
+        ports=facts.ports,
+        probe=key,
+    )

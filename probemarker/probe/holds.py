@@ -62,8 +62,8 @@ from typing import Protocol, Self
 
 import structlog
 
-from probemarker.identity import HeldCommand
 from probemarker.kit.clock import MONOTONIC, Clock
+from probemarker.match.identity import HeldCommand
 
 __all__ = ["CommandHolds", "HoldSettings", "HoldSlot", "HoldStats", "Holdable"]
 

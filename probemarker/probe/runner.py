@@ -46,7 +46,7 @@ from probemarker.api.model import (
     ProbeSpec,
     TCPSocketAction,
 )
-from probemarker.identity import HeldCommand
+from probemarker.match.identity import HeldCommand
 from probemarker.probe.handler import HoldsCommands, ProbeHandler, ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import clean_message

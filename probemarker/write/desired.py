@@ -81,9 +81,9 @@ from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.names import label_value_problems
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
 from probemarker.api.template import render, uses_result
-from probemarker.identity import HeldCommand, OwnerRef
 from probemarker.kit.text import trim_utf8
-from probemarker.pods import PodView
+from probemarker.match.identity import HeldCommand, OwnerRef
+from probemarker.watch.pods import PodView
 from probemarker.write.ownership import (
     OUR_REASONS,
     OWNED_KEY,

@@ -74,7 +74,8 @@ from probemarker.api.names import (
     label_value_problems,
     qualified_name_problems,
 )
-from probemarker.identity import DIGEST_CHARS, HeldCommand, OwnerRef
+from probemarker.kit.projection import Projector, pod_projector
+from probemarker.match.identity import DIGEST_CHARS, HeldCommand, OwnerRef
 
 __all__ = [
     "OUR_REASONS",
@@ -87,6 +88,7 @@ __all__ = [
     "holds",
     "owners_text",
     "parse_record",
+    "pod_projection",
     "read_keys",
     "render_record",
     "value_token",
@@ -357,6 +359,12 @@ def read_keys(metadata: Mapping[str, Any]) -> tuple[str, ...]:
         if isinstance(written, dict):
             keys.update(k for k in written if isinstance(k, str))
     return tuple(sorted(keys))
+
+
+pod_projection: Projector = pod_projector(read_keys)
+"""What the daemon keeps of a pod (its informer's projection, and what `check` reads):
+`kit.projection.POD_FIELDS`, and of the annotations the values of this record and of
+the keys it names (`read_keys`), fingerprints of the rest."""
 
 
 def _json_entry(owned: Owned) -> dict[str, Any]:

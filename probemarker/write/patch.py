@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from probemarker.kit.annotations import AnnotationSummary
-from probemarker.pods import PodView
+from probemarker.watch.pods import PodView
 from probemarker.write.desired import DesiredCondition, DesiredPod
 from probemarker.write.ownership import OWNED_KEY
 

@@ -40,7 +40,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from probemarker.pods import PodView
+from probemarker.watch.pods import PodView
 from probemarker.write.desired import DesiredCondition, DesiredPod
 from probemarker.write.ownership import (
     OWNED_KEY,

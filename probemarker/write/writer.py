@@ -58,7 +58,6 @@ import anyio
 import structlog
 from anyio.abc import ObjectReceiveStream
 
-from probemarker.identity import PodUID
 from probemarker.kit.backoff import Backoff, BackoffSettings
 from probemarker.kit.clock import MONOTONIC, Clock
 from probemarker.kube.connect.client import KubeClient
@@ -77,8 +76,9 @@ from probemarker.kube.connect.errors import (
 from probemarker.kube.connect.resources import PODS
 from probemarker.kube.write.ratelimit import TokenBucket
 from probemarker.kube.write.statuswrite import patch_pod_status
-from probemarker.pods import PodView, pod_projection, pod_view
+from probemarker.watch.pods import PodUID, PodView, pod_view
 from probemarker.write.desired import DesiredPod
+from probemarker.write.ownership import pod_projection
 from probemarker.write.patch import build_patch, changes_of
 from probemarker.write.queue import FlushQueue
 from probemarker.write.restrict import Scope, hold_messages, message_due, restrict

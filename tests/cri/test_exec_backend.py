@@ -19,10 +19,10 @@ import pytest
 from probemarker.api.model import ExecAction
 from probemarker.cri.client import RuntimeClient, RuntimeInfo
 from probemarker.cri.endpoint import socket_path
-from probemarker.identity import PodUID
 from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
+from probemarker.watch.pods import PodUID
 from tests.cri.client import CRIClient
 from tests.cri.runtime import (
     Containers,

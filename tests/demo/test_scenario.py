@@ -8,7 +8,7 @@ import pytest
 
 from probemarker.demo.examples import find_probe, load_examples
 from probemarker.demo.scenario import DB_ROLE, PODS, STEPS, SUCCEEDED, DemoPod, pod_named
-from probemarker.match import selector_matches
+from probemarker.match.match import selector_matches
 
 
 @pytest.mark.parametrize("pod", [pytest.param(p, id=p.key) for p in PODS])

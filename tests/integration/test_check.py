@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from probemarker.check.run import CheckOptions, UsageError, run_check
-from probemarker.settings import RunSettings
+from probemarker.daemon.settings import RunSettings
 from probemarker.sim.exec.runners import ExecReply
 from probemarker.sim.store.patch import apply_json_patch
 from tests.integration.world import (

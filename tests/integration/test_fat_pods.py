@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from probemarker.app import Daemon
+from probemarker.daemon.app import Daemon
 from probemarker.kit.annotations import AnnotationSummary
 from probemarker.sim.store.resourcetype import NAMESPACES
 from tests.integration.world import (

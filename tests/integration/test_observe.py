@@ -18,7 +18,8 @@ import pytest
 from kubernetes_asyncio import client
 from prometheus_client.parser import text_string_to_metric_families
 
-from probemarker.app import Daemon, client_settings
+from probemarker.daemon.app import Daemon
+from probemarker.daemon.assembly import client_settings
 from probemarker.kit.clock import MonotonicClock
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.config import load_kubeconfig

@@ -19,12 +19,13 @@ import anyio
 from kubernetes_asyncio import client
 
 from probemarker.api.crd import build_crd
-from probemarker.app import Daemon, client_settings
+from probemarker.daemon.app import Daemon
+from probemarker.daemon.assembly import client_settings
+from probemarker.daemon.settings import RunSettings
 from probemarker.kit.clock import MONOTONIC, Clock
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.observe.health import HealthSettings
-from probemarker.settings import RunSettings
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
 from probemarker.sim.server.discovery import EVENTS, PODS

@@ -20,11 +20,11 @@ from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.errors import RequestInfo
 from probemarker.kube.watch.cache import Change, ChangeKind, ObjectKey
 from probemarker.kube.watch.informer import PODS, Informer, InformerSettings
-from probemarker.pods import pod_projection
 from probemarker.sim import SimCluster
 from probemarker.sim.errors import NotFound
 from probemarker.sim.server.discovery import NAMESPACES as SIM_NAMESPACES
 from probemarker.sim.server.discovery import PODS as SIM_PODS
+from probemarker.write.ownership import pod_projection
 from tests.sim.server_helpers import pod_manifest
 
 Projection = dict[str, Any]

@@ -415,7 +415,7 @@ def test_loading_a_kubeconfig_imports_no_kubernetes_asyncio(tmp_path: Path) -> N
     )
     code = (
         "import asyncio, sys\n"
-        "import probemarker.app\n"
+        "import probemarker.daemon.app\n"
         "from probemarker.kube.connect.config import load_kubeconfig\n"
         f"asyncio.run(load_kubeconfig({str(path)!r}))\n"
         "print(sorted(m for m in sys.modules if m.startswith('kubernetes')))\n"

@@ -15,12 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from probemarker.api.model import ProbeState
-from probemarker.identity import OwnerRef
-from probemarker.pods import pod_view
+from probemarker.match.identity import OwnerRef
 from probemarker.sim.server.discovery import PODS
 from probemarker.sim.store.patch import apply_json_patch
 from probemarker.sim.store.strategy import keep_system_meta, status_write
+from probemarker.watch.pods import pod_view
 from probemarker.write.desired import Decided, desired_state
+from probemarker.write.ownership import pod_projection
 from probemarker.write.patch import build_patch
 from tests.unit.write.helpers import spec
 
@@ -193,7 +194,7 @@ def daemon_write(old: dict[str, Any], *, live: bool = True) -> list[dict[str, An
         condition="example.com/Idle",
     )
     owner = OwnerRef("game-server-idle", "idle")
-    view = pod_view(old)
+    view = pod_view(pod_projection(old))
     decided = [Decided(owner, probe, ProbeState.SUCCEEDED, "idle")] if live else []
     desired = desired_state(pod=view, decided=decided, live={owner: probe} if live else {})
     return build_patch(pod=view, desired=desired, now=NOW)

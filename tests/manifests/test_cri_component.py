@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from probemarker.settings import RunSettings, env_name, parse_run_settings
+from probemarker.daemon.settings import RunSettings, env_name, parse_run_settings
 from tests.manifests.test_manifests import (
     EXPECTED,
     KRUISE_COMPONENT,
@@ -57,7 +57,7 @@ CRI_DOC = REPO / "docs" / "cri.md"
 
 CONTAINERD = "unix:///run/containerd/containerd.sock"
 CRIO = "unix:///var/run/crio/crio.sock"
-# The settings' variables (docs/configuration.md), as probemarker.settings names them.
+# The settings' variables (docs/configuration.md), as probemarker.daemon.settings names them.
 BACKEND_VAR = env_name("exec_backend")
 ENDPOINT_VAR = env_name("cri_endpoint")
 EXEC_GRANTS = {("", "pods/exec", "get"), ("", "pods/exec", "create")}
@@ -134,7 +134,7 @@ def test_only_the_runtime_socket_is_mounted_read_only_at_the_endpoints_path(
     assert endpoint_path(env_of(ds)[ENDPOINT_VAR]) == mount["mountPath"]
 
 
-# (variable, value): the settings the component sets; names as probemarker.settings makes them.
+# (variable, value): the settings the component sets; names as probemarker.daemon.settings makes them.
 CRI_ENV = [
     pytest.param(BACKEND_VAR, "cri", id="exec-backend"),
     pytest.param(ENDPOINT_VAR, CONTAINERD, id="cri-endpoint"),

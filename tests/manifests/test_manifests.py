@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from probemarker.settings import parse_run_settings
+from probemarker.daemon.settings import parse_run_settings
 from probemarker.sim.server.accounting import RequestRecord
 from tests.rbac_check import (
     CLUSTER_ROLE,
@@ -264,7 +264,7 @@ def test_the_daemonsets_account_is_the_one_the_binding_names() -> None:
 
 
 def test_the_metrics_port_is_the_settings_default() -> None:
-    from probemarker.settings import RunSettings
+    from probemarker.daemon.settings import RunSettings
 
     address = getattr(RunSettings(), "metrics_address", None)
     if address is None:
@@ -274,7 +274,7 @@ def test_the_metrics_port_is_the_settings_default() -> None:
 
 
 def test_the_grace_period_outlasts_the_daemons_shutdown() -> None:
-    from probemarker.settings import RunSettings
+    from probemarker.daemon.settings import RunSettings
 
     grace = dig(daemonset(), f"{POD}.terminationGracePeriodSeconds")
     assert isinstance(grace, int)

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from probemarker.api import rules
-from probemarker.settings import parse_run_settings
+from probemarker.daemon.settings import parse_run_settings
 from tests.manifests.test_manifests import (
     KRUISE_COMPONENT,
     KUBECTL,

@@ -29,10 +29,10 @@ from probemarker.kube.watch.informer import PODS, Informer, Resource
 from probemarker.kube.write.events import EventRecorder, ObjectRef
 from probemarker.kube.write.ratelimit import TokenBucket
 from probemarker.kube.write.statuswrite import patch_pod_status
-from probemarker.pods import pod_projection
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
 from probemarker.sim.server.accounting import RequestRecord
+from probemarker.write.ownership import pod_projection
 from tests.rbac_check import PolicyRule, disallowed, load_cluster_role
 
 TOKEN = "probemarker-sa-token"

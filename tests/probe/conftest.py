@@ -14,7 +14,6 @@ import orjson
 import pytest
 
 from probemarker.api.model import ExecAction, ProbeSpec, Timing
-from probemarker.identity import PodUID
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.kube.connect.errors import RequestInfo
@@ -24,6 +23,7 @@ from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.runner import ProbeRunner
 from probemarker.sim import SimCluster
+from probemarker.watch.pods import PodUID
 
 NAMESPACE, POD = "default", "web"
 

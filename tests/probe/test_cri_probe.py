@@ -21,10 +21,10 @@ from structlog.testing import capture_logs
 from probemarker.api.model import ExecAction, HTTPGetAction
 from probemarker.cri import client as client_module
 from probemarker.cri.client import EXTRA_HINT, RuntimeClient
-from probemarker.identity import PodUID
 from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
+from probemarker.watch.pods import PodUID
 from tests.fakes import FakeClock
 from tests.probe.criserver import Runtime, serve
 

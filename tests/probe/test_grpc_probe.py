@@ -28,7 +28,6 @@ from grpc_health.v1.health import aio as health_aio
 
 import probemarker
 from probemarker.api.model import GRPCAction
-from probemarker.identity import PodUID
 from probemarker.probe.grpc import (
     EXTRA_HINT,
     GRPCHandler,
@@ -39,6 +38,7 @@ from probemarker.probe.grpc import (
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.ports import Address
+from probemarker.watch.pods import PodUID
 from tests.probe.servers import free_port
 
 POD_IP = "127.0.1.200"

@@ -18,12 +18,12 @@ import pytest
 
 from probemarker import __version__
 from probemarker.api.model import HTTPGetAction, HTTPHeader, ProbeSpec, Timing
-from probemarker.identity import PodUID
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.http import BODY_LIMIT, HTTPGetHandler, request_url
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.ports import Address
 from probemarker.probe.runner import ProbeRunner
+from probemarker.watch.pods import PodUID
 from tests.probe.servers import OTHER_HOST, closed_port, http_server
 
 POD_IP = "127.0.1.150"

@@ -9,11 +9,11 @@ from types import MappingProxyType
 import pytest
 
 from probemarker.api.model import ProbeSpec, TCPSocketAction, Timing
-from probemarker.identity import PodUID
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.runner import ProbeRunner
 from probemarker.probe.tcp import TCPSocketHandler
+from probemarker.watch.pods import PodUID
 from tests.probe.servers import closed_port, filtered_port, tcp_listener
 
 POD_IP = "127.0.1.170"

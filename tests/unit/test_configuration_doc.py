@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from pathlib import Path
 
-from probemarker.settings import RunSettings, describe, env_name, flag_name
-from probemarker.settings_reference import COMMAND, render, row
+from probemarker.daemon.settings import RunSettings, describe, env_name, flag_name
+from probemarker.daemon.settings_reference import COMMAND, render, row
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from probemarker.api.model import ExecAction, MarkerPolicy, ProbeSpec, ProbeState, Timing
-from probemarker.decide import (
+from probemarker.decide.decide import (
     Decision,
     Gate,
     Instance,
@@ -17,8 +17,8 @@ from probemarker.decide import (
     seed,
     step,
 )
-from probemarker.pods import ContainerFacts
 from probemarker.probe.outcome import Outcome, Result
+from probemarker.watch.pods import ContainerFacts
 
 S, F = ProbeState.SUCCEEDED, ProbeState.FAILED
 

@@ -46,6 +46,7 @@ from typing import Any, Literal
 import orjson
 import structlog
 
+from probemarker.api.rules import REPORTING_CONTROLLER
 from probemarker.kit.clock import MONOTONIC, Clock
 from probemarker.kit.text import trim_utf8
 from probemarker.kube.connect.client import KubeClient
@@ -56,7 +57,6 @@ from probemarker.kube.write.ratelimit import TokenBucket
 __all__ = [
     "FIELD_LIMIT",
     "NOTE_LIMIT",
-    "REPORTING_CONTROLLER",
     "EventRecorder",
     "EventStats",
     "EventType",
@@ -68,7 +68,6 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-REPORTING_CONTROLLER = "probemarker.io/daemon"
 EventType = Literal["Normal", "Warning"]
 
 # pkg/apis/core/validation/events.go; Go's len() counts bytes.

@@ -22,10 +22,10 @@ from probemarker.api.model import (
     Timing,
 )
 from probemarker.check import plan
-from probemarker.identity import OwnerRef, PodUID, ProbeKey
-from probemarker.pods import ContainerFacts, pod_view
+from probemarker.match.identity import OwnerRef, ProbeKey
 from probemarker.probe.outcome import Outcome, Result
-from probemarker.write.ownership import OWNED_KEY, Owned, render_record
+from probemarker.watch.pods import ContainerFacts, PodUID, pod_view
+from probemarker.write.ownership import OWNED_KEY, Owned, pod_projection, render_record
 
 UID = PodUID("uid-1")
 
@@ -121,7 +121,7 @@ def test_route(action: Any, proxy: bool, direct: bool, via: str | None) -> None:
     ],
 )
 def test_selection_problem(raw: dict[str, Any], problem: str | None) -> None:
-    found = plan.selection_problem(pod_view(raw), marker())
+    found = plan.selection_problem(pod_view(pod_projection(raw)), marker())
     assert (found if problem is None else (found or "")[: len(problem)]) == problem
 
 
@@ -191,7 +191,7 @@ def test_other_markers_are_held_and_own_departed_probes_are_cleaned() -> None:
         labels={"app": "game", "ready": "yes", "gone": "yes"},
         annotations={OWNED_KEY: render_record(record, pod_uid=UID)},
     )
-    view = pod_view(raw)
+    view = pod_view(pod_projection(raw))
     key = ProbeKey(UID, "app", MarkerRef("default", "m"), "idle")
     found = plan.plan_pod(
         view, marker(), {key: Outcome.succeeded("idle")}, now="2026-01-01T00:00:00Z"
@@ -203,7 +203,7 @@ def test_other_markers_are_held_and_own_departed_probes_are_cleaned() -> None:
 
 
 def test_an_unknown_outcome_plans_no_patch() -> None:
-    view = pod_view(pod(labels={"app": "game"}))
+    view = pod_view(pod_projection(pod(labels={"app": "game"})))
     key = ProbeKey(UID, "app", MarkerRef("default", "m"), "idle")
     found = plan.plan_pod(view, marker(), {key: Outcome.unknown("x")}, now="t")
     assert found.patch == []
@@ -253,7 +253,7 @@ def test_check_plans_what_the_daemon_would_for_no_answer_and_invalid_values(
         meta["labels"]["role"] = shown.labels["role"]
         record = {OwnerRef("m", "role"): shown}
         meta["annotations"] = {OWNED_KEY: render_record(record, pod_uid=UID)}
-    view = pod_view(pod(**meta))
+    view = pod_view(pod_projection(pod(**meta)))
     found = plan.plan_pod(view, marker("m", ROLE), {ROLE_KEY: outcome}, now="t")
     assert found.desired.labels.get("role", "(untouched)") == role
 
@@ -270,7 +270,9 @@ def test_check_counts_room_over_the_whole_patch() -> None:
             ),
         ),
     )
-    view = pod_view(pod(labels={"app": "game"}, annotations={"big": "x" * (256 * 1024 - 1600)}))
+    view = pod_view(
+        pod_projection(pod(labels={"app": "game"}, annotations={"big": "x" * (256 * 1024 - 1600)}))
+    )
     key = ProbeKey(UID, "app", MarkerRef("default", "m"), "notes")
     answer = Outcome.succeeded("ok", answer="y" * 1000)
     found = plan.plan_pod(view, marker("m", notes), {key: answer}, now="t")

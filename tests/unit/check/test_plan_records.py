@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from probemarker.check import plan
-from probemarker.identity import HeldCommand, OwnerRef
-from probemarker.pods import PodView, pod_view
+from probemarker.match.identity import HeldCommand, OwnerRef
 from probemarker.probe.outcome import Outcome
-from probemarker.write.ownership import OWNED_KEY, Owned, render_record
+from probemarker.watch.pods import PodView, pod_view
+from probemarker.write.ownership import OWNED_KEY, Owned, pod_projection, render_record
 from tests.unit.check.test_plan import ROLE, ROLE_KEY, UID, marker, pod
 
 HELD = HeldCommand(command="A" * 16, container="0123456789ab", started=1_700_000_000)
@@ -22,7 +22,7 @@ def holding(probe: str) -> PodView:
         "labels": {"app": "game"},
         "annotations": {OWNED_KEY: render_record(record, pod_uid=UID)},
     }
-    return pod_view(pod(**meta))
+    return pod_view(pod_projection(pod(**meta)))
 
 
 def test_a_record_entry_holding_only_a_command_is_a_first_decision() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from probemarker.cli import validate_text
+from probemarker.check.validate import validate_text
 
 GARBAGE = sorted((Path(__file__).resolve().parents[2] / "data" / "markers" / "garbage").glob("*"))
 EXPECT = re.compile(r"^# expect: (?P<path>.*?): (?P<text>.+)$", re.MULTILINE)

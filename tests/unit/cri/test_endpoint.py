@@ -12,7 +12,7 @@ import pytest
 
 from probemarker.cri.client import CallFailed, RuntimeClient
 from probemarker.cri.endpoint import DEFAULT_ENDPOINT, socket_path, socket_problem
-from probemarker.settings import SettingsError, parse_run_settings
+from probemarker.daemon.settings import SettingsError, parse_run_settings
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from probemarker.app import Daemon, client_settings
+from probemarker.daemon.app import Daemon
+from probemarker.daemon.assembly import client_settings
+from probemarker.daemon.settings import RunSettings
 from probemarker.kube.connect.client import ClientSettings, KubeClient
 from probemarker.kube.connect.config import Connection
-from probemarker.settings import RunSettings
 
 CONNECTION = Connection(server="http://127.0.0.1:1")
 

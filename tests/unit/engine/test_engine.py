@@ -12,16 +12,17 @@ import anyio
 import anyio.lowlevel
 
 from probemarker.api.model import Handler, ProbeSpec, TCPSocketAction
-from probemarker.engine import Engine
-from probemarker.identity import HeldCommand, PodUID
+from probemarker.engine.engine import Engine
 from probemarker.kube.watch.cache import Entry, entry_of
 from probemarker.kube.write.events import ObjectRef
-from probemarker.markers import marker_projection
-from probemarker.pods import pod_projection
+from probemarker.match.identity import HeldCommand
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.runner import ProbeRunner
 from probemarker.probe.tcp import TCPSocketHandler
+from probemarker.watch.markers import marker_projection
+from probemarker.watch.pods import PodUID
+from probemarker.write.ownership import pod_projection
 from probemarker.write.patch import build_patch
 from tests.fakes import FakeClock, until
 

@@ -4,8 +4,9 @@ periods); the plan records what the runner holds. Scripted runner, fake clock.""
 
 from __future__ import annotations
 
-from probemarker.identity import HeldCommand, PodUID, command_digest
+from probemarker.match.identity import HeldCommand, command_digest
 from probemarker.probe.outcome import Outcome
+from probemarker.watch.pods import PodUID
 from probemarker.write.ownership import OWNED_KEY, Owned, parse_record
 from probemarker.write.patch import build_patch
 from tests.fakes import until

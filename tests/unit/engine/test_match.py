@@ -8,9 +8,10 @@ import pytest
 
 from probemarker.api.model import LabelSelector, Marker, SelectorRequirement
 from probemarker.api.parse import parse_marker
-from probemarker.identity import PodUID, ProbeKey
-from probemarker.match import diff_matches, match_pod, requirement_matches, selector_matches
-from probemarker.pods import pod_view
+from probemarker.match.identity import ProbeKey
+from probemarker.match.match import diff_matches, match_pod, requirement_matches, selector_matches
+from probemarker.watch.pods import PodUID, pod_view
+from probemarker.write.ownership import pod_projection
 
 
 def marker(name: str = "m", namespace: str = "ns", selector: Any = None, **probe: Any) -> Marker:
@@ -109,7 +110,7 @@ KEY = ProbeKey(PodUID("u1"), "app", marker().ref, "idle")
     ],
 )
 def test_match_pod(raw: dict[str, Any], markers: list[Marker], expected: set[ProbeKey]) -> None:
-    assert set(match_pod(pod_view(raw), markers)) == expected
+    assert set(match_pod(pod_view(pod_projection(raw)), markers)) == expected
 
 
 def test_two_probes_on_one_container_are_two_keys() -> None:
@@ -130,15 +131,17 @@ def test_two_probes_on_one_container_are_two_keys() -> None:
             ],
         },
     }
-    assert len(match_pod(pod_view(pod()), [parse_marker(doc)])) == 2
+    assert len(match_pod(pod_view(pod_projection(pod())), [parse_marker(doc)])) == 2
 
 
 def test_diff() -> None:
     a, b = marker("a"), marker("b")
-    old = match_pod(pod_view(pod()), [a])
-    new = match_pod(pod_view(pod()), [b])
+    old = match_pod(pod_view(pod_projection(pod())), [a])
+    new = match_pod(pod_view(pod_projection(pod())), [b])
     diff = diff_matches(old, new)
     assert (len(diff.start), len(diff.stop), diff.change) == (1, 1, ())
     assert not diff_matches(old, old)
     changed = marker("a", probe="idle", container="app")
-    assert diff_matches(old, match_pod(pod_view(pod()), [changed])) == diff_matches(old, old)
+    assert diff_matches(old, match_pod(pod_view(pod_projection(pod())), [changed])) == diff_matches(
+        old, old
+    )

@@ -6,7 +6,7 @@ from dataclasses import fields
 
 import pytest
 
-from probemarker.settings import (
+from probemarker.daemon.settings import (
     RunSettings,
     SettingsError,
     env_name,
@@ -138,7 +138,7 @@ def test_node_precedence(argv: list[str], env: dict[str, str], expected: str) ->
 def run_help(monkeypatch: pytest.MonkeyPatch) -> str:
     import argparse
 
-    from probemarker.settings import add_arguments
+    from probemarker.daemon.settings import add_arguments
 
     monkeypatch.setenv("COLUMNS", "1000")  # no line breaks (argparse breaks at hyphens)
     parser = argparse.ArgumentParser(prog="probemarker run")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from probemarker.identity import PodUID
+from probemarker.watch.pods import PodUID
 from probemarker.write.patch import build_patch
 from tests.unit.engine.test_engine import Runner, running
 from tests.unit.engine.test_warnings import NOW, Pod, answers, result_marker, warnings

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from probemarker.daemon.settings import RunSettings, SettingsError, parse_run_settings
 from probemarker.observe.address import ListenAddress, parse_listen_address
-from probemarker.settings import RunSettings, SettingsError, parse_run_settings
 
 
 @pytest.mark.parametrize(

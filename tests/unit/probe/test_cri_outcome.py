@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from probemarker.cri.client import CallFailed, ContainerInfo, NotConnected, Ran, RuntimeInfo
-from probemarker.identity import PodUID
 from probemarker.probe.cri import cri_outcome, exited
 from probemarker.probe.criid import (
     ContainerRef,
@@ -15,6 +14,7 @@ from probemarker.probe.criid import (
 )
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome
+from probemarker.watch.pods import PodUID
 
 CONTAINERD = RuntimeInfo("containerd", "1.6.20", "v1")
 CRIO = RuntimeInfo("cri-o", "1.30.0", "v1")

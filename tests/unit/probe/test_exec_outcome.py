@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from probemarker.api.model import HTTPGetAction, TCPSocketAction
-from probemarker.identity import PodUID
 from probemarker.kube.exec.execresult import (
     ExecExited,
     ExecNotStarted,
@@ -16,6 +15,7 @@ from probemarker.kube.exec.execresult import (
 from probemarker.probe.exec import ExecHandler, exec_outcome
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome
+from probemarker.watch.pods import PodUID
 
 # As a 1.30+ API server (v5, the stream translator) and a 1.28 kubelet (v4) word them.
 MISSING_V5 = (

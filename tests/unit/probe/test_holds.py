@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from probemarker.identity import HeldCommand
+from probemarker.match.identity import HeldCommand
 from probemarker.probe.holds import CommandHolds, HoldSettings
 from tests.fakes import FakeClock, until
 

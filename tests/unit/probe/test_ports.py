@@ -7,9 +7,9 @@ from types import MappingProxyType
 import pytest
 
 from probemarker.api.model import ExecAction, GRPCAction, Handler, HTTPGetAction, TCPSocketAction
-from probemarker.identity import PodUID
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.ports import Address, NoAddress, address_of, pod_address, unresolved_port
+from probemarker.watch.pods import PodUID
 
 PORTS = MappingProxyType({"http": 8080, "admin": 9901})
 

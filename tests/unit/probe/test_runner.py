@@ -17,10 +17,10 @@ from probemarker.api.model import (
     TCPSocketAction,
     Timing,
 )
-from probemarker.identity import PodUID
 from probemarker.probe.handler import ProbeHandler, ProbeTarget
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.runner import ProbeRunner, action_kind
+from probemarker.watch.pods import PodUID
 
 TARGET = ProbeTarget("games", "gs-1", PodUID("uid-1"), "server")
 EXEC = ExecAction(("check",))

@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from probemarker.api.model import ExecAction, MarkerPolicy, ProbeSpec, ProbeState, Timing
-from probemarker.identity import OwnerRef
-from probemarker.pods import PodView, pod_view
+from probemarker.match.identity import OwnerRef
 from probemarker.sim.store.objmeta import prune_empty
 from probemarker.sim.store.patch import apply_json_patch
+from probemarker.watch.pods import PodView, pod_view
 from probemarker.write.desired import Decided
-from probemarker.write.ownership import OWNED_KEY, Owned, render_record
+from probemarker.write.ownership import OWNED_KEY, Owned, pod_projection, render_record
 
 S, F = ProbeState.SUCCEEDED, ProbeState.FAILED
 NOW = "2026-11-23T10:00:00Z"
@@ -85,7 +85,7 @@ def raw_pod(
 
 
 def view(**kwargs: Any) -> PodView:
-    return pod_view(raw_pod(**kwargs))
+    return pod_view(pod_projection(raw_pod(**kwargs)))
 
 
 def apply(pod: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:

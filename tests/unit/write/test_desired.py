@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from probemarker.api.model import ProbeSpec, ProbeState
-from probemarker.identity import OwnerRef
-from probemarker.pods import pod_view
+from probemarker.match.identity import OwnerRef
+from probemarker.watch.pods import pod_view
 from probemarker.write.desired import (
     MESSAGE_LIMIT,
     RECORD_OWNER,
@@ -21,7 +21,14 @@ from probemarker.write.desired import (
     DesiredPod,
     desired_state,
 )
-from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, render_record, value_token
+from probemarker.write.ownership import (
+    OWNED_KEY,
+    Owned,
+    parse_record,
+    pod_projection,
+    render_record,
+    value_token,
+)
 from probemarker.write.patch import build_patch
 from tests.unit.write.helpers import (
     NOW,
@@ -504,16 +511,16 @@ def test_winner_deleted_hands_key_to_loser_end_to_end() -> None:
     a = decided("a#p", S, spec(ok_annotations={"cost": "10"}))
     b = decided("b#p", S, spec(ok_annotations={"cost": "-10"}))
     pod = raw_pod()
-    first = desired_state(pod=pod_view(pod), decided=[a, b], live={})
-    pod = apply(pod, build_patch(pod=pod_view(pod), desired=first, now=NOW))
+    first = desired_state(pod=pod_view(pod_projection(pod)), decided=[a, b], live={})
+    pod = apply(pod, build_patch(pod=pod_view(pod_projection(pod)), desired=first, now=NOW))
     assert pod["metadata"]["annotations"]["cost"] == "10"
-    second = desired_state(pod=pod_view(pod), decided=[b], live={})
-    pod = apply(pod, build_patch(pod=pod_view(pod), desired=second, now=NOW))
+    second = desired_state(pod=pod_view(pod_projection(pod)), decided=[b], live={})
+    pod = apply(pod, build_patch(pod=pod_view(pod_projection(pod)), desired=second, now=NOW))
     assert pod["metadata"]["annotations"]["cost"] == "-10"
     assert second.conflicts == ()
     # b now holds it: deleting b removes it.
-    third = desired_state(pod=pod_view(pod), decided=[], live={})
-    pod = apply(pod, build_patch(pod=pod_view(pod), desired=third, now=NOW))
+    third = desired_state(pod=pod_view(pod_projection(pod)), decided=[], live={})
+    pod = apply(pod, build_patch(pod=pod_view(pod_projection(pod)), desired=third, now=NOW))
     assert "metadata" in pod
     assert "annotations" not in pod["metadata"]
 

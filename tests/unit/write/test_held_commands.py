@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from probemarker.identity import HeldCommand, command_digest
-from probemarker.pods import pod_view
+from probemarker.match.identity import HeldCommand, command_digest
+from probemarker.watch.pods import pod_view
 from probemarker.write.desired import desired_state
-from probemarker.write.ownership import OWNED_KEY, Owned, parse_record
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, pod_projection
 from probemarker.write.patch import build_patch
 from tests.unit.write.helpers import NOW, UID, F, apply, decided, owner, raw_pod, spec
 
@@ -19,7 +19,7 @@ FLAG = spec(ok={"idle": "yes"}, bad={"idle": "no"})
 
 
 def plan(pod: dict[str, Any], *, decided_state: bool, held: bool) -> list[dict[str, Any]]:
-    view = pod_view(pod)
+    view = pod_view(pod_projection(pod))
     desired = desired_state(
         pod=view,
         decided=[decided("w#p", F, FLAG)] if decided_state else [],
@@ -65,6 +65,6 @@ def test_a_restarted_daemon_seeded_with_the_hold_writes_nothing() -> None:
 
 def test_a_departed_probes_hold_goes_with_its_entry() -> None:
     pod = raw_pod(record={"w#p": Owned(None, held=HELD)})
-    view = pod_view(pod)
+    view = pod_view(pod_projection(pod))
     desired = desired_state(pod=view, decided=[], live={}, held_commands={})
     assert desired.annotations == {OWNED_KEY: None}

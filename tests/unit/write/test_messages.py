@@ -14,11 +14,10 @@ import orjson
 import pytest
 
 from probemarker.api.model import ProbeState
-from probemarker.identity import PodUID
 from probemarker.kube.write.ratelimit import TokenBucket
-from probemarker.pods import PodView, pod_projection, pod_view
+from probemarker.watch.pods import PodUID, PodView, pod_view
 from probemarker.write.desired import DesiredPod, desired_state
-from probemarker.write.ownership import Owned
+from probemarker.write.ownership import Owned, pod_projection
 from probemarker.write.restrict import message_due
 from probemarker.write.writer import PodWriter, WriterSettings
 from tests.fakes import FakeClock, until
@@ -112,7 +111,7 @@ class Rig:
         await until(lambda: self.ended() >= ended + flushes)
 
     def shown(self) -> tuple[str, str]:
-        found = pod_view(self.api.pod).condition(TYPE)
+        found = pod_view(pod_projection(self.api.pod)).condition(TYPE)
         assert found is not None
         return found["status"], found.get("message", "")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from probemarker.identity import HeldCommand, OwnerRef, command_digest, container_mark
+from probemarker.match.identity import HeldCommand, OwnerRef, command_digest, container_mark
 from probemarker.write.ownership import (
     OWNED_KEY,
     RECORD_LIMIT,

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from probemarker.pods import pod_view
 from probemarker.sim.errors import PatchFailed
+from probemarker.watch.pods import pod_view
 from probemarker.write.desired import DesiredCondition, DesiredPod
-from probemarker.write.ownership import OWNED_KEY
+from probemarker.write.ownership import OWNED_KEY, pod_projection
 from probemarker.write.patch import build_patch, changes_of, escape_pointer
 from tests.unit.write.helpers import EARLIER, NOW, apply, condition, raw_pod, view
 
@@ -247,7 +247,7 @@ def test_a_patch_never_lands_on_another_pod_or_a_terminating_one(change: str) ->
 def test_a_pod_without_a_phase_is_guarded_by_uid_and_deletion_only() -> None:
     raw = raw_pod()
     del raw["status"]
-    ops = build_patch(pod=pod_view(raw), desired=desired({"idle": "true"}), now=NOW)
+    ops = build_patch(pod=pod_view(pod_projection(raw)), desired=desired({"idle": "true"}), now=NOW)
     assert ops[:2] == GUARDS[:2]
     assert all(op["path"] != "/status/phase" for op in ops)
 
@@ -288,7 +288,7 @@ def test_applied_patch_is_steady(
     """Applied by the sim's JSON patch (evanphx semantics), the pod then matches."""
     raw = raw_pod(**pod)
     patched = apply(raw, build_patch(pod=view(**pod), desired=want, now=NOW))
-    assert build_patch(pod=pod_view(patched), desired=want, now=NOW) == []
+    assert build_patch(pod=pod_view(pod_projection(patched)), desired=want, now=NOW) == []
 
 
 def test_unknown_condition_fields_are_kept() -> None:

@@ -9,9 +9,16 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probemarker.pods import pod_view
+from probemarker.watch.pods import pod_view
 from probemarker.write.desired import DesiredCondition, DesiredPod, desired_state
-from probemarker.write.ownership import OWNED_KEY, Owned, holds, parse_record, render_record
+from probemarker.write.ownership import (
+    OWNED_KEY,
+    Owned,
+    holds,
+    parse_record,
+    pod_projection,
+    render_record,
+)
 from probemarker.write.patch import build_patch, changes_of
 from probemarker.write.restrict import Scope, restrict
 from tests.unit.write.helpers import NOW, UID, F, S, apply, decided, owner, raw_pod, spec
@@ -89,9 +96,9 @@ def _check_map(before: dict[str, str], after: dict[str, str], want: Any) -> None
 def test_patch_applies_is_idempotent_and_touches_only_our_keys(
     pod: dict[str, Any], want: DesiredPod
 ) -> None:
-    ops = build_patch(pod=pod_view(pod), desired=want, now=NOW)
+    ops = build_patch(pod=pod_view(pod_projection(pod)), desired=want, now=NOW)
     after = apply(pod, ops)
-    assert build_patch(pod=pod_view(after), desired=want, now=NOW) == []
+    assert build_patch(pod=pod_view(pod_projection(after)), desired=want, now=NOW) == []
     before_meta, after_meta = pod["metadata"], after["metadata"]
     _check_map(before_meta.get("labels", {}), after_meta.get("labels", {}), want.labels)
     _check_map(
@@ -170,11 +177,11 @@ def test_desired_state_cycle_is_steady(data: st.DataObject, pod: dict[str, Any])
     """Compute, patch, apply; computing again on the patched pod writes nothing; and
     the record names only keys that hold the recorded value afterwards."""
     inputs = _cycle_inputs(data, pod)
-    first = desired_state(pod=pod_view(pod), **inputs)
-    after = apply(pod, build_patch(pod=pod_view(pod), desired=first, now=NOW))
-    second = desired_state(pod=pod_view(after), **inputs)
+    first = desired_state(pod=pod_view(pod_projection(pod)), **inputs)
+    after = apply(pod, build_patch(pod=pod_view(pod_projection(pod)), desired=first, now=NOW))
+    second = desired_state(pod=pod_view(pod_projection(after)), **inputs)
     assert second.record == first.record
-    assert build_patch(pod=pod_view(after), desired=second, now=NOW) == []
+    assert build_patch(pod=pod_view(pod_projection(after)), desired=second, now=NOW) == []
     _assert_record_is_true(after)
     # Keys nobody recorded or set are never touched.
     touched = set(first.labels)
@@ -204,14 +211,14 @@ def test_a_restricted_write_applies_is_steady_and_its_record_is_true(
     full write changes, building it again on the result gives [], and the record
     written never names a key that does not hold its value."""
     inputs = _cycle_inputs(data, pod)
-    before = pod_view(pod)
+    before = pod_view(pod_projection(pod))
     full = desired_state(pod=before, **inputs)
     smaller = restrict(full, before, scope)
     after = apply(pod, build_patch(pod=before, desired=smaller, now=NOW))
-    assert build_patch(pod=pod_view(after), desired=restrict(full, before, scope), now=NOW) == (
-        build_patch(pod=pod_view(after), desired=smaller, now=NOW)
-    )
-    assert build_patch(pod=pod_view(after), desired=smaller, now=NOW) == []
+    assert build_patch(
+        pod=pod_view(pod_projection(after)), desired=restrict(full, before, scope), now=NOW
+    ) == (build_patch(pod=pod_view(pod_projection(after)), desired=smaller, now=NOW))
+    assert build_patch(pod=pod_view(pod_projection(after)), desired=smaller, now=NOW) == []
     full_changes = changes_of(before, full)
     for part, keys in changes_of(before, smaller).items():
         assert set(keys) <= set(full_changes.get(part, ())), part

@@ -9,9 +9,9 @@ import pytest
 from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
 from probemarker.kit.annotations import annotations_size
-from probemarker.pods import pod_view as view_of
+from probemarker.watch.pods import pod_view
 from probemarker.write.desired import Decided, InvalidValue, annotation_bytes, desired_state
-from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, value_token
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, pod_projection, value_token
 from probemarker.write.patch import build_patch
 from tests.unit.write.helpers import NOW, UID, F, S, apply, owner, raw_pod, spec, view
 
@@ -81,7 +81,7 @@ def test_an_invalid_value_is_not_written_and_the_last_valid_one_stays(
     ops = writes(build_patch(pod=pod, desired=desired, now=NOW))
     assert [op["path"] for op in ops] == ["/metadata/annotations/probemarker.io~1owned"]
     assert desired.record[owner(M)].warned == {"l:db/role": value_token(value)}
-    after = view_of(apply(raw_pod(**shown), ops))
+    after = pod_view(pod_projection(apply(raw_pod(**shown), ops)))
     again = desired_state(pod=after, decided=[result(S, ROLE, value)], live={})
     assert [b.recorded for b in again.invalid] == [True]
     assert writes(build_patch(pod=after, desired=again, now=NOW)) == []

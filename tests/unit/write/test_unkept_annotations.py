@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from probemarker.pods import pod_projection, pod_view
 from probemarker.sim.errors import PatchFailed
+from probemarker.watch.pods import pod_view
 from probemarker.write.desired import desired_state
-from probemarker.write.ownership import OWNED_KEY, Owned, parse_record
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, pod_projection
 from probemarker.write.patch import build_patch
 from probemarker.write.restrict import Scope, restrict
 from tests.unit.write.helpers import NOW, UID, S, apply, decided, owner, raw_pod, spec
@@ -49,7 +49,7 @@ def test_a_write_from_the_projection_is_the_write_from_the_whole_pod(
     pod = raw_pod(annotations=annotations or None)
     view, want = plan(pod, policy)
     assert not view.annotations.kept(BIG)  # never a value the daemon does not own
-    whole = pod_view(pod)
+    whole = pod_view(pod_projection(pod))
     ops = build_patch(pod=view, desired=want, now=NOW)
     assert ops == build_patch(pod=whole, desired=want, now=NOW)
     written = apply(pod, ops)

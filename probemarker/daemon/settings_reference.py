@@ -1,6 +1,6 @@
 """docs/configuration.md, rendered from the settings object.
 
-Stage: none (documentation). `python -m probemarker.settings_reference > docs/configuration.md`
+Stage: none (documentation). `python -m probemarker.daemon.settings_reference > docs/configuration.md`
 writes it; a test compares the file with `render()`, so a setting added, renamed or
 re-described without regenerating the page fails CI.
 """
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import sys
 
-from probemarker.settings import SettingDoc, describe
+from probemarker.daemon.settings import SettingDoc, describe
 
-COMMAND = "python -m probemarker.settings_reference > docs/configuration.md"
+COMMAND = "python -m probemarker.daemon.settings_reference > docs/configuration.md"
 
 _HEAD = f"""\
 # Configuration reference
 
-<!-- Generated from probemarker/settings.py by `{COMMAND}`;
+<!-- Generated from probemarker/daemon/settings.py by `{COMMAND}`;
      do not edit by hand (tests/unit/test_configuration_doc.py checks it is current). -->
 
 `probemarker run` takes every setting as a flag or as an environment variable

@@ -44,7 +44,7 @@ import structlog
 
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeSpec
-from probemarker.decide import (
+from probemarker.decide.decide import (
     Decision,
     Gate,
     ThresholdState,
@@ -54,20 +54,20 @@ from probemarker.decide import (
     seed,
     step,
 )
-from probemarker.identity import HeldCommand, OwnerRef, PodUID, ProbeKey
+from probemarker.engine.report import EventSink, Reporter
 from probemarker.kit.clock import Clock
 from probemarker.kit.histogram import Histogram
 from probemarker.kube.watch.cache import Entry, ObjectKey
-from probemarker.markers import MarkerTable
-from probemarker.match import diff_matches, match_pod
-from probemarker.pods import ContainerFacts, PodView, pod_view
-from probemarker.probe.handler import ProbeTarget
+from probemarker.match.identity import HeldCommand, OwnerRef, ProbeKey
+from probemarker.match.match import diff_matches, match_pod
+from probemarker.probe.handler import probe_target
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.ports import unresolved_port
 from probemarker.probe.runner import ProbeRunner, action_kind
-from probemarker.report import EventSink, Reporter
 from probemarker.schedule.dispatcher import Dispatcher
 from probemarker.schedule.timing import first_due, next_due
+from probemarker.watch.markers import MarkerTable
+from probemarker.watch.pods import ContainerFacts, PodUID, PodView, pod_view
 from probemarker.write.desired import Decided, DesiredPod, InvalidValue, desired_state
 from probemarker.write.ownership import OWNED_KEY, parse_record, value_token
 
@@ -162,21 +162,6 @@ def _renders(spec: ProbeSpec | None, kind: str, key: str) -> bool:
     return any(
         key in (policy.labels if kind == "label" else policy.annotations)
         for policy in spec.policies
-    )
-
-
-def probe_target(view: PodView, key: ProbeKey, facts: ContainerFacts) -> ProbeTarget:
-    """What a handler gets for `key` on `view`'s pod (`probemarker check` builds its
-    targets here too)."""
-    return ProbeTarget(
-        namespace=view.namespace,
-        pod=view.name,
-        pod_uid=view.uid,
-        container=key.container,
-        pod_ip=view.pod_ip,
-        container_id=facts.container_id,
-        ports=facts.ports,
-        probe=key,
     )
 
 

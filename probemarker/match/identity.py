@@ -19,13 +19,12 @@ import base64
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, NewType
+from typing import Final
 
 import orjson
 
 from probemarker.api.model import MarkerRef
-
-PodUID = NewType("PodUID", str)
+from probemarker.watch.pods import PodUID
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -20,9 +20,9 @@ import structlog
 
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeState
-from probemarker.identity import ProbeKey
 from probemarker.kube.write.events import ObjectRef
-from probemarker.pods import PodView
+from probemarker.match.identity import ProbeKey
+from probemarker.watch.pods import PodView
 from probemarker.write.desired import Conflict, InvalidValue
 
 log = structlog.get_logger("probemarker.engine")

@@ -54,9 +54,9 @@ import enum
 from dataclasses import dataclass, replace
 
 from probemarker.api.model import ProbeSpec, ProbeState, Timing
-from probemarker.pods import ContainerFacts
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.output import result_text
+from probemarker.watch.pods import ContainerFacts
 
 __all__ = [
     "Decision",

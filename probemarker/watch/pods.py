@@ -1,17 +1,19 @@
 """A typed, read-only view of the pod fields the engine reads.
 
-Stage: values (pure). Input: a pod projection (`pod_projection`: the fields of
-`kit.projection.POD_FIELDS` and a summary of the annotations), or a whole pod as the
-API server sends it (its annotations are summarized here the same way). Output:
+Stage: values (pure). Input: a pod projection (write/ownership.py `pod_projection`: the
+fields of `kit.projection.POD_FIELDS` and a summary of the annotations), or a whole pod
+as the API server sends it (its annotations are summarized keeping no value). Output:
 `PodView` and `ContainerFacts`. Every field is read defensively: a pod with no labels,
 no annotations, no status or odd values (Kruise panicked on pods without labels,
 kruise#2499/#2527) reads as empty, never raises. Timestamps are RFC 3339 strings from
 the API server, parsed to Unix seconds.
 
-Of the annotations the view has an `AnnotationSummary` (kit/annotations.py): the
-values of the ownership record and of the keys it names (`ownership.read_keys`: all
-the daemon ever reads values of), a fingerprint of every annotation (whether a key
-holds a given value) and their total size; never the other values.
+Of the annotations the view has an `AnnotationSummary` (kit/annotations.py): of a
+projection, the values of the ownership record and of the keys it names (all the
+daemon ever reads values of; which they are is the record's business, so the
+projection is made beside it, in write/ownership.py), a fingerprint of every
+annotation (whether a key holds a given value) and their total size; never the other
+values.
 """
 
 from __future__ import annotations
@@ -20,12 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NewType
 
-from probemarker.identity import PodUID
 from probemarker.kit.annotations import AnnotationSummary, summarize
-from probemarker.kit.projection import Projector, pod_projector
-from probemarker.write.ownership import read_keys
+
+PodUID = NewType("PodUID", str)
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -143,15 +144,13 @@ def _containers(pod: Mapping[str, Any]) -> Mapping[str, ContainerFacts]:
     return MappingProxyType(found)
 
 
-pod_projection: Projector = pod_projector(read_keys)
-"""What the daemon keeps of a pod (its informer's projection; see the module docstring)."""
-
-
 def _annotations(meta: Mapping[str, Any]) -> AnnotationSummary:
     found = meta.get("annotations")
     if isinstance(found, AnnotationSummary):
         return found
-    return summarize(found, read_keys(meta))
+    # A whole pod: fingerprints and sizes, no value (which values a view keeps is the
+    # ownership record's business: view `write.ownership.pod_projection(pod)` to read it).
+    return summarize(found)
 
 
 def pod_view(pod: Mapping[str, Any]) -> PodView:

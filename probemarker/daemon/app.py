@@ -38,29 +38,26 @@ import signal
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import anyio
 import structlog
 
 from probemarker.api import rules
-from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSocketAction
-from probemarker.cri.client import RuntimeClient, RuntimeInfo
-from probemarker.cri.endpoint import socket_path
-from probemarker.engine import Engine, EngineSettings
-from probemarker.identity import PodUID, ProbeKey
-from probemarker.kit.clock import MONOTONIC, Clock
+from probemarker.cri.client import RuntimeInfo
+from probemarker.daemon.assembly import client_settings, connect, exec_connections, probe_handlers
+from probemarker.daemon.settings import RunSettings
+from probemarker.engine.engine import Engine, EngineSettings
+from probemarker.engine.report import Reporter
+from probemarker.kit.clock import MONOTONIC, Clock, rfc3339_now
 from probemarker.kit.repeats import Repeats
-from probemarker.kube.connect.client import ClientSettings, KubeClient
-from probemarker.kube.connect.config import Connection, load_incluster, load_kubeconfig
+from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.resources import PODS
-from probemarker.kube.exec.execstream import ExecSettings
 from probemarker.kube.watch.cache import ObjectKey
 from probemarker.kube.watch.informer import Informer
 from probemarker.kube.write.events import EventRecorder
 from probemarker.kube.write.ratelimit import TokenBucket
-from probemarker.markers import marker_projection, marker_resource
+from probemarker.match.identity import ProbeKey
 from probemarker.observe.address import parse_listen_address
 from probemarker.observe.connections import ServerStats
 from probemarker.observe.descriptors import (
@@ -73,17 +70,11 @@ from probemarker.observe.health import Health, HealthSettings, Heartbeat
 from probemarker.observe.looperrors import LoopErrors
 from probemarker.observe.metrics import HTTPPool, InformerSnapshot, Snapshot, build_registry
 from probemarker.observe.serve import MetricsServer
-from probemarker.pods import pod_projection
 from probemarker.probe.cri import CRIExecHandler
-from probemarker.probe.exec import ExecHandler
-from probemarker.probe.grpc import GRPCHandler
-from probemarker.probe.handler import ProbeHandler
-from probemarker.probe.holds import CommandHolds, HoldSettings
-from probemarker.probe.http import HTTPGetHandler
 from probemarker.probe.runner import ProbeRunner
-from probemarker.probe.tcp import TCPSocketHandler
-from probemarker.report import Reporter
-from probemarker.settings import RunSettings
+from probemarker.watch.markers import marker_projection, marker_resource
+from probemarker.watch.pods import PodUID
+from probemarker.write.ownership import pod_projection
 from probemarker.write.writer import PodWriter, WriterSettings
 
 log = structlog.get_logger("probemarker.app")
@@ -92,17 +83,6 @@ _RUNTIME_GREETING = 10.0  # seconds the start-up Version question may take
 
 Raw = dict[str, Any]
 T = TypeVar("T")
-
-
-def rfc3339_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-async def connect(settings: RunSettings, environ: dict[str, str] | None = None) -> Connection:
-    """A kubeconfig when one is named, else the pod's in-cluster configuration."""
-    if settings.kubeconfig:
-        return await load_kubeconfig(settings.kubeconfig, context=settings.context)
-    return load_incluster(environ=os.environ if environ is None else environ)
 
 
 async def unless_stopped(stop: anyio.Event, work: Callable[[], Awaitable[T]]) -> T | None:
@@ -135,40 +115,6 @@ def crd_missing_hint(group: str) -> str:
             f"--marker-group {rules.GROUP} and install probemarker's CRD"
         )
     return "the PodProbeMarker CRD is not installed; install it: kubectl apply -f manifests/crd/"
-
-
-def exec_connections(settings: RunSettings) -> int:
-    """Exec connections needed: one per probe run allowed at once, plus one per exec
-    stream held past its deadline (probe/holds.py), so neither ever waits for one."""
-    return settings.max_concurrent_probes + settings.max_held_exec_streams
-
-
-def client_settings(settings: RunSettings) -> ClientSettings:
-    """The client for these settings: an exec connection for every probe run allowed at
-    once and every held exec stream (`exec_connections`), so a running exec probe never
-    waits for a connection (its timeoutSeconds is its own), and the watches, patches and
-    events keep pools of their own."""
-    return ClientSettings(exec_connections=exec_connections(settings))
-
-
-def api_exec_handler(
-    client: KubeClient,
-    settings: RunSettings,
-    *,
-    clock: Clock,
-    changed: Callable[[Hashable], None] = lambda probe: None,
-) -> ExecHandler:
-    """The exec handler of the api backend (`pods/exec`), as these settings make it;
-    `probemarker check` runs its exec probes through the same one. `changed(probe)`:
-    a hold of the probe's command started or ended (probe/holds.py)."""
-    holds = HoldSettings(
-        limit=settings.exec_hold_seconds, max_streams=settings.max_held_exec_streams
-    )
-    return ExecHandler(
-        client,
-        settings=ExecSettings(grace=settings.exec_grace_seconds),
-        holds=CommandHolds(settings=holds, clock=clock, changed=changed),
-    )
 
 
 class Daemon:
@@ -224,30 +170,22 @@ class Daemon:
         self.events = EventRecorder(client, node_name=settings.node, limiter=self.event_limiter)
         send, receive = anyio.create_memory_object_stream[PodUID](math.inf)
         self._marks, self._marks_received = send, receive
-        # its share of the open-files limit for idle keep-alive connections
-        self.http = HTTPGetHandler(max_idle=idle_http_connections(open_files_limit()))
-        self.tcp = TCPSocketHandler()
-        self.grpc = GRPCHandler()  # grpcio is loaded by the first grpc probe, if any
-        # --exec-backend cri: exec probes through the runtime socket, not pods/exec.
-        self.runtime: CRIExecHandler | None = None
-        self._runtime_client: RuntimeClient | None = None
-        self.exec: ExecHandler | None = None
-        exec_handler: ProbeHandler
-        if settings.exec_backend == "cri":
-            self._runtime_client = RuntimeClient(socket_path(settings.cri_endpoint), clock=clock)
-            self.runtime = CRIExecHandler(self._runtime_client, grace=settings.exec_grace_seconds)
-            exec_handler = self.runtime
-        else:
-            self.exec = api_exec_handler(client, settings, clock=clock, changed=self._hold_changed)
-            exec_handler = self.exec
-        handlers: dict[type, ProbeHandler] = {
-            ExecAction: exec_handler,
-            HTTPGetAction: self.http,
-            TCPSocketAction: self.tcp,
-            GRPCAction: self.grpc,
-        }
+        # --exec-backend cri: exec probes through the runtime socket, not pods/exec. The
+        # httpGet handler keeps its share of the open-files limit as idle connections.
+        self.handlers = probe_handlers(
+            client,
+            settings,
+            clock=clock,
+            http_idle=idle_http_connections(open_files_limit()),
+            changed=self._hold_changed,
+        )
+        assert self.handlers.http is not None  # the daemon runs every kind of probe
+        self.http = self.handlers.http
+        self.runtime = self.handlers.runtime
+        self._runtime_client = self.handlers.runtime_client
+        self.exec = self.handlers.exec
         self.engine = Engine(
-            runner=ProbeRunner(handlers),
+            runner=ProbeRunner(self.handlers.table()),
             sink=self.events,
             mark=self._mark,
             clock=clock,
@@ -348,11 +286,7 @@ class Daemon:
         async with (
             self._serving(),
             self._marks,
-            self.http,
-            self.tcp,
-            self.grpc,
-            self.runtime or contextlib.nullcontext(),
-            self.exec or contextlib.nullcontext(),
+            self.handlers.opened(),
             anyio.create_task_group() as inputs,
         ):
             inputs.start_soon(self.pods.run)

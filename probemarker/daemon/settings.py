@@ -262,7 +262,7 @@ class SettingDoc:
 
 def describe() -> list[SettingDoc]:
     """Every setting, in declaration order: the one source of `--help` and the
-    configuration reference (`python -m probemarker.settings_reference`)."""
+    configuration reference (`python -m probemarker.daemon.settings_reference`)."""
     described = []
     for item in fields(RunSettings):
         parser = _PARSERS.get(item.name)

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from probemarker.api.model import LabelSelector, Marker, ProbeSpec, SelectorRequirement
-from probemarker.identity import ProbeKey
-from probemarker.pods import PodView
+from probemarker.match.identity import ProbeKey
+from probemarker.watch.pods import PodView
 
 
 def requirement_matches(req: SelectorRequirement, labels: Mapping[str, str]) -> bool:
