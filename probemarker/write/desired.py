@@ -49,8 +49,8 @@ then probe name), then one over departed owners:
 - removal candidates: the recorded keys of decided owners (each removes what it no
   longer sets: the other policy's keys, keys edited out of its policy, a condition
   type it no longer has) and of departed owners (their entry is dropped), but only
-  those that still hold the recorded value (`ownership.holds`; a condition only with
-  one of our reasons). A candidate is removed only when nobody claims it. Keys not in
+  those that still hold the recorded value (the hold rule, `ownership.still_held`,
+  asked once per owner and pass: a condition only with one of our reasons). A candidate is removed only when nobody claims it. Keys not in
   the record, or changed since, are never removed.
 - the new record: per owner the keys it holds after this pass (won, shared, held or
   handed over) with the value it wrote; a loser records nothing for the key.
@@ -69,7 +69,7 @@ then probe name), then one over departed owners:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import MappingProxyType
@@ -85,15 +85,15 @@ from probemarker.kit.text import trim_utf8
 from probemarker.match.identity import HeldCommand, OwnerRef
 from probemarker.watch.pods import PodView
 from probemarker.write.ownership import (
-    OUR_REASONS,
     OWNED_KEY,
     Owned,
     OwnershipRecord,
+    StillHeld,
     fit_record,
-    holds,
     owners_text,
     parse_record,
     render_record,
+    still_held,
     value_token,
     warned_slot,
     with_held,
@@ -112,7 +112,6 @@ __all__ = [
     "annotation_bytes",
     "desired_state",
     "label_problem",
-    "our_condition",
 ]
 
 MESSAGE_LIMIT: Final = 1024  # bytes of a condition message (SPEC §3)
@@ -199,12 +198,6 @@ class DesiredPod:
     invalid: tuple[InvalidValue, ...] = ()
 
 
-def our_condition(pod: PodView, type_: str) -> Mapping[str, Any] | None:
-    """The pod's condition of `type_` if it is one the daemon writes (by its reason)."""
-    found = pod.condition(type_)
-    return found if found is not None and found.get("reason") in OUR_REASONS else None
-
-
 @dataclass(slots=True)
 class _Board:
     """Claims on one kind of key: the first wins, equal values share, others lose."""
@@ -243,6 +236,7 @@ class _Pass:
 
     pod: PodView
     old: Mapping[OwnerRef, Owned] = field(default_factory=dict)
+    still: Mapping[OwnerRef, StillHeld] = field(default_factory=dict)  # `still_held(old)`
     labels: _Board = field(default_factory=lambda: _Board("label"))
     annotations: _Board = field(default_factory=lambda: _Board("annotation"))
     conditions: _Board = field(default_factory=lambda: _Board("condition"))
@@ -325,35 +319,28 @@ class _Pass:
     def _keep_last(self, owner: OwnerRef, kind: str, key: str) -> None:
         """`owner` keeps `key` at the value it last wrote, if the pod still shows it
         (`_keep`, for one key of a decided owner: its value is then the one set)."""
-        owned = self.old.get(owner)
-        if owned is None:
+        still = self.still.get(owner)
+        if still is None:
             return
         if kind == "label":
-            board, values, recorded = self.labels, self.label_values, owned.labels
-            current: Callable[[str], str | None] = self.pod.labels.get
+            board, values, shown = self.labels, self.label_values, still.labels
         else:
-            board, values, recorded = self.annotations, self.annotation_values, owned.annotations
-            current = self.pod.annotations.value
-        if key in recorded:
-            _keep(board, owner, {key: recorded[key]}, current, None)
-        if key in board.keys_of(owner) and (value := current(key)) is not None:
-            values.setdefault(key, value)
+            board, values, shown = self.annotations, self.annotation_values, still.annotations
+        if key in shown and board.claim(owner, key, shown[key]):
+            values.setdefault(key, shown[key])
 
-    def hold(self, owner: OwnerRef, owned: Owned, only: _Wants | None = None) -> None:
-        """Keep what `owner` wrote, where it still holds the value written; `only`:
-        just the keys in it, and only those nobody has claimed (a hand-over)."""
-        pod = self.pod
+    def hold(self, owner: OwnerRef, only: _Wants | None = None) -> None:
+        """Keep what `owner` wrote, where it still holds the value written
+        (`ownership.still_held`); `only`: just the keys in it, and only those nobody
+        has claimed (a hand-over)."""
+        still = self.still[owner]
         labels, annotations, conditions = (
             (None, None, None) if only is None else (only.labels, only.annotations, only.conditions)
         )
-        _keep(self.labels, owner, owned.labels, pod.labels.get, labels)
-        _keep(self.annotations, owner, owned.annotations, pod.annotations.value, annotations)
-        type_ = owned.condition
-        if type_ is None or not _wanted(self.conditions, type_, conditions):
-            return
-        found = our_condition(pod, type_)
-        if found is not None:
-            self.conditions.claim(owner, type_, str(found.get("status")))
+        _keep(self.labels, owner, still.labels, labels)
+        _keep(self.annotations, owner, still.annotations, annotations)
+        if still.condition is not None and _wanted(self.conditions, still.condition[0], conditions):
+            self.conditions.claim(owner, *still.condition)
 
 
 def _wanted(board: _Board, key: str, only: set[str] | None) -> bool:
@@ -362,20 +349,11 @@ def _wanted(board: _Board, key: str, only: set[str] | None) -> bool:
     return only is None or (key in only and key not in board.winners)
 
 
-def _keep(
-    board: _Board,
-    owner: OwnerRef,
-    recorded: Mapping[str, str],
-    current: Callable[[str], str | None],
-    only: set[str] | None,
-) -> None:
-    """`owner` claims the recorded keys it keeps that still hold the value written
-    (`current`: a key's value on the pod, None when absent)."""
-    for key, token in sorted(recorded.items()):
-        if not _wanted(board, key, only):
-            continue
-        value = current(key)
-        if value is not None and holds(value, token):
+def _keep(board: _Board, owner: OwnerRef, shown: Mapping[str, str], only: set[str] | None) -> None:
+    """`owner` claims the keys the pod still shows as it wrote them (`shown`: key ->
+    the pod's value) that it keeps."""
+    for key, value in sorted(shown.items()):
+        if _wanted(board, key, only):
             board.claim(owner, key, value)
 
 
@@ -395,18 +373,16 @@ class _Wants:
             self.conditions.add(spec.condition_type)
 
 
-def _candidates(pod: PodView, owners: Iterable[Owned]) -> tuple[set[str], set[str], set[str]]:
+def _candidates(owners: Iterable[StillHeld]) -> tuple[set[str], set[str], set[str]]:
     """Recorded keys of `owners` that still hold what was written: removed unless claimed."""
     labels: set[str] = set()
     annotations: set[str] = set()
     conditions: set[str] = set()
-    for owned in owners:
-        labels |= {k for k, t in owned.labels.items() if holds(pod.labels.get(k), t)}
-        annotations |= {
-            k for k, t in owned.annotations.items() if holds(pod.annotations.value(k), t)
-        }
-        if owned.condition is not None and our_condition(pod, owned.condition) is not None:
-            conditions.add(owned.condition)
+    for still in owners:
+        labels |= still.labels.keys()
+        annotations |= still.annotations.keys()
+        if still.condition is not None:
+            conditions.add(still.condition[0])
     return labels, annotations, conditions
 
 
@@ -567,18 +543,18 @@ def _desired(
     for owner, spec in live.items():
         if spec is not None and owner not in by_owner:
             wants.add(spec)
-    work = _Pass(pod, old, refused=refused, notes=notes)
+    work = _Pass(pod, old, still_held(pod, old), refused=refused, notes=notes)
     holding: dict[OwnerRef, Owned] = {}
     for owner in sorted(by_owner.keys() | (old.keys() & present)):
         if owner in by_owner:
             work.claim(by_owner[owner])
         else:
             holding[owner] = old[owner]
-            work.hold(owner, old[owner])
+            work.hold(owner)
     for owner in departed:
-        work.hold(owner, old[owner], only=wants)
+        work.hold(owner, only=wants)
     drop_labels, drop_annotations, drop_conditions = _candidates(
-        pod, [old[o] for o in old if o in by_owner or o in departed]
+        [work.still[o] for o in old if o in by_owner or o in departed]
     )
     entries = {
         owner: _entry(

@@ -76,6 +76,7 @@ from probemarker.api.names import (
 )
 from probemarker.kit.projection import Projector, pod_projector
 from probemarker.match.identity import DIGEST_CHARS, HeldCommand, OwnerRef
+from probemarker.watch.pods import PodView
 
 __all__ = [
     "OUR_REASONS",
@@ -84,13 +85,16 @@ __all__ = [
     "UID_MEMBER",
     "Owned",
     "OwnershipRecord",
+    "StillHeld",
     "fit_record",
     "holds",
+    "our_condition",
     "owners_text",
     "parse_record",
     "pod_projection",
     "read_keys",
     "render_record",
+    "still_held",
     "value_token",
     "warned_slot",
     "with_held",
@@ -359,6 +363,46 @@ def read_keys(metadata: Mapping[str, Any]) -> tuple[str, ...]:
         if isinstance(written, dict):
             keys.update(k for k in written if isinstance(k, str))
     return tuple(sorted(keys))
+
+
+def our_condition(pod: PodView, type_: str) -> Mapping[str, Any] | None:
+    """The pod's condition of `type_` if it is one the daemon writes (by its reason)."""
+    found = pod.condition(type_)
+    return found if found is not None and found.get("reason") in OUR_REASONS else None
+
+
+@dataclass(frozen=True, slots=True)
+class StillHeld:
+    """What an owner's entry names that the pod still shows as the owner wrote it.
+
+    The hold rule: an owner holds a label or an annotation while the pod's value is
+    still the one its entry recorded (`holds`), and its condition while the pod's
+    condition of that type has one of our reasons. A key someone else changed since is
+    no longer the owner's: it is never kept, handed over or removed for it."""
+
+    labels: Mapping[str, str]  # key -> the value on the pod
+    annotations: Mapping[str, str]  # key -> the value on the pod
+    condition: tuple[str, str] | None = None  # (type, status) on the pod
+
+
+def still_held(pod: PodView, record: Mapping[OwnerRef, Owned]) -> dict[OwnerRef, StillHeld]:
+    """For each owner of `record`, what the pod still shows as it wrote it."""
+    out: dict[OwnerRef, StillHeld] = {}
+    for owner, owned in record.items():
+        labels = {
+            k: v
+            for k, t in owned.labels.items()
+            if (v := pod.labels.get(k)) is not None and holds(v, t)
+        }
+        annotations = {
+            k: v
+            for k, t in owned.annotations.items()
+            if (v := pod.annotations.value(k)) is not None and holds(v, t)
+        }
+        found = None if owned.condition is None else our_condition(pod, owned.condition)
+        condition = None if found is None else (str(owned.condition), str(found.get("status")))
+        out[owner] = StillHeld(labels, annotations, condition)
+    return out
 
 
 pod_projection: Projector = pod_projector(read_keys)
