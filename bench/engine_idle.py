@@ -387,7 +387,8 @@ async def _floor_main(
                 pod=pod,
                 container="app",
                 command=("check", f"p{j}"),
-                deadline=1.0,
+                time_limit=1.0,
+                wait=11.0,
             )
             counts["runs" if isinstance(result, ExecExited) else "errors"] += 1
 

@@ -194,7 +194,8 @@ async def _ours(
             pod=target.pod,
             container=target.container,
             command=target.command,
-            deadline=30,
+            time_limit=30,
+            wait=40,
         )
         if not isinstance(result, ExecExited) or result.exit_code != 0:
             raise RuntimeError(f"{name} exec: {result}")

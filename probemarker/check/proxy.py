@@ -129,7 +129,7 @@ class ApiProxyHTTPGetHandler(OwnsConnections):
         info = PODS.info("get", target.namespace, target.pod, "proxy")
         try:
             answer = await self._client.request_raw(
-                "GET", path, info=info, deadline=time_limit, limit=_STATUS_BODY_LIMIT
+                "GET", path, info=info, wait=time_limit, limit=_STATUS_BODY_LIMIT
             )
         except ApiTimeout:
             return Outcome.failed(

@@ -201,33 +201,33 @@ class RuntimeClient:
         library = await self._loaded()
         return library if isinstance(library, str) else None
 
-    async def version(self, *, deadline: float) -> RuntimeInfo | CallFailed | NotConnected:
-        """The runtime's Version answer, within `deadline` seconds."""
-        answer = await self._call("Version", deadline, version="v1")
+    async def version(self, *, wait: float) -> RuntimeInfo | CallFailed | NotConnected:
+        """The runtime's Version answer, within `wait` seconds."""
+        answer = await self._call("Version", wait, version="v1")
         if isinstance(answer, CallFailed | NotConnected):
             return answer
         return RuntimeInfo(answer.runtime_name, answer.runtime_version, answer.runtime_api_version)
 
     async def container(
-        self, container_id: str, *, deadline: float
+        self, container_id: str, *, wait: float
     ) -> ContainerInfo | CallFailed | NotConnected:
-        """The runtime's status of the container (its labels), within `deadline` seconds."""
-        answer = await self._call("ContainerStatus", deadline, container_id=container_id)
+        """The runtime's status of the container (its labels), within `wait` seconds."""
+        answer = await self._call("ContainerStatus", wait, container_id=container_id)
         if isinstance(answer, CallFailed | NotConnected):
             return answer
         return ContainerInfo(answer.status.id, dict(answer.status.labels))
 
     async def exec_sync(
-        self, container_id: str, command: Sequence[str], *, timeout_seconds: int, deadline: float
+        self, container_id: str, command: Sequence[str], *, time_limit: int, wait: float
     ) -> Ran | CallFailed | NotConnected:
-        """Run `command` in the container: the runtime stops it after `timeout_seconds`
-        (0: never), the call gives up after `deadline` seconds."""
+        """Run `command` in the container: the runtime stops it after `time_limit`
+        seconds (0: never; ExecSync's `timeout`), the call gives up after `wait` seconds."""
         answer = await self._call(
             "ExecSync",
-            deadline,
+            wait,
             container_id=container_id,
             cmd=list(command),
-            timeout=timeout_seconds,
+            timeout=time_limit,
         )
         if isinstance(answer, CallFailed | NotConnected):
             return answer
@@ -273,7 +273,7 @@ class RuntimeClient:
             self._calls[method] = call
         return call
 
-    async def _call(self, method: str, deadline: float, **fields: Any) -> Any:
+    async def _call(self, method: str, wait: float, **fields: Any) -> Any:
         library = await self._loaded()
         if isinstance(library, str):
             return NotConnected(library)
@@ -282,7 +282,7 @@ class RuntimeClient:
         call = self._callable(library, method)
         request = getattr(library.messages, _MESSAGES[method][0])(**fields)
         try:
-            answer = await call(request, timeout=deadline, wait_for_ready=False)
+            answer = await call(request, timeout=wait, wait_for_ready=False)
         except asyncio.CancelledError:
             # As probe.grpc: grpc.aio ends a cancelled call with a CancelledError of its
             # own, which anyio's cancel scopes would not recognise; when this task is

@@ -315,7 +315,7 @@ class Daemon:
     async def _greet_runtime(self, runtime: CRIExecHandler) -> None:
         """One line at start-up: the runtime that exec probes will use, or why it did not
         answer (not fatal: probes are Unknown until it does, and it is asked again)."""
-        answer = await runtime.runtime(deadline=_RUNTIME_GREETING)
+        answer = await runtime.runtime(wait=_RUNTIME_GREETING)
         endpoint = self.settings.cri_endpoint
         if isinstance(answer, RuntimeInfo):
             log.info(

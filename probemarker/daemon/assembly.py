@@ -25,7 +25,6 @@ from probemarker.daemon.settings import RunSettings
 from probemarker.kit.clock import Clock
 from probemarker.kube.connect.client import ClientSettings, KubeClient
 from probemarker.kube.connect.config import Connection, load_incluster, load_kubeconfig
-from probemarker.kube.exec.execstream import ExecSettings
 from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.grpc import GRPCHandler
@@ -130,7 +129,7 @@ def probe_handlers(
         )
         handlers.exec = ExecHandler(
             client,
-            settings=ExecSettings(grace=settings.exec_grace_seconds),
+            grace=settings.exec_grace_seconds,
             holds=CommandHolds(settings=holds, clock=clock, changed=changed),
         )
     if network:

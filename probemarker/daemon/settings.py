@@ -20,6 +20,7 @@ from probemarker.api import rules
 from probemarker.api.names import dns1123_label_problems, dns1123_subdomain_problems
 from probemarker.cri.endpoint import DEFAULT_ENDPOINT, socket_path
 from probemarker.observe.address import parse_listen_address
+from probemarker.probe.limits import EXEC_GRACE
 
 ENV_PREFIX = "PROBEMARKER_"
 
@@ -38,7 +39,7 @@ class RunSettings:
     max_concurrent_probes: int = 64
     exec_backend: str = "api"  # api: pods/exec through the API server; cri: the runtime socket
     cri_endpoint: str = DEFAULT_ENDPOINT
-    exec_grace_seconds: float = 10.0
+    exec_grace_seconds: float = EXEC_GRACE
     exec_hold_seconds: float = 600.0
     max_held_exec_streams: int = 64
     write_qps: float = 50.0  # the kubelet's API budget (kubeAPIQPS, kubeAPIBurst)

@@ -82,6 +82,7 @@ from probemarker.kube.exec.execresult import CappedOutput, ExecExited
 from probemarker.probe.criid import confirmation_problem, container_ref
 from probemarker.probe.exec import exec_outcome
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
+from probemarker.probe.limits import EXEC_GRACE, client_wait
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import clean_message
 from probemarker.watch.pods import PodUID
@@ -91,7 +92,7 @@ __all__ = ["CRIExecHandler", "cri_outcome", "exited", "sent_timeout"]
 log = structlog.get_logger(__name__)
 
 KEEP_BYTES = 1024  # kept per output stream (SPEC §2: 1 KiB), as the api backend
-DEFAULT_GRACE = 10.0  # seconds past the timeout the client waits for the verdict
+DEFAULT_GRACE = EXEC_GRACE  # seconds past the timeout the client waits (probe/limits.py)
 _CALL_DEADLINE = "Deadline Exceeded"  # grpc's own text when the call's deadline passes
 _VERSION_LIMIT = 2.0  # seconds for the Version question, at most
 _WARNED_PODS = 4096  # pods remembered for the once-per-pod warning
@@ -144,7 +145,7 @@ def cri_outcome(
             sent = sent_timeout(time_limit)
             return Outcome.unknown(
                 f"container runtime at {endpoint} gave no verdict on ExecSync within "
-                f"{sent + grace:g}s ({sent}s timeout + {grace:g}s grace)"
+                f"{client_wait(sent, grace):g}s ({sent}s timeout + {grace:g}s grace)"
             )
         case CallFailed(code="DEADLINE_EXCEEDED"):
             return Outcome.failed(f"command timed out after {time_limit:g}s")
@@ -194,11 +195,11 @@ class CRIExecHandler(OwnsConnections):
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def runtime(self, *, deadline: float) -> RuntimeInfo | CallFailed | NotConnected:
+    async def runtime(self, *, wait: float) -> RuntimeInfo | CallFailed | NotConnected:
         """The connected runtime (asked once, and again after a failed answer)."""
         if self._runtime is not None:
             return self._runtime
-        answer = await self._client.version(deadline=deadline)
+        answer = await self._client.version(wait=wait)
         if isinstance(answer, RuntimeInfo):
             self._runtime = answer
         return answer
@@ -207,7 +208,7 @@ class CRIExecHandler(OwnsConnections):
         if not isinstance(action, ExecAction):
             raise TypeError(f"CRIExecHandler runs exec actions, not {type(action).__name__}")
         endpoint = self._client.endpoint
-        runtime = await self.runtime(deadline=min(time_limit, _VERSION_LIMIT))
+        runtime = await self.runtime(wait=min(time_limit, _VERSION_LIMIT))
         if isinstance(runtime, NotConnected):
             return Outcome.unknown(runtime.reason)
         if isinstance(runtime, CallFailed):
@@ -217,12 +218,12 @@ class CRIExecHandler(OwnsConnections):
             self._warn_once(target, ref.problem)
             where = f"container {target.container} of pod {target.namespace}/{target.pod}"
             return Outcome.unknown(clean_message(f"{where}: {ref.problem}"))
-        confirmed = await self._confirmed(ref.id, target, deadline=min(time_limit, _VERSION_LIMIT))
+        confirmed = await self._confirmed(ref.id, target, wait=min(time_limit, _VERSION_LIMIT))
         if isinstance(confirmed, Outcome):
             return confirmed
-        timeout = sent_timeout(time_limit)
+        sent = sent_timeout(time_limit)
         answer = await self._client.exec_sync(
-            confirmed, action.command, timeout_seconds=timeout, deadline=timeout + self.grace
+            confirmed, action.command, time_limit=sent, wait=client_wait(sent, self.grace)
         )
         return cri_outcome(
             answer,
@@ -234,21 +235,19 @@ class CRIExecHandler(OwnsConnections):
             grace=self.grace,
         )
 
-    async def _confirmed(
-        self, full_id: str, target: ProbeTarget, *, deadline: float
-    ) -> str | Outcome:
+    async def _confirmed(self, full_id: str, target: ProbeTarget, *, wait: float) -> str | Outcome:
         """The container ID the runtime confirmed as `target`'s container (asked once
         per container), else the run's outcome: Unknown, nothing run."""
         if (full_id, target.pod_uid, target.container) in self._checked:
             return full_id
-        info = await self._client.container(full_id, deadline=deadline)
+        info = await self._client.container(full_id, wait=wait)
         endpoint = self._client.endpoint
         if isinstance(info, NotConnected):
             return Outcome.unknown(info.reason)
         if isinstance(info, CallFailed) and info.code == "NOT_FOUND":
             return cri_outcome(
                 info,
-                time_limit=deadline,
+                time_limit=wait,
                 endpoint=endpoint,
                 container=target.container,
                 max_receive=self._client.max_receive,

@@ -59,6 +59,7 @@ from probemarker.kube.exec.execstream import ExecSettings, run_exec
 from probemarker.match.identity import HeldCommand, command_digest, container_mark
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.holds import CommandHolds
+from probemarker.probe.limits import EXEC_GRACE, client_wait
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import choose_answer, choose_message, clean_message
 
@@ -82,18 +83,24 @@ class ExecHandler(OwnsConnections):
         *,
         settings: ExecSettings | None = None,
         holds: CommandHolds | None = None,
+        grace: float = EXEC_GRACE,
     ) -> None:
+        if not grace >= 0:
+            raise ValueError(f"grace must be >= 0, not {grace}")
         self._client = client
         self._settings = settings or ExecSettings()
+        self._grace = grace
         self.holds = holds or CommandHolds()
 
     def __repr__(self) -> str:
-        return f"ExecHandler(settings={self._settings!r}, holds={self.holds!r})"
+        return (
+            f"ExecHandler(settings={self._settings!r}, grace={self._grace:g}, holds={self.holds!r})"
+        )
 
     @property
     def grace(self) -> float:
-        """Seconds past the time limit a run may last (the client's deadline)."""
-        return self._settings.grace
+        """Seconds past the time limit a run may last (the client's wait, probe/limits.py)."""
+        return self._grace
 
     def busy(self, action: Handler, probe: Hashable, container_id: str) -> bool:
         return isinstance(action, ExecAction) and self.holds.busy(
@@ -129,7 +136,8 @@ class ExecHandler(OwnsConnections):
             pod=target.pod,
             container=target.container,
             command=action.command,
-            deadline=time_limit,
+            time_limit=time_limit,
+            wait=client_wait(time_limit, self._grace),
             settings=self._settings,
             holder=self.holds.slot(
                 key, command_digest(action.command), container_mark(target.container_id)

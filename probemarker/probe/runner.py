@@ -48,6 +48,7 @@ from probemarker.api.model import (
 )
 from probemarker.match.identity import HeldCommand
 from probemarker.probe.handler import HoldsCommands, ProbeHandler, ProbeTarget
+from probemarker.probe.limits import RUNNER_GRACE, runner_wait
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import clean_message
 
@@ -71,7 +72,7 @@ class WaitsPastTheLimit(Protocol):
     def grace(self) -> float: ...
 
 
-DEFAULT_GRACE = 0.5  # seconds past timeoutSeconds before the safety net fires
+DEFAULT_GRACE = RUNNER_GRACE  # seconds past a handler's bound before the safety net fires
 
 # The field names of core/v1 Probe, as a user writes them.
 _KINDS: Mapping[type, str] = MappingProxyType(
@@ -140,11 +141,11 @@ class ProbeRunner:
         handler = self._handlers.get(type(action))
         if handler is None:
             return Outcome.unknown(_unsupported(kind))
-        timeout = spec.timing.timeout_seconds
+        time_limit = spec.timing.timeout_seconds
         extra = self._waiting.get(type(action), 0.0)
-        with anyio.move_on_after(timeout + extra + self._grace):
+        with anyio.move_on_after(runner_wait(time_limit, extra, self._grace)):
             try:
-                outcome = await handler.run(action, target, time_limit=float(timeout))
+                outcome = await handler.run(action, target, time_limit=float(time_limit))
             except Exception as err:
                 # A handler that failed while being cancelled must not hide it.
                 await anyio.lowlevel.checkpoint_if_cancelled()
@@ -155,8 +156,8 @@ class ProbeRunner:
                 message=clean_message(outcome.message),
                 answer=None if outcome.answer is None else clean_message(outcome.answer),
             )
-        log.warning("probe.handler_overran", kind=kind, target=str(target), timeout=timeout)
-        return Outcome.failed(f"{kind} probe timed out after {timeout}s")
+        log.warning("probe.handler_overran", kind=kind, target=str(target), timeout=time_limit)
+        return Outcome.failed(f"{kind} probe timed out after {time_limit}s")
 
     def _report(self, kind: str, target: ProbeTarget, err: Exception) -> None:
         key = (kind, type(err))

@@ -100,7 +100,7 @@ def _ignore_refusal(pod: PodView, cause: str) -> None:
 class WriterSettings:
     coalesce: float = 0.05  # seconds from a pod's first mark to its flush
     concurrency: int = 8  # pods flushed at once
-    request_deadline: float = 10.0
+    request_timeout: float = 10.0
     reread_limit: int = 5  # re-reads in a row after a failed test or 409, then back off
     backoff: BackoffSettings = field(
         default_factory=lambda: BackoffSettings(initial=0.5, maximum=30.0)
@@ -114,7 +114,7 @@ class WriterSettings:
     )
 
     def __post_init__(self) -> None:
-        if self.coalesce < 0 or self.concurrency < 1 or self.request_deadline <= 0:
+        if self.coalesce < 0 or self.concurrency < 1 or self.request_timeout <= 0:
             raise ValueError("writer needs coalesce >= 0, concurrency >= 1, deadline > 0")
         if self.message_refresh < 0:
             raise ValueError("writer needs message_refresh >= 0")
@@ -314,7 +314,7 @@ class PodWriter:
                 name=view.name,
                 ops=ops,
                 limiter=self._limiter,
-                deadline=self.settings.request_deadline,
+                wait=self.settings.request_timeout,
             )
         except KubeError as err:
             await self._failed(uid, state, view, err, ops)
@@ -457,7 +457,7 @@ class PodWriter:
                 "GET",
                 PODS.path(view.namespace, view.name),
                 info=PODS.info("get", view.namespace, view.name),
-                deadline=self.settings.request_deadline,
+                wait=self.settings.request_timeout,
             )
         except ApiNotFound:
             self._forget(uid)

@@ -177,7 +177,7 @@ async def test_the_runtime_down_is_unknown_and_back_is_used_again(
         with anyio.fail_after(60):
             before = await handler.run(sh("echo up"), target(container_id), time_limit=5.0)
             assert before == Outcome.succeeded("up", answer="up")
-            info = await handler.runtime(deadline=5.0)
+            info = await handler.runtime(wait=5.0)
             assert isinstance(info, RuntimeInfo)
             assert info.name == "containerd"
             await anyio.to_thread.run_sync(cri_runtime.down)

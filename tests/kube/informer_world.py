@@ -205,15 +205,13 @@ class RecordingClient:
         info: RequestInfo,
         item: Callable[[dict[str, Any]], None],
         params: Sequence[tuple[str, str]] | None = None,
-        deadline: float | None = None,
+        wait: float | None = None,
     ) -> dict[str, Any]:
         query = dict(params or ())
         self.lists.append(query)
         if self.before_request is not None:
             self.before_request(query)
-        return await self.client.list_page(
-            path, info=info, item=item, params=params, deadline=deadline
-        )
+        return await self.client.list_page(path, info=info, item=item, params=params, wait=wait)
 
     def stream_lines(
         self,

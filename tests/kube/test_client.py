@@ -150,7 +150,7 @@ async def test_forbidden_names_verb_resource_and_namespace(
 async def test_deadline_on_a_slow_answer(sim: SimCluster, client: KubeClient) -> None:
     sim.faults.add_latency(10.0, verb="list", resource="pods")
     with pytest.raises(ApiTimeout):
-        await client.request("GET", PODS, info=LIST, deadline=0.3)
+        await client.request("GET", PODS, info=LIST, wait=0.3)
 
 
 async def test_server_down_is_unreachable(sim: SimCluster, client: KubeClient) -> None:
@@ -211,7 +211,7 @@ async def exec_once(client: KubeClient) -> None:
     info = RequestInfo("get", "pods", namespace="default", name="a", subresource="exec")
     params = [("command", "true"), ("container", "app"), ("stdout", "true"), ("stderr", "true")]
     async with client.websocket(
-        f"{PODS}/a/exec", info=info, params=params, protocols=["v5.channel.k8s.io"], deadline=5
+        f"{PODS}/a/exec", info=info, params=params, protocols=["v5.channel.k8s.io"], wait=5
     ) as ws:
         while not hasattr(await ws.receive(), "code"):
             pass

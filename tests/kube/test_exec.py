@@ -26,6 +26,7 @@ from probemarker.kube.exec.execresult import (
     TransportFailure,
 )
 from probemarker.kube.exec.execstream import V4, ExecSettings, run_exec
+from probemarker.probe.limits import EXEC_GRACE, client_wait
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecIO, ExecRequest, SubprocessRunner
 
@@ -51,7 +52,8 @@ class Env:
         *command: str,
         pod: str = "web",
         container: str = "app",
-        deadline: float = 10.0,
+        time_limit: float = 10.0,
+        grace: float = EXEC_GRACE,
         settings: ExecSettings | None = None,
     ) -> ExecResult:
         return await run_exec(
@@ -60,7 +62,8 @@ class Env:
             pod=pod,
             container=container,
             command=command,
-            deadline=deadline,
+            time_limit=time_limit,
+            wait=client_wait(time_limit, grace),
             settings=settings,
         )
 
@@ -128,7 +131,7 @@ async def test_ten_megabytes_per_stream_are_capped_in_bounded_memory(env: Env) -
     )
     tracemalloc.start()
     try:
-        result = await env.run("sh", "-c", script, deadline=60)
+        result = await env.run("sh", "-c", script, time_limit=60)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -295,7 +298,7 @@ def assert_process_running(sim: SimCluster, pids: Pids) -> None:
 async def test_command_hanging_past_the_deadline_is_left_running(env: Env) -> None:
     pids = register_pid_tee(env.sim)
     began = asyncio.get_running_loop().time()
-    result = await env.run("sh", "-c", "echo $$; exec sleep 60", deadline=2.0)
+    result = await env.run("sh", "-c", "echo $$; exec sleep 60", time_limit=2.0)
     elapsed = asyncio.get_running_loop().time() - began
     assert "deadline of 2s expired before the command's exit status" in str(
         transport_error(result, TransportFailure.DEADLINE)
@@ -306,8 +309,7 @@ async def test_command_hanging_past_the_deadline_is_left_running(env: Env) -> No
 
 async def test_slow_handshake_hits_the_clients_deadline(env: Env) -> None:
     env.sim.faults.add_latency(5.0, subresource="exec")
-    settings = ExecSettings(grace=0.2)
-    result = await env.run("true", deadline=0.3, settings=settings)
+    result = await env.run("true", time_limit=0.3, grace=0.2)
     error = transport_error(result, TransportFailure.DEADLINE)
     assert "the deadline of 0.5s expired before the WebSocket handshake completed" in str(error)
     assert not error.timed_out  # not the command's: Unknown
@@ -316,7 +318,7 @@ async def test_slow_handshake_hits_the_clients_deadline(env: Env) -> None:
 async def test_stalled_server_hits_the_clients_deadline(env: Env) -> None:
     # Upgraded, but no "connection established" frame: the command's clock never started.
     env.sim.faults.exec.stall = True
-    result = await env.run("true", deadline=0.3, settings=ExecSettings(grace=0.2))
+    result = await env.run("true", time_limit=0.3, grace=0.2)
     error = transport_error(result, TransportFailure.DEADLINE)
     assert "never established" in error.message
     assert not error.timed_out
@@ -327,7 +329,7 @@ async def test_the_commands_clock_starts_at_the_established_frame(env: Env) -> N
     # time. 0.7 s to upgrade, then a 0.5 s command within its 1 s limit: it exited.
     # (Before, one clock from the call: 1.2 s > 1 s, "timed out", a false Failed.)
     env.sim.faults.add_latency(0.7, subresource="exec")
-    result = await env.run("sh", "-c", "sleep 0.5; echo in time", deadline=1.0)
+    result = await env.run("sh", "-c", "sleep 0.5; echo in time", time_limit=1.0)
     assert result == ExecExited(0, "in time\n", "")
 
 
@@ -336,13 +338,13 @@ async def test_a_runtime_slow_to_start_the_command_counts_against_its_limit(env:
     # send before the runtime starts the command: a slow start is the command's time on
     # this backend (docs/probes.md: the cri backend gets the runtime's verdict instead).
     env.sim.faults.exec.start_delay = 1.5
-    result = await env.run("true", deadline=1.0)
+    result = await env.run("true", time_limit=1.0)
     assert transport_error(result, TransportFailure.DEADLINE).timed_out
 
 
 async def test_cancellation_drops_the_socket_and_leaves_the_command_running(env: Env) -> None:
     pids = register_pid_tee(env.sim)
-    task = asyncio.create_task(env.run("sh", "-c", "echo $$; exec sleep 60", deadline=30))
+    task = asyncio.create_task(env.run("sh", "-c", "echo $$; exec sleep 60", time_limit=30))
     async with asyncio.timeout(10):
         await pids.started.wait()
     task.cancel()

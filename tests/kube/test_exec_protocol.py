@@ -51,9 +51,15 @@ async def serve() -> AsyncIterator[Callable[[Script, tuple[str, ...]], Awaitable
             await server.close()
 
 
-async def run(client: KubeClient, deadline: float = 10.0) -> ExecResult:
+async def run(client: KubeClient, time_limit: float = 10.0) -> ExecResult:
     return await run_exec(
-        client, namespace="default", pod="p", container="c", command=["x"], deadline=deadline
+        client,
+        namespace="default",
+        pod="p",
+        container="c",
+        command=["x"],
+        time_limit=time_limit,
+        wait=time_limit + 10.0,
     )
 
 
@@ -70,7 +76,7 @@ async def test_unreadable_status_is_a_protocol_error_at_once(
         await ws.send_bytes(b'\x03{"status":"Failure","reason":"NonZeroExitCode"}')
         await hang(ws)
 
-    result = await run(await serve(script), deadline=30)
+    result = await run(await serve(script), time_limit=30)
     assert isinstance(result, ExecTransportError)
     assert result.kind is TransportFailure.PROTOCOL
     assert "without details" in result.message
@@ -93,7 +99,7 @@ async def test_status_complete_then_silence_stands_at_the_deadline(
         await ws.send_bytes(b'\x03{"metadata":{},"status":"Success"}')
         await hang(ws)  # never closes
 
-    assert await run(await serve(script), deadline=0.5) == ExecExited(0, "ok", "", 0, 0)
+    assert await run(await serve(script), time_limit=0.5) == ExecExited(0, "ok", "", 0, 0)
 
 
 async def test_text_frames_and_v5_close_signal_are_tolerated(

@@ -24,14 +24,14 @@ EXEC_PARAMS = [("command", "true"), ("container", "app"), ("stdout", "true"), ("
 
 
 def open_exec(
-    client: KubeClient, *, deadline: float = 5.0
+    client: KubeClient, *, wait: float = 5.0
 ) -> contextlib.AbstractAsyncContextManager[WebSocket]:
     return client.websocket(
         f"{PODS}/a/exec",
         info=EXEC,
         params=EXEC_PARAMS,
         protocols=["v5.channel.k8s.io"],
-        deadline=deadline,
+        wait=wait,
     )
 
 
@@ -55,7 +55,7 @@ async def test_open_execs_leave_requests_their_connections(sim: SimCluster) -> N
         for _ in range(2):
             await held.enter_async_context(open_exec(kube))
         with anyio.fail_after(5):
-            listed = await kube.request("GET", PODS, info=LIST, deadline=5)
+            listed = await kube.request("GET", PODS, info=LIST, wait=5)
             async with open_watch(kube):
                 pass
         assert listed["kind"] == "PodList"
@@ -66,7 +66,7 @@ async def test_open_watches_leave_requests_their_connections(sim: SimCluster) ->
         with anyio.fail_after(5):
             for _ in range(3):  # more watches than the request pool has connections
                 await held.enter_async_context(open_watch(kube))
-            listed = await kube.request("GET", PODS, info=LIST, deadline=5)
+            listed = await kube.request("GET", PODS, info=LIST, wait=5)
         assert listed["kind"] == "PodList"
 
 
@@ -76,7 +76,7 @@ async def test_the_exec_pool_holds_its_limit(sim: SimCluster) -> None:
         for _ in range(2):
             await held.enter_async_context(open_exec(kube))
         with anyio.fail_after(5), pytest.raises(ApiTimeout):
-            async with open_exec(kube, deadline=0.3):
+            async with open_exec(kube, wait=0.3):
                 pass
         await held.aclose()  # closing one frees its connection for the next exec
         with anyio.fail_after(5):

@@ -141,7 +141,13 @@ async def probe_and_write(
     """An exec probe, then the writer: a re-read (as after a 409) and one guarded patch
     of pods/status, which the pod watch brings back. Returns the pod's uid."""
     result = await run_exec(
-        client, namespace="default", pod="web", container="app", command=["true"], deadline=10
+        client,
+        namespace="default",
+        pod="web",
+        container="app",
+        command=["true"],
+        time_limit=10,
+        wait=20,
     )
     assert result == ExecExited(0, "idle\n", "", 0, 0)
     info = RequestInfo("get", "pods", namespace="default", name="web")

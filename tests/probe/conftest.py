@@ -20,6 +20,7 @@ from probemarker.kube.connect.errors import RequestInfo
 from probemarker.kube.exec.execstream import ExecSettings
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.handler import ProbeTarget
+from probemarker.probe.limits import EXEC_GRACE
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.runner import ProbeRunner
 from probemarker.sim import SimCluster
@@ -58,9 +59,10 @@ class Probes:
         pod: str = POD,
         container: str = "app",
         settings: ExecSettings | None = None,
+        grace: float = EXEC_GRACE,
     ) -> Outcome:
         """One run through `ProbeRunner` and `ExecHandler`, as the engine makes it."""
-        runner = ProbeRunner({ExecAction: ExecHandler(self.client, settings=settings)})
+        runner = ProbeRunner({ExecAction: ExecHandler(self.client, settings=settings, grace=grace)})
         spec = ProbeSpec(
             "check", container, ExecAction(command), Timing(timeout_seconds=timeout_seconds)
         )

@@ -121,7 +121,7 @@ async def test_server_that_upgrades_and_stalls_is_unknown(probes: Probes) -> Non
     # Upgraded, but never the "connection established" frame: the command's clock never
     # started, so its limit cannot have run out; the client's deadline did (Unknown).
     probes.sim.faults.exec.stall = True
-    outcome = await probes.run("true", timeout_seconds=1, settings=ExecSettings(grace=0.3))
+    outcome = await probes.run("true", timeout_seconds=1, grace=0.3)
     unknown(outcome, "never established")
 
 
@@ -173,7 +173,7 @@ async def test_api_server_down_is_unknown(probes: Probes) -> None:
 
 async def test_slow_handshake_past_the_clients_deadline_is_unknown(probes: Probes) -> None:
     probes.sim.faults.add_latency(5.0, subresource="exec")
-    outcome = await probes.run("true", timeout_seconds=1, settings=ExecSettings(grace=0.5))
+    outcome = await probes.run("true", timeout_seconds=1, grace=0.5)
     unknown(outcome, "before the WebSocket handshake completed")
 
 

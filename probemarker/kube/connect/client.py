@@ -402,17 +402,17 @@ class KubeClient:
         params: Params = None,
         body: bytes | None = None,
         content_type: str | None = None,
-        deadline: float | None = None,
+        wait: float | None = None,
     ) -> dict[str, Any]:
         """Send a request and return its JSON answer (a dict); errors as the error tree.
 
-        `deadline`: seconds for the whole request (default `settings.request_timeout`).
+        `wait`: seconds for the whole request (default `settings.request_timeout`).
         """
         headers = {"Accept": "application/json"}
         if content_type is not None:
             headers["Content-Type"] = content_type
         limits = aiohttp.ClientTimeout(
-            total=deadline if deadline is not None else self.settings.request_timeout,
+            total=wait if wait is not None else self.settings.request_timeout,
             connect=self.settings.connect_timeout,
         )
         response = await self._send(
@@ -439,7 +439,7 @@ class KubeClient:
         *,
         info: RequestInfo,
         params: Params = None,
-        deadline: float | None = None,
+        wait: float | None = None,
         limit: int = _MAX_ERROR_BODY,
     ) -> RawAnswer:
         """Send a request and return its answer as it is, whatever its status: for
@@ -447,7 +447,7 @@ class KubeClient:
         Only what got no answer raises (`ApiUnreachable`, `ApiTimeout`); the body is
         read up to `limit` bytes. No retry after a 401: the caller tells whose it is."""
         limits = aiohttp.ClientTimeout(
-            total=deadline if deadline is not None else self.settings.request_timeout,
+            total=wait if wait is not None else self.settings.request_timeout,
             connect=self.settings.connect_timeout,
         )
         session = self._open_pools.requests
@@ -478,17 +478,17 @@ class KubeClient:
         info: RequestInfo,
         item: Callable[[dict[str, Any]], None],
         params: Params = None,
-        deadline: float | None = None,
+        wait: float | None = None,
     ) -> dict[str, Any]:
         """GET a list and hand each of its items to `item` as soon as it has arrived
         (listbody.py), so the answer is never held whole; return the answer without
         its items (`metadata`: resourceVersion, continue). An exception of `item`
         propagates (the connection is closed, not reused).
 
-        `deadline`: seconds for the whole request (default `settings.request_timeout`).
+        `wait`: seconds for the whole request (default `settings.request_timeout`).
         """
         limits = aiohttp.ClientTimeout(
-            total=deadline if deadline is not None else self.settings.request_timeout,
+            total=wait if wait is not None else self.settings.request_timeout,
             connect=self.settings.connect_timeout,
         )
         response = await self._send(
@@ -601,13 +601,11 @@ class KubeClient:
         info: RequestInfo,
         params: Sequence[tuple[str, str]],
         protocols: Sequence[str],
-        deadline: float,
+        wait: float,
     ) -> AsyncIterator[WebSocket]:
-        """Open a WebSocket (handshake within `deadline` seconds), yield it, close it on exit."""
+        """Open a WebSocket (handshake within `wait` seconds), yield it, close it on exit."""
         ws = await self._reauthorized(
-            lambda: self._ws_connect(
-                path, info=info, params=params, protocols=protocols, deadline=deadline
-            )
+            lambda: self._ws_connect(path, info=info, params=params, protocols=protocols, wait=wait)
         )
         socket = WebSocket(ws, info)
         try:
@@ -622,14 +620,14 @@ class KubeClient:
         info: RequestInfo,
         params: Sequence[tuple[str, str]],
         protocols: Sequence[str],
-        deadline: float,
+        wait: float,
     ) -> aiohttp.ClientWebSocketResponse:
         """One upgrade attempt; a refusal raises the error of its status and Status body."""
         refusal: list[bytes] = []
         token = _HANDSHAKE_BODY.set(refusal)
         try:
             with self._counted(info), _mapped(info, self._forget_tls, refusal):
-                async with asyncio.timeout(deadline):
+                async with asyncio.timeout(wait):
                     ws: aiohttp.ClientWebSocketResponse = await self._open_pools.execs.ws_connect(
                         self._url(path),
                         params=params,

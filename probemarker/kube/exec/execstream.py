@@ -20,9 +20,10 @@ Two clocks (issue 23):
   in the 1.30+ API server's stream translator, which sends it before it even dials
   the kubelet). It is the latest point the protocol marks: nothing says when the
   command itself has started. Running out is the verdict "timed out" (`timed_out`).
-- the client's: `time_limit + settings.grace` from the call, for the handshake and
-  the established frame (and, as an outer bound, everything). Running out before
-  the command's clock started (or ran out) is not the command's fault: Unknown.
+- the client's: `wait` seconds from the call (the caller's time limit and grace,
+  probe/limits.py), for the handshake and the established frame (and, as an outer
+  bound, everything), until `gives_up_at`. Running out before the command's clock
+  started (or ran out) is not the command's fault: Unknown.
 
 Invariants:
 - A complete status decides the result: a connection dropped after it (a Go
@@ -68,17 +69,14 @@ class ExecSettings:
     protocols: tuple[str, ...] = (V5, V4)  # offered, in order of preference
     keep_bytes: int = 1024  # kept per output stream (SPEC §2: 1 KiB)
     max_status_bytes: int = 64 << 10  # a Status is a few hundred bytes
-    # Seconds past the time limit the client waits for the handshake and the server's
-    # "connection established" frame (--exec-grace-seconds).
-    grace: float = 10.0
 
     def __post_init__(self) -> None:
         # Only v4 and v5 frame binary data with a JSON Status on channel 3; the
         # base64 and pre-v4 variants would need another reader.
         if not self.protocols or not set(self.protocols) <= {V5, V4}:
             raise ValueError(f"protocols must be among {(V5, V4)}, not {self.protocols}")
-        if self.keep_bytes < 0 or self.max_status_bytes < 1 or not self.grace >= 0:
-            raise ValueError("keep_bytes and grace must be >= 0 and max_status_bytes >= 1")
+        if self.keep_bytes < 0 or self.max_status_bytes < 1:
+            raise ValueError("keep_bytes must be >= 0 and max_status_bytes >= 1")
 
 
 # RBAC for a WebSocket exec: 1.28 authorises the GET as `get`; newer API servers also
@@ -138,7 +136,8 @@ async def run_exec(
     pod: str,
     container: str,
     command: Sequence[str],
-    deadline: float,
+    time_limit: float,
+    wait: float,
     settings: ExecSettings | None = None,
     holder: StreamHolder | None = None,
 ) -> ExecResult:
@@ -146,8 +145,7 @@ async def run_exec(
     from the server's established frame (see the module docstring for both clocks)."""
     settings = settings or ExecSettings()
     loop = asyncio.get_running_loop()
-    client_limit = deadline + settings.grace
-    client_end = loop.time() + client_limit
+    gives_up_at = loop.time() + wait
     info = PODS.info("get", namespace, pod, "exec")
     path = PODS.path(namespace, pod, "exec")
     params = [("command", arg) for arg in command]
@@ -158,13 +156,13 @@ async def run_exec(
             info=info,
             params=params,
             protocols=settings.protocols,
-            deadline=max(0.0, client_end - loop.time()),
+            wait=max(0.0, gives_up_at - loop.time()),
         )
-        ws = await _handshake(stack, opened, end=client_end, deadline=client_limit)
+        ws = await _handshake(stack, opened, gives_up_at=gives_up_at, wait=wait)
         if isinstance(ws, ExecTransportError):
             return ws
         result, running = await _converse(
-            ws, time_limit=deadline, client_end=client_end, settings=settings
+            ws, time_limit=time_limit, gives_up_at=gives_up_at, settings=settings
         )
         if running is not None:
             # The command may still run: never leave it unwatched if it can be helped.
@@ -180,18 +178,19 @@ async def _handshake(
     stack: contextlib.AsyncExitStack,
     opened: contextlib.AbstractAsyncContextManager[WebSocket],
     *,
-    end: float,
-    deadline: float,
+    gives_up_at: float,
+    wait: float,
 ) -> WebSocket | ExecTransportError:
-    """Enter the WebSocket into `stack` by `end`, or say why it could not be opened."""
+    """Enter the WebSocket into `stack` by `gives_up_at`, or say why it could not be
+    opened (`wait`: the seconds the client waits in all, for the message)."""
     try:
-        async with asyncio.timeout_at(end):
+        async with asyncio.timeout_at(gives_up_at):
             return await stack.enter_async_context(opened)
     except TimeoutError:
-        return _expired(deadline, "before the WebSocket handshake completed")
+        return _expired(wait, "before the WebSocket handshake completed")
     except ApiTimeout as err:
-        if asyncio.get_running_loop().time() >= end:
-            return _expired(deadline, "before the WebSocket handshake completed")
+        if asyncio.get_running_loop().time() >= gives_up_at:
+            return _expired(wait, "before the WebSocket handshake completed")
         # The client's own connect timeout, shorter than our deadline.
         return ExecTransportError(TransportFailure.UNREACHABLE, str(err))
     except ApiError as err:
@@ -201,14 +200,14 @@ async def _handshake(
         return ExecTransportError(TransportFailure.UNREACHABLE, str(err))
 
 
-def _expired(deadline: float, when: str) -> ExecTransportError:
+def _expired(seconds: float, when: str) -> ExecTransportError:
     return ExecTransportError(
-        TransportFailure.DEADLINE, f"the deadline of {deadline:g}s expired {when}"
+        TransportFailure.DEADLINE, f"the deadline of {seconds:g}s expired {when}"
     )
 
 
 async def _converse(
-    ws: WebSocket, *, time_limit: float, client_end: float, settings: ExecSettings
+    ws: WebSocket, *, time_limit: float, gives_up_at: float, settings: ExecSettings
 ) -> tuple[ExecResult, ExecFrames | None]:
     """Read the session to its end; abort the socket on anything but a clean finish.
 
@@ -227,14 +226,14 @@ async def _converse(
     try:
         while True:
             try:
-                async with asyncio.timeout_at(min(verdict_at, client_end)):
+                async with asyncio.timeout_at(min(verdict_at, gives_up_at)):
                     item = await ws.receive()
             except TimeoutError:
                 done = frames.result()
                 if done is not None:
                     return done, None  # whatever the status said stands
                 handed_over = True
-                return _late(verdict_at, client_end, time_limit), frames
+                return _late(verdict_at, gives_up_at, time_limit), frames
             if verdict_at == math.inf:
                 verdict_at = loop.time() + time_limit
             if isinstance(item, WsClose):
@@ -252,9 +251,9 @@ async def _converse(
             ws.abort()
 
 
-def _late(verdict_at: float, client_end: float, time_limit: float) -> ExecTransportError:
+def _late(verdict_at: float, gives_up_at: float, time_limit: float) -> ExecTransportError:
     """Which deadline passed first, the command's or the client's."""
-    if verdict_at <= client_end:
+    if verdict_at <= gives_up_at:
         return replace(_expired(time_limit, "before the command's exit status"), timed_out=True)
     if verdict_at == math.inf:
         return ExecTransportError(

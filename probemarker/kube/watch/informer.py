@@ -370,9 +370,9 @@ class Informer(Generic[T]):
 
         while True:
             try:
-                self._expect(unit, self.settings.list_deadline)
+                self._expect(unit, self.settings.list_timeout)
                 page = await self._client.list_page(
-                    path, info=info, item=item, params=params, deadline=self.settings.list_deadline
+                    path, info=info, item=item, params=params, wait=self.settings.list_timeout
                 )
             except ApiGone:
                 if not any(k == "continue" for k, _ in params):

@@ -32,7 +32,7 @@ class ListWatchClient(Protocol):
         info: RequestInfo,
         item: Callable[[dict[str, Any]], None],
         params: Sequence[tuple[str, str]] | None = None,
-        deadline: float | None = None,
+        wait: float | None = None,
     ) -> dict[str, Any]: ...
 
     def stream_lines(
@@ -54,7 +54,7 @@ class InformerSettings:
     # No byte for timeoutSeconds + read_margin: the connection is half-open.
     read_margin: float = 30.0
     page_size: int = 500  # client-go's pager default
-    list_deadline: float = 60.0  # one LIST page, answer included
+    list_timeout: float = 60.0  # one LIST page, answer included
     backoff: BackoffSettings = field(default_factory=BackoffSettings)
     retry_after_max: float = 60.0  # a larger Retry-After is cut to this
     short_watch: float = 1.0  # closed sooner without a line: a failure (reflector.go)

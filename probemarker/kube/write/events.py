@@ -113,7 +113,7 @@ class RecorderSettings:
     window: float = 360.0  # seconds; client-go tools/events finishTime
     max_cached: int = 4096  # series remembered for repeats
     max_queued: int = 1000  # series waiting to be written; client-go maxQueuedEvents
-    request_deadline: float = 10.0  # each write
+    request_timeout: float = 10.0  # each write
 
 
 @dataclass(slots=True)
@@ -336,7 +336,7 @@ class EventRecorder:
             info=info,
             body=orjson.dumps(body),
             content_type=content_type,
-            deadline=self.settings.request_deadline,
+            wait=self.settings.request_timeout,
         )
         if verb == "create":
             series.created = True

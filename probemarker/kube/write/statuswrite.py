@@ -24,7 +24,7 @@ would replace the whole list, a strategic merge patch cannot guard anything.
 
 Invariants: one request per call (no retry here: the writer decides, with the
 newest desired state); a token of the status writes' bucket is taken before it is sent;
-the body is serialised with orjson; `deadline` bounds the request, not the wait
+the body is serialised with orjson; `wait` bounds the request, not the wait
 for a token (the caller bounds both with `asyncio.timeout` if it needs to).
 """
 
@@ -60,11 +60,11 @@ async def patch_pod_status(
     name: str,
     ops: Sequence[Mapping[str, Any]],
     limiter: TokenBucket,
-    deadline: float | None = None,
+    wait: float | None = None,
 ) -> dict[str, Any]:
     """PATCH `ops` (RFC 6902) to the pod's status subresource; the stored pod back.
 
-    `deadline`: seconds for the request (default: the client's `request_timeout`).
+    `wait`: seconds for the request (default: the client's `request_timeout`).
     An empty `ops` is refused (`ValueError`): nothing to write means no request.
     """
     if not ops:
@@ -78,5 +78,5 @@ async def patch_pod_status(
         info=info,
         body=body,
         content_type=JSON_PATCH,
-        deadline=deadline,
+        wait=wait,
     )

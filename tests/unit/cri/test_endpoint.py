@@ -121,7 +121,7 @@ async def test_the_client_says_not_a_socket_where_grpc_says_connection_refused(
     client = RuntimeClient(str(path))
     try:
         with anyio.fail_after(10):
-            answer = await client.version(deadline=2.0)
+            answer = await client.version(wait=2.0)
     finally:
         await client.aclose()
     assert isinstance(answer, CallFailed)

@@ -217,7 +217,7 @@ class HangingWatches:
         info: RequestInfo,
         item: Callable[[dict[str, Any]], None],
         params: Sequence[tuple[str, str]] | None = None,
-        deadline: float | None = None,
+        wait: float | None = None,
     ) -> dict[str, Any]:
         self.lists += 1
         if self.lists <= self.fail_lists:
