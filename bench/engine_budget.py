@@ -22,7 +22,7 @@ Processes (bench/engine_idle.py's children): the sim (HTTPS + token) in a child
 process, measuring t0 and t1 itself (`time.monotonic()`, a watch on its own store);
 the daemon (`probemarker.daemon.app.Daemon`, in-cluster connection) in a fresh child per
 budget and scenario: `old` is `write_qps=10, write_burst=20` with the event recorder
-given the status writes' bucket (as `app.py` wired it before), `new` the defaults.
+given the status writes' bucket (as `daemon/app.py` wired it before), `new` the defaults.
 The first daemon of each scenario makes the pods' first labels and events, and the
 bench waits until nothing more is written; the next one starts seeded from those
 labels (no writes at start).

@@ -23,7 +23,7 @@ from probemarker.api.rules import REPORTING_CONTROLLER
 from probemarker.demo.examples import Mark
 
 EVENT = "event"  # what a Change of the last event names
-# The head of the daemon's probe events (report.py): `marker/probe on container c: State`.
+# The head of the daemon's probe events (engine/report.py): `marker/probe on container c: State`.
 # The table's section already names the marker, and the reason says the state.
 _PROBE_NOTE_HEAD = re.compile(r"^\S+/\S+ on container [^:]+: (?:Succeeded|Failed)(?:: |$)")
 

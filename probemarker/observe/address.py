@@ -2,7 +2,7 @@
 
 Stage: configuration (pure). Input: the setting's text. Output: a `ListenAddress`
 (host and port), or None for `0`: the server is off. A `ValueError` whose message
-says what is accepted otherwise (settings.py puts the flag and the value in front).
+says what is accepted otherwise (daemon/settings.py puts the flag and the value in front).
 
 Accepted: `HOST:PORT` (an IPv4 address or a host name), `:PORT` (every interface, IPv4
 and IPv6: what a pod needs for the kubelet's probes, which come to the pod's IP),

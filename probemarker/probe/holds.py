@@ -41,7 +41,7 @@ Invariants:
   kubelet restart cuts it; the command runs on) is held on by time, to its limit
   (`stats.lost`);
 - at most `max_streams` streams are held at once (the client's exec pool has room for
-  exactly that many beside the probe runs, `app.client_settings`): a stream that
+  exactly that many beside the probe runs, `daemon.assembly.client_settings`): a stream that
   finds no room is aborted at once, counted (`limit_hits["streams"]`), and its key is
   held by time all the same (its command may still run, and nothing tells when it
   ends);

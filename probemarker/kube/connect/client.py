@@ -104,7 +104,7 @@ class ClientSettings:
     # at most behind other short requests, never behind a watch or an exec.
     request_connections: int = 32
     # Exec WebSockets, one held per running exec: the daemon sets this to its cap on probe
-    # runs, so a running probe never waits for a connection (app.client_settings).
+    # runs, so a running probe never waits for a connection (daemon.assembly.client_settings).
     exec_connections: int = 64
     keepalive_timeout: float = 60.0
     max_line_bytes: int = 16 << 20  # a watch line (one object; etcd caps at 1.5 MiB)

@@ -1,4 +1,4 @@
-"""app.py wiring: the client's exec pool is sized by the probe cap (issue 15, 2) plus
+"""daemon/app.py wiring: the client's exec pool is sized by the probe cap (issue 15, 2) plus
 the exec streams held past their deadline (issue 23)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""pods.py: the engine's view of a pod reads odd input as empty, never raises."""
+"""watch/pods.py: the engine's view of a pod reads odd input as empty, never raises."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""settings.py: flags win over PROBEMARKER_* variables, which win over defaults."""
+"""daemon/settings.py: flags win over PROBEMARKER_* variables, which win over defaults."""
 
 from __future__ import annotations
 

@@ -1,0 +1,124 @@
+"""The house holds its own shape (docs/architecture.md).
+
+- Importing a pure stage loads no I/O: no event loop, no network library, not the
+  API client, not the container runtime's, not the sim. Each import runs in a fresh
+  interpreter, so what another test loaded cannot hide what the stage loads.
+- The import contract in pyproject.toml ([tool.importlinter]) holds: `lint-imports`
+  passes (.ci/run runs it too; here it also fails a plain `pytest`).
+- No module takes a private name (`_x`) from another module of ours: what a room
+  offers another is public, or it stays where it is used.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PURE = [
+    "probemarker.kit.annotations",
+    "probemarker.kit.backoff",
+    "probemarker.kit.histogram",
+    "probemarker.kit.projection",
+    "probemarker.kit.repeats",
+    "probemarker.kit.text",
+    "probemarker.api.model",
+    "probemarker.api.validation",
+    "probemarker.watch.pods",
+    "probemarker.match.match",
+    "probemarker.match.identity",
+    "probemarker.schedule.timing",
+    "probemarker.schedule.wheel",
+    "probemarker.decide.decide",
+    "probemarker.probe.outcome",
+    "probemarker.probe.output",
+    "probemarker.probe.limits",
+    "probemarker.write.ownership",
+    "probemarker.write.desired",
+    "probemarker.write.patch",
+    "probemarker.write.restrict",
+    "probemarker.check.plan",
+    "probemarker.check.report",
+    "probemarker.demo.model",
+    "probemarker.demo.view",
+]
+# Libraries that do I/O, and our modules that do.
+IO = ("aiohttp", "anyio", "asyncio", "grpc", "kubernetes_asyncio", "socket", "ssl")
+OURS_IO = ("probemarker.kube", "probemarker.cri", "probemarker.sim")
+
+_LOADED = """
+import json, sys
+before = set(sys.modules)
+import {module}
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def loaded_by(module: str) -> list[str]:
+    """The modules a fresh interpreter loads to import `module`."""
+    answer = subprocess.run(
+        [sys.executable, "-c", _LOADED.format(module=module)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=True,
+    )
+    found: list[str] = json.loads(answer.stdout)
+    return found
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_a_pure_stage_loads_no_io(module: str) -> None:
+    loaded = loaded_by(module)
+    assert module in loaded
+    io = [m for m in loaded if m.split(".")[0] in IO or m.startswith(OURS_IO)]
+    assert io == [], f"importing {module} loads {io}: move the code that needs them"
+
+
+def test_the_check_sees_io_where_there_is_some() -> None:
+    """The same check finds the client where it is loaded: it is no test that cannot fail."""
+    loaded = loaded_by("probemarker.probe.exec")
+    assert "aiohttp" in loaded
+    assert "probemarker.kube.connect.client" in loaded
+
+
+@pytest.mark.timeout(120)
+def test_the_import_contract_holds() -> None:
+    tool = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    if not Path(tool).exists():
+        pytest.fail("lint-imports is not installed: pip install -e '.[test]'")
+    answer = subprocess.run(
+        [tool, "--no-cache"], capture_output=True, text=True, cwd=ROOT, timeout=110
+    )
+    assert answer.returncode == 0, answer.stdout[-4000:] + answer.stderr[-2000:]
+    assert "0 broken" in answer.stdout
+
+
+def _private_imports(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if not isinstance(node, ast.ImportFrom) or node.level:
+            continue
+        if not (node.module or "").startswith("probemarker"):
+            continue
+        for alias in node.names:
+            if alias.name.startswith("_") and not alias.name.startswith("__"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{alias.name}")
+    return found
+
+
+def test_no_module_takes_a_private_name_of_another() -> None:
+    found = [
+        hit
+        for path in sorted((ROOT / "probemarker").rglob("*.py"))
+        for hit in _private_imports(path)
+    ]
+    assert found == []
