@@ -4,7 +4,8 @@ Only cpu and memory count.  No requests or limits anywhere: BestEffort.  Every
 container (init ones included) limiting both cpu and memory, with requests
 (when given) equal to the limits: Guaranteed.  Anything else: Burstable.
 Quantities are compared by value (`1` == `1000m`, `1Gi` == `1024Mi`).
-Pure; used by the kubelet's status and usable by admission.
+Pure; the API server sets it on pod create (`defaults`), and the kubelet's pod status
+(probemarker.sim.kubelet.podstatus) reports it.
 """
 
 from __future__ import annotations
