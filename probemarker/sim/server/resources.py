@@ -31,9 +31,9 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from probemarker.sim.crd.serving import CrdController
 from probemarker.sim.server import admission
 from probemarker.sim.server import events as event_conv
+from probemarker.sim.server.crdserving import CrdController
 from probemarker.sim.server.discovery import CRDS, EVENTS_V1, NAMESPACES, PODS, Catalog
 from probemarker.sim.server.discovery import group_version as gv_of
 from probemarker.sim.server.requestinfo import RequestInfo

@@ -1,7 +1,8 @@
 """Serving custom resources from CustomResourceDefinitions.
 
 The sim's stand-in for apiextensions-apiserver's CRD handler and its
-establishing/naming controllers:
+establishing/naming controllers, on top of the pure CRD checks and schemas of
+probemarker.sim.crd:
 
 * `check_crd` decodes a CRD write as kube-apiserver's codec does (`crdtypes`: a body
   that does not decode is a 400 BadRequest, unknown fields are a 400 under
