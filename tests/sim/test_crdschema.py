@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from probemarker.sim.crd.fielderr import go_float, go_quote
+from probemarker.sim.crd.gotext.fielderr import go_float, go_quote
 from probemarker.sim.crd.schema import (
     FieldError,
     StructuralSchema,

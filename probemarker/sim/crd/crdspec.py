@@ -13,10 +13,11 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from probemarker.sim.crd import gorepr, meta
-from probemarker.sim.crd.fielderr import FieldError
+from probemarker.sim.crd import meta
 from probemarker.sim.crd.fieldpath import path_text, valid_field_path
-from probemarker.sim.crd.gorepr import invalid_rendered
+from probemarker.sim.crd.gotext import gorepr
+from probemarker.sim.crd.gotext.fielderr import FieldError
+from probemarker.sim.crd.gotext.gorepr import invalid_rendered
 from probemarker.sim.crd.newstructural import new_structural_error
 
 __all__ = [

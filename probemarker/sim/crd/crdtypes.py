@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from probemarker.sim.crd.gojson import (
+from probemarker.sim.crd.gotext.gojson import (
     Decoded,
     DecodeError,
     Field,

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probemarker.sim.crd import gorepr
-from probemarker.sim.crd.fielderr import FieldError
-from probemarker.sim.crd.gorepr import invalid_rendered
+from probemarker.sim.crd.gotext import gorepr
+from probemarker.sim.crd.gotext.fielderr import FieldError
+from probemarker.sim.crd.gotext.gorepr import invalid_rendered
 from probemarker.sim.crd.newstructural import child
 
 __all__ = ["list_type_errors", "map_list_errors"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probemarker.sim.crd import cel
-from probemarker.sim.crd.fielderr import FieldError
+from probemarker.sim.crd.gotext.fielderr import FieldError
 from probemarker.sim.crd.node import Rule, SchemaNode
 
 _NONE: Any = object()

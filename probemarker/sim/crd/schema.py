@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from probemarker.sim.crd import definition, meta, prune, rules, values
-from probemarker.sim.crd.fielderr import FieldError, aggregate_message, go_quote
+from probemarker.sim.crd.gotext.fielderr import FieldError, aggregate_message, go_quote
 from probemarker.sim.crd.node import SchemaNode, parse_schema
 
 __all__ = [

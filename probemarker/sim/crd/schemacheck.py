@@ -25,9 +25,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probemarker.sim.crd import celadmit, gorepr
-from probemarker.sim.crd.fielderr import FieldError
-from probemarker.sim.crd.gorepr import invalid_rendered
+from probemarker.sim.crd import celadmit
+from probemarker.sim.crd.gotext import gorepr
+from probemarker.sim.crd.gotext.fielderr import FieldError
+from probemarker.sim.crd.gotext.gorepr import invalid_rendered
 from probemarker.sim.crd.newstructural import new_structural_error
 from probemarker.sim.crd.node import parse_schema
 from probemarker.sim.crd.openapischema import walk_schema

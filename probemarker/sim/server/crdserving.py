@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from probemarker.sim.crd import crdtypes, definition
-from probemarker.sim.crd.fielderr import FieldError, go_json, go_quote
+from probemarker.sim.crd.gotext.fielderr import FieldError, go_json, go_quote
 from probemarker.sim.crd.schema import StructuralSchema, invalid_status_message, status_causes
 from probemarker.sim.server.discovery import CRDS, Catalog
 from probemarker.sim.server.status import StatusError

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from probemarker.sim.crd.fielderr import go_quote
+from probemarker.sim.crd.gotext.fielderr import go_quote
 
 __all__ = ["Decoded", "Field", "GoType", "Registry", "TypeError_", "decode", "encode"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from probemarker.sim.crd.fielderr import FieldError, go_quote, go_scalar
+from probemarker.sim.crd.gotext.fielderr import FieldError, go_quote, go_scalar
 
 __all__ = [
     "POINTER",
