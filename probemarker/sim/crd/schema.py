@@ -1,7 +1,8 @@
 """CRD schemas for the simulated API server: what kube-apiserver does to a custom resource.
 
 Stage: the server calls `StructuralSchema.admit` on every create/update of a custom resource
-and `StructuralSchema.default` when serving stored objects; `validate_crd` when a CRD is created.
+and `StructuralSchema.default` when serving stored objects (the CRD itself is checked by
+`definition.validate_crd` when it is created).
 Inputs are plain JSON values (dict/list/str/int/float/bool/None); outputs are new values (inputs
 are never mutated) and `FieldError`s worded the way apiextensions-apiserver words them.
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probemarker.sim.crd import definition, meta, prune, rules, values
+from probemarker.sim.crd import meta, prune, rules, values
 from probemarker.sim.crd.gotext.fielderr import FieldError, aggregate_message, go_quote
 from probemarker.sim.crd.node import SchemaNode, parse_schema
 
@@ -34,7 +35,6 @@ __all__ = [
     "StructuralSchema",
     "invalid_status_message",
     "status_causes",
-    "validate_crd",
 ]
 
 _BLOCKING = frozenset(
@@ -146,9 +146,3 @@ def invalid_status_message(kind: str, group: str, name: str, errors: list[FieldE
 def status_causes(errors: list[FieldError]) -> list[dict[str, str]]:
     """`details.causes` of the 422 Status: one {reason, message, field} per error, in order."""
     return [{"reason": e.type, "message": e.body, "field": e.path} for e in errors]
-
-
-def validate_crd(crd: Mapping[str, Any]) -> list[FieldError]:
-    """The essential checks kube-apiserver makes on a CRD create (names, versions, structural
-    schema, defaults, CEL rules compile); an empty list means the CRD is accepted."""
-    return definition.validate_crd(crd)
