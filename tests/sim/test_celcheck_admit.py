@@ -11,7 +11,7 @@ import pytest
 
 from probemarker.sim.crd import celadmit
 from probemarker.sim.crd.celcheck import K8S_1_28
-from probemarker.sim.crd.node import parse_schema
+from probemarker.sim.crd.schema.node import parse_schema
 
 ROOT = "spec.validation.openAPIV3Schema"
 TRY = (

@@ -17,7 +17,7 @@ from probemarker.sim.crd.celcheck import (
     rule_env,
     schema_decl_type,
 )
-from probemarker.sim.crd.node import parse_schema
+from probemarker.sim.crd.schema.node import parse_schema
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -20,7 +20,7 @@ from probemarker.sim.crd.celcheck import (
     rule_env,
     schema_decl_type,
 )
-from probemarker.sim.crd.node import parse_schema
+from probemarker.sim.crd.schema.node import parse_schema
 
 Gen = Callable[[int | None], dict[str, Any]]
 COST_LIMIT = 100_000_000

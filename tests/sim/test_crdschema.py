@@ -1,6 +1,6 @@
-"""probemarker.sim.crd.schema: pruning, defaulting, OpenAPI and CEL validation, Status wording;
-and CRD checks (probemarker.sim.crd.definition). Expected strings are the ones kube-apiserver
-(1.32+) sends for the same input."""
+"""probemarker.sim.crd.schema.structural: pruning, defaulting, OpenAPI and CEL validation,
+Status wording; and CRD checks (probemarker.sim.crd.definition). Expected strings are the
+ones kube-apiserver (1.32+) sends for the same input."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import yaml
 
 from probemarker.sim.crd.definition import validate_crd
 from probemarker.sim.crd.gotext.fielderr import go_float, go_quote
-from probemarker.sim.crd.schema import (
+from probemarker.sim.crd.schema.structural import (
     FieldError,
     StructuralSchema,
     invalid_status_message,

@@ -1,6 +1,6 @@
 """CustomResourceDefinitions as kube-apiserver handles them.
 
-`definition` checks a CRD on create; `schema.StructuralSchema.admit` prunes, defaults
+`definition` checks a CRD on create; `schema.structural.StructuralSchema.admit` prunes, defaults
 and validates custom resources (`values` for OpenAPI, `rules` for
 x-kubernetes-validations on the CEL engine in `cel*`). Pure: serving a resource when
 its CRD comes and goes is the server's (probemarker.sim.server.crdserving).

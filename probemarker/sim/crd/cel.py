@@ -30,7 +30,7 @@ from celpy.evaluation import CELEvalError, Evaluator
 
 from probemarker.sim.crd import cel_ext
 from probemarker.sim.crd.cel_ext import CelOptional
-from probemarker.sim.crd.node import SchemaNode
+from probemarker.sim.crd.schema.node import SchemaNode
 
 __all__ = [
     "CelCompileError",

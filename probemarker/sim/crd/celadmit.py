@@ -31,7 +31,7 @@ from probemarker.sim.crd.celcheck.compile import Compiled, compile_expression
 from probemarker.sim.crd.celcheck.env import K8S_1_32, Env, Profile, rule_env
 from probemarker.sim.crd.celcheck.estimate import MAX_U64, sat_mul
 from probemarker.sim.crd.gotext.fielderr import FieldError, go_quote
-from probemarker.sim.crd.node import Rule, SchemaNode
+from probemarker.sim.crd.schema.node import Rule, SchemaNode
 
 __all__ = [
     "STATIC_ESTIMATED_COST_LIMIT",

@@ -23,7 +23,7 @@ from typing import Any
 
 from probemarker.sim.crd import cel
 from probemarker.sim.crd.gotext.fielderr import FieldError
-from probemarker.sim.crd.node import Rule, SchemaNode
+from probemarker.sim.crd.schema.node import Rule, SchemaNode
 
 _NONE: Any = object()
 _MAX_MESSAGE_BYTES = 5 * 1024

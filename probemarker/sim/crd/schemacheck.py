@@ -30,8 +30,8 @@ from probemarker.sim.crd.gotext import gorepr
 from probemarker.sim.crd.gotext.fielderr import FieldError
 from probemarker.sim.crd.gotext.gorepr import invalid_rendered
 from probemarker.sim.crd.newstructural import new_structural_error
-from probemarker.sim.crd.node import parse_schema
 from probemarker.sim.crd.openapischema import walk_schema
+from probemarker.sim.crd.schema.node import parse_schema
 from probemarker.sim.crd.schemadefaults import validate_defaults
 from probemarker.sim.crd.structural import validate_structural
 

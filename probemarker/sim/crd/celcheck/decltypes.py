@@ -2,7 +2,7 @@
 common.SchemaDeclType, DeclType, MaybeAssignTypeName), with the size bounds the cost estimator
 uses.
 
-Stage: after the schema is parsed (probemarker.sim.crd.node), before a rule is checked.
+Stage: after the schema is parsed (probemarker.sim.crd.schema.node), before a rule is checked.
 Input: a `SchemaNode` and whether it is the root of a resource (the CRD root or an embedded
 resource). Output: a `DeclType` tree, or None when the node is not visible to CEL.
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from probemarker.sim.crd.cel import escape_name
 from probemarker.sim.crd.celcheck import types as t
-from probemarker.sim.crd.node import SchemaNode
+from probemarker.sim.crd.schema.node import SchemaNode
 
 MAX_REQUEST_SIZE_BYTES = 3 * 1024 * 1024
 _MAX_STRING = MAX_REQUEST_SIZE_BYTES - 2

@@ -16,7 +16,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from probemarker.sim.crd.node import SchemaNode
+from probemarker.sim.crd.schema.node import SchemaNode
 
 _META_FIELDS = ("apiVersion", "kind", "metadata")
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import re2
 
-from probemarker.sim.crd import formats
 from probemarker.sim.crd.gotext.fielderr import FieldError, go_float, go_json, go_quote
-from probemarker.sim.crd.node import SchemaNode
+from probemarker.sim.crd.schema import formats
+from probemarker.sim.crd.schema.node import SchemaNode
 
 _NONE: Any = object()  # "no correlated old value"
 
