@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from probemarker.sim.crd.celcheck import (
+from probemarker.sim.crd.schema.cel.celcheck import (
     K8S_1_28,
     K8S_1_32,
     Profile,

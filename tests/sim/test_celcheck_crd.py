@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from probemarker.sim.crd import celadmit
-from probemarker.sim.crd.celcheck import K8S_1_28, K8S_1_32, Profile
 from probemarker.sim.crd.definition import validate_crd
+from probemarker.sim.crd.schema.cel.celcheck import K8S_1_28, K8S_1_32, Profile
 from probemarker.sim.crd.schema.node import parse_schema
 
 REPO = Path(__file__).resolve().parents[2]

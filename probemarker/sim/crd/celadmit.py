@@ -26,11 +26,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from probemarker.sim.crd.celcheck import decltypes
-from probemarker.sim.crd.celcheck.compile import Compiled, compile_expression
-from probemarker.sim.crd.celcheck.env import K8S_1_32, Env, Profile, rule_env
-from probemarker.sim.crd.celcheck.estimate import MAX_U64, sat_mul
 from probemarker.sim.crd.gotext.fielderr import FieldError, go_quote
+from probemarker.sim.crd.schema.cel.celcheck import decltypes
+from probemarker.sim.crd.schema.cel.celcheck.compile import Compiled, compile_expression
+from probemarker.sim.crd.schema.cel.celcheck.env import K8S_1_32, Env, Profile, rule_env
+from probemarker.sim.crd.schema.cel.celcheck.estimate import MAX_U64, sat_mul
 from probemarker.sim.crd.schema.node import Rule, SchemaNode
 
 __all__ = [

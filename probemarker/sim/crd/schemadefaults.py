@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probemarker.sim.crd import rules
 from probemarker.sim.crd.gotext import gorepr
 from probemarker.sim.crd.gotext.fielderr import FieldError
 from probemarker.sim.crd.gotext.gorepr import invalid_rendered
 from probemarker.sim.crd.schema import prune, values
+from probemarker.sim.crd.schema.cel import rules
 from probemarker.sim.crd.schema.node import SchemaNode, parse_schema
 
 __all__ = ["validate_defaults"]

@@ -26,9 +26,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probemarker.sim.crd import rules
 from probemarker.sim.crd.gotext.fielderr import FieldError, aggregate_message, go_quote
 from probemarker.sim.crd.schema import meta, prune, values
+from probemarker.sim.crd.schema.cel import rules
 from probemarker.sim.crd.schema.node import SchemaNode, parse_schema
 
 __all__ = [

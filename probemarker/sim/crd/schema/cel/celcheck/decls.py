@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from probemarker.sim.crd.celcheck import types as t
-from probemarker.sim.crd.celcheck.types import CelType
+from probemarker.sim.crd.schema.cel.celcheck import types as t
+from probemarker.sim.crd.schema.cel.celcheck.types import CelType
 
 
 def _params_of(types: Iterable[CelType], out: dict[str, None]) -> None:

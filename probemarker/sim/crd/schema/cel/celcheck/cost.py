@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from probemarker.sim.crd.celcheck import types as t
-from probemarker.sim.crd.celcheck.checker import Checked
-from probemarker.sim.crd.celcheck.env import Profile
-from probemarker.sim.crd.celcheck.estimate import (
+from probemarker.sim.crd.schema.cel.celcheck import types as t
+from probemarker.sim.crd.schema.cel.celcheck.checker import Checked
+from probemarker.sim.crd.schema.cel.celcheck.env import Profile
+from probemarker.sim.crd.schema.cel.celcheck.estimate import (
     MAX_U64,
     ONE,
     UNBOUNDED,
@@ -29,7 +29,7 @@ from probemarker.sim.crd.celcheck.estimate import (
     Est,
     wrap,
 )
-from probemarker.sim.crd.celcheck.expr import (
+from probemarker.sim.crd.schema.cel.celcheck.expr import (
     ACCUMULATOR,
     Call,
     Comprehension,

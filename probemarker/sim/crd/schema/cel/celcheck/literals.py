@@ -7,7 +7,7 @@ quotes); bytes literals become `bytes`.
 
 from __future__ import annotations
 
-from probemarker.sim.crd.celcheck import types as t
+from probemarker.sim.crd.schema.cel.celcheck import types as t
 
 _SIMPLE_ESCAPES = {
     "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probemarker.sim.crd.celcheck.types import CelType
+from probemarker.sim.crd.schema.cel.celcheck.types import CelType
 
 ACCUMULATOR = "__result__"
 

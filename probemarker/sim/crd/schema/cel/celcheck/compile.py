@@ -18,16 +18,16 @@ from functools import lru_cache
 
 import lark
 
-from probemarker.sim.crd import cel
-from probemarker.sim.crd.celcheck import types as t
-from probemarker.sim.crd.celcheck.checker import check
-from probemarker.sim.crd.celcheck.cost import estimate_cost
-from probemarker.sim.crd.celcheck.decltypes import DeclType
-from probemarker.sim.crd.celcheck.env import Env
-from probemarker.sim.crd.celcheck.issues import render_issues
-from probemarker.sim.crd.celcheck.k8scost import SETS_ESTIMATORS, KubeEstimator
-from probemarker.sim.crd.celcheck.parse import Parsed, parse_tree
-from probemarker.sim.crd.celcheck.validators import validate
+from probemarker.sim.crd.schema.cel import engine
+from probemarker.sim.crd.schema.cel.celcheck import types as t
+from probemarker.sim.crd.schema.cel.celcheck.checker import check
+from probemarker.sim.crd.schema.cel.celcheck.cost import estimate_cost
+from probemarker.sim.crd.schema.cel.celcheck.decltypes import DeclType
+from probemarker.sim.crd.schema.cel.celcheck.env import Env
+from probemarker.sim.crd.schema.cel.celcheck.issues import render_issues
+from probemarker.sim.crd.schema.cel.celcheck.k8scost import SETS_ESTIMATORS, KubeEstimator
+from probemarker.sim.crd.schema.cel.celcheck.parse import Parsed, parse_tree
+from probemarker.sim.crd.schema.cel.celcheck.validators import validate
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +46,13 @@ def parse(source: str) -> Parsed | str:
     """The expression tree of `source`, or the rendered syntax error. The position is
     celpy's, and so is the wording after `Syntax error:` (cel-go's parser words it its own way)."""
     try:
-        program = cel.compile_cel(source)
-    except cel.CelCompileError as exc:
+        program = engine.compile_cel(source)
+    except engine.CelCompileError as exc:
         return _syntax_error(source, exc)
     return parse_tree(source, program.ast)
 
 
-def _syntax_error(source: str, exc: cel.CelCompileError) -> str:
+def _syntax_error(source: str, exc: engine.CelCompileError) -> str:
     """cel-go's layout for a syntax error, with ANTLR's wording for the two usual cases."""
     match = _SYNTAX.fullmatch(str(exc))
     if match is None:

@@ -1,6 +1,7 @@
 """From celpy's lark parse tree to cel-go's expression tree (celcheck.expr).
 
-Stage: after celpy has parsed a rule (probemarker.sim.crd.cel.compile_cel), before type checking.
+Stage: after celpy has parsed a rule (probemarker.sim.crd.schema.cel.engine.compile_cel),
+before type checking.
 Input: the source text and its lark tree (built with positions). Output: a `Parsed` with the
 root expression and the errors cel-go's parser reports after parsing succeeded (malformed
 macro arguments), each as (offset, message).
@@ -18,8 +19,8 @@ from typing import Any
 
 import lark
 
-from probemarker.sim.crd.celcheck import types as t
-from probemarker.sim.crd.celcheck.expr import (
+from probemarker.sim.crd.schema.cel.celcheck import types as t
+from probemarker.sim.crd.schema.cel.celcheck.expr import (
     Call,
     Expr,
     Ident,
@@ -29,8 +30,8 @@ from probemarker.sim.crd.celcheck.expr import (
     Select,
     StructExpr,
 )
-from probemarker.sim.crd.celcheck.literals import literal_value
-from probemarker.sim.crd.celcheck.macros import expand_macro
+from probemarker.sim.crd.schema.cel.celcheck.literals import literal_value
+from probemarker.sim.crd.schema.cel.celcheck.macros import expand_macro
 
 _BINARY = {
     "relation_lt": "_<_", "relation_le": "_<=_", "relation_gt": "_>_", "relation_ge": "_>=_",

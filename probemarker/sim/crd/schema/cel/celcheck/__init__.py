@@ -9,9 +9,9 @@ cost estimate), `compile` (all of it for one expression), `issues` (cel-go's err
 The CRD-level budget checks built on it are in probemarker.sim.crd.celadmit.
 """
 
-from probemarker.sim.crd.celcheck.compile import Compiled, compile_expression
-from probemarker.sim.crd.celcheck.decltypes import DeclType, schema_decl_type
-from probemarker.sim.crd.celcheck.env import K8S_1_28, K8S_1_32, Env, Profile, rule_env
+from probemarker.sim.crd.schema.cel.celcheck.compile import Compiled, compile_expression
+from probemarker.sim.crd.schema.cel.celcheck.decltypes import DeclType, schema_decl_type
+from probemarker.sim.crd.schema.cel.celcheck.env import K8S_1_28, K8S_1_32, Env, Profile, rule_env
 
 __all__ = [
     "K8S_1_28",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from probemarker.sim.crd.celcheck.expr import Expr
-from probemarker.sim.crd.celcheck.types import CelType
+from probemarker.sim.crd.schema.cel.celcheck.expr import Expr
+from probemarker.sim.crd.schema.cel.celcheck.types import CelType
 
 MAX_U64 = 2**64 - 1
 _TWO_TO_64 = math.ldexp(1.0, 64)

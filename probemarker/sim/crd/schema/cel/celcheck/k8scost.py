@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import math
 
-from probemarker.sim.crd.celcheck import types as t
-from probemarker.sim.crd.celcheck.cost import (
+from probemarker.sim.crd.schema.cel.celcheck import types as t
+from probemarker.sim.crd.schema.cel.celcheck.cost import (
     REGEX_LENGTH,
     STRING_TRAVERSAL,
     Estimator,
     OverloadEstimator,
 )
-from probemarker.sim.crd.celcheck.decltypes import DeclType
-from probemarker.sim.crd.celcheck.estimate import (
+from probemarker.sim.crd.schema.cel.celcheck.decltypes import DeclType
+from probemarker.sim.crd.schema.cel.celcheck.estimate import (
     MAX_U64,
     ONE,
     UNBOUNDED,
@@ -33,8 +33,8 @@ from probemarker.sim.crd.celcheck.estimate import (
     CallEstimate,
     Est,
 )
-from probemarker.sim.crd.celcheck.expr import Literal
-from probemarker.sim.crd.celcheck.k8slib import CIDR, FORMAT, IP, QUANTITY, URL
+from probemarker.sim.crd.schema.cel.celcheck.expr import Literal
+from probemarker.sim.crd.schema.cel.celcheck.k8slib import CIDR, FORMAT, IP, QUANTITY, URL
 
 _NOMINAL = frozenset(
     {"masked", "prefixLength", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast",

@@ -15,15 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 
-from probemarker.sim.crd.celcheck import types as t
-from probemarker.sim.crd.celcheck.decls import (
+from probemarker.sim.crd.schema.cel.celcheck import types as t
+from probemarker.sim.crd.schema.cel.celcheck.decls import (
     CROSS_TYPE_COMPARISONS,
     STANDARD_TYPE_IDENTS,
     Function,
     standard_functions,
 )
-from probemarker.sim.crd.celcheck.decltypes import DeclType, assign_names, struct_types
-from probemarker.sim.crd.celcheck.k8slib import Libraries, add_libraries
+from probemarker.sim.crd.schema.cel.celcheck.decltypes import DeclType, assign_names, struct_types
+from probemarker.sim.crd.schema.cel.celcheck.k8slib import Libraries, add_libraries
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,17 @@ import re
 
 import re2
 
-from probemarker.sim.crd.celcheck import types as t
-from probemarker.sim.crd.celcheck.checker import Checked
-from probemarker.sim.crd.celcheck.env import Profile
-from probemarker.sim.crd.celcheck.expr import Call, Expr, ListExpr, Literal, MapExpr, children
+from probemarker.sim.crd.schema.cel.celcheck import types as t
+from probemarker.sim.crd.schema.cel.celcheck.checker import Checked
+from probemarker.sim.crd.schema.cel.celcheck.env import Profile
+from probemarker.sim.crd.schema.cel.celcheck.expr import (
+    Call,
+    Expr,
+    ListExpr,
+    Literal,
+    MapExpr,
+    children,
+)
 
 _DURATION = re.compile(r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+")
 _TIMESTAMP = re.compile(

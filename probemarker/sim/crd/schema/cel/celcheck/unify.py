@@ -10,7 +10,7 @@ Invariant: only type parameters are ever keys of a mapping.
 
 from __future__ import annotations
 
-from probemarker.sim.crd.celcheck.types import (
+from probemarker.sim.crd.schema.cel.celcheck.types import (
     DYN,
     NULL,
     CelType,

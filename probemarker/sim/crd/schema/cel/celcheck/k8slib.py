@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probemarker.sim.crd.celcheck import types as t
-from probemarker.sim.crd.celcheck.decls import Function, g, m, merge
+from probemarker.sim.crd.schema.cel.celcheck import types as t
+from probemarker.sim.crd.schema.cel.celcheck.decls import Function, g, m, merge
 
 URL = t.struct("kubernetes.URL")
 QUANTITY = t.struct("kubernetes.Quantity")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from probemarker.sim.crd.celcheck import types as t
-from probemarker.sim.crd.celcheck.expr import (
+from probemarker.sim.crd.schema.cel.celcheck import types as t
+from probemarker.sim.crd.schema.cel.celcheck.expr import (
     ACCUMULATOR,
     Call,
     Comprehension,

@@ -28,8 +28,8 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, Evaluator
 
-from probemarker.sim.crd import cel_ext
-from probemarker.sim.crd.cel_ext import CelOptional
+from probemarker.sim.crd.schema.cel import library
+from probemarker.sim.crd.schema.cel.library import CelOptional
 from probemarker.sim.crd.schema.node import SchemaNode
 
 __all__ = [
@@ -138,7 +138,7 @@ def compile_cel(source: str) -> CelProgram:
         isinstance(tok, lark.Token) and tok.type == "IDENT" and tok.value == "oldSelf"
         for tok in ast.scan_values(lambda v: isinstance(v, lark.Token))
     )
-    runner = _ENV.program(ast, cel_ext.FUNCTIONS)
+    runner = _ENV.program(ast, library.FUNCTIONS)
     return CelProgram(source=source, uses_old_self=uses_old, runner=runner, ast=ast)
 
 

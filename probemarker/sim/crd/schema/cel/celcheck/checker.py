@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from probemarker.sim.crd.celcheck import types as t
-from probemarker.sim.crd.celcheck.decls import Function
-from probemarker.sim.crd.celcheck.env import Env
-from probemarker.sim.crd.celcheck.expr import (
+from probemarker.sim.crd.schema.cel.celcheck import types as t
+from probemarker.sim.crd.schema.cel.celcheck.decls import Function
+from probemarker.sim.crd.schema.cel.celcheck.env import Env
+from probemarker.sim.crd.schema.cel.celcheck.expr import (
     Call,
     Comprehension,
     Expr,
@@ -26,8 +26,8 @@ from probemarker.sim.crd.celcheck.expr import (
     Select,
     StructExpr,
 )
-from probemarker.sim.crd.celcheck.types import CelType, format_signature, format_type
-from probemarker.sim.crd.celcheck.unify import (
+from probemarker.sim.crd.schema.cel.celcheck.types import CelType, format_signature, format_type
+from probemarker.sim.crd.schema.cel.celcheck.unify import (
     Mapping,
     is_assignable,
     is_assignable_list,

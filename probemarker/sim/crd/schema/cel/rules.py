@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from probemarker.sim.crd import cel
 from probemarker.sim.crd.gotext.fielderr import FieldError
+from probemarker.sim.crd.schema.cel import engine
 from probemarker.sim.crd.schema.node import Rule, SchemaNode
 
 _NONE: Any = object()
@@ -32,8 +32,8 @@ _MAX_MESSAGE_BYTES = 5 * 1024
 @dataclass(frozen=True, slots=True)
 class CompiledRule:
     rule: Rule
-    program: cel.CelProgram | None
-    message_program: cel.CelProgram | None
+    program: engine.CelProgram | None
+    message_program: engine.CelProgram | None
     error: str | None
     field_path: str
     field_path_error: str | None = None
@@ -84,10 +84,10 @@ def compile_rule(rule: Rule, schema: SchemaNode) -> CompiledRule:
     error = field_path_error = None
     field_path = ""
     try:
-        program = cel.compile_cel(rule.rule)
+        program = engine.compile_cel(rule.rule)
         if rule.message_expression:
-            message_program = cel.compile_cel(rule.message_expression)
-    except cel.CelCompileError as exc:
+            message_program = engine.compile_cel(rule.message_expression)
+    except engine.CelCompileError as exc:
         error = str(exc)
     if rule.field_path:
         try:
@@ -209,9 +209,9 @@ class _Walk:
         if not compiled:
             return []
         errors: list[FieldError] = []
-        variables = {"self": cel.to_cel(value, schema, resource_root=embedded)}
+        variables = {"self": engine.to_cel(value, schema, resource_root=embedded)}
         if old is not _NONE:
-            variables["oldSelf"] = cel.to_cel(old, schema, resource_root=embedded)
+            variables["oldSelf"] = engine.to_cel(old, schema, resource_root=embedded)
         type_value = schema.type
         for item in compiled:
             if item.error is not None or item.program is None:
@@ -227,20 +227,20 @@ class _Walk:
                 present = old is not _NONE
                 rule_variables = {
                     **variables,
-                    "oldSelf": cel.CelOptional(variables.get("oldSelf"), present=present),
+                    "oldSelf": engine.CelOptional(variables.get("oldSelf"), present=present),
                 }
             elif item.program.uses_old_self and old is _NONE:
                 continue
             try:
                 result = item.program.evaluate(rule_variables)
-            except cel.CelError as exc:
+            except engine.CelError as exc:
                 errors.append(
                     FieldError.invalid(
                         _render(path), type_value, _runtime_detail(str(exc), item.rule)
                     )
                 )
                 continue
-            if cel.cast_bool(result) is True:
+            if engine.cast_bool(result) is True:
                 continue
             if ratchet and not item.program.uses_old_self:
                 continue
@@ -265,8 +265,8 @@ def _runtime_detail(error: str, rule: Rule) -> str:
 def _message(item: CompiledRule, variables: Mapping[str, Any]) -> str:
     if item.message_program is not None:
         try:
-            text = cel.cel_to_text(item.message_program.evaluate(variables))
-        except cel.CelError:
+            text = engine.cel_to_text(item.message_program.evaluate(variables))
+        except engine.CelError:
             text = None
         if text is not None:
             text = text.strip()

@@ -23,8 +23,8 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from probemarker.sim.crd.cel import escape_name
-from probemarker.sim.crd.celcheck import types as t
+from probemarker.sim.crd.schema.cel.celcheck import types as t
+from probemarker.sim.crd.schema.cel.engine import escape_name
 from probemarker.sim.crd.schema.node import SchemaNode
 
 MAX_REQUEST_SIZE_BYTES = 3 * 1024 * 1024
