@@ -1,6 +1,6 @@
 """probemarker.sim.crd.schema.structural: pruning, defaulting, OpenAPI and CEL validation,
-Status wording; and CRD checks (probemarker.sim.crd.definition). Expected strings are the
-ones kube-apiserver (1.32+) sends for the same input."""
+Status wording; and CRD checks (probemarker.sim.crd.validation.definition). Expected strings
+are the ones kube-apiserver (1.32+) sends for the same input."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import yaml
 
-from probemarker.sim.crd.definition import validate_crd
 from probemarker.sim.crd.gotext.fielderr import go_float, go_quote
 from probemarker.sim.crd.schema.structural import (
     FieldError,
@@ -18,6 +17,7 @@ from probemarker.sim.crd.schema.structural import (
     invalid_status_message,
     status_causes,
 )
+from probemarker.sim.crd.validation.definition import validate_crd
 
 NOT_CHECKED = (
     "<nil>: Invalid value: null: some validation rules were not checked because the object "

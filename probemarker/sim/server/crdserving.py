@@ -31,13 +31,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from probemarker.sim.crd import crdtypes, definition
 from probemarker.sim.crd.gotext.fielderr import FieldError, go_json, go_quote
 from probemarker.sim.crd.schema.structural import (
     StructuralSchema,
     invalid_status_message,
     status_causes,
 )
+from probemarker.sim.crd.validation import crdtypes, definition
 from probemarker.sim.server.discovery import CRDS, Catalog
 from probemarker.sim.server.status import StatusError
 from probemarker.sim.store.objects import ResourceType, Store

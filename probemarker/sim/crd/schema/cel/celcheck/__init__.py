@@ -6,7 +6,7 @@ Pipeline, one module per stage: `parse` (celpy's lark tree -> cel-go's expressio
 (identifiers and functions per Kubernetes version), `checker` (types and overloads, cel-go's
 error texts), `validators` (literal checks after type checking), `cost` + `k8scost` (the static
 cost estimate), `compile` (all of it for one expression), `issues` (cel-go's error rendering).
-The CRD-level budget checks built on it are in probemarker.sim.crd.celadmit.
+The CRD-level budget checks built on it are in probemarker.sim.crd.validation.celadmit.
 """
 
 from probemarker.sim.crd.schema.cel.celcheck.compile import Compiled, compile_expression

@@ -1,7 +1,7 @@
 """Compile one rule or messageExpression as apiextensions' compileRule does: parse, check,
 validate, require the output type, estimate the cost.
 
-Stage: called per x-kubernetes-validations entry by probemarker.sim.crd.celadmit.
+Stage: called per x-kubernetes-validations entry by probemarker.sim.crd.validation.celadmit.
 Inputs: the expression text, the rule's `Env` and the node's (unnamed) DeclType for the size
 estimator. Output: a `Compiled`: `error` holds kube-apiserver's detail text
 (`compilation failed: ERROR: <input>:1:6: ...`, `cel expression must evaluate to a bool`,

@@ -31,12 +31,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from probemarker.sim.crd import crdobject, crdspec, crdtypes
 from probemarker.sim.crd.gotext import gorepr
 from probemarker.sim.crd.gotext.fielderr import FieldError
 from probemarker.sim.crd.gotext.gorepr import invalid_rendered
 from probemarker.sim.crd.schema import meta
-from probemarker.sim.crd.schemacheck import validate_validation
+from probemarker.sim.crd.validation import crdobject, crdspec, crdtypes
+from probemarker.sim.crd.validation.schemacheck import validate_validation
 
 __all__ = ["CrdDecodeError", "prepare", "validate_crd", "validate_prepared"]
 

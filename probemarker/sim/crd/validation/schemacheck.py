@@ -25,15 +25,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from probemarker.sim.crd import celadmit
 from probemarker.sim.crd.gotext import gorepr
 from probemarker.sim.crd.gotext.fielderr import FieldError
 from probemarker.sim.crd.gotext.gorepr import invalid_rendered
-from probemarker.sim.crd.newstructural import new_structural_error
-from probemarker.sim.crd.openapischema import walk_schema
 from probemarker.sim.crd.schema.node import parse_schema
-from probemarker.sim.crd.schemadefaults import validate_defaults
-from probemarker.sim.crd.structural import validate_structural
+from probemarker.sim.crd.validation import celadmit
+from probemarker.sim.crd.validation.newstructural import new_structural_error
+from probemarker.sim.crd.validation.openapischema import walk_schema
+from probemarker.sim.crd.validation.schemadefaults import validate_defaults
+from probemarker.sim.crd.validation.structural import validate_structural
 
 __all__ = ["validate_validation"]
 

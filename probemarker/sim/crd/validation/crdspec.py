@@ -16,9 +16,9 @@ from typing import Any
 from probemarker.sim.crd.gotext import gorepr
 from probemarker.sim.crd.gotext.fielderr import FieldError
 from probemarker.sim.crd.gotext.gorepr import invalid_rendered
-from probemarker.sim.crd.newstructural import new_structural_error
 from probemarker.sim.crd.schema import meta
 from probemarker.sim.crd.schema.cel.fieldpath import path_text, valid_field_path
+from probemarker.sim.crd.validation.newstructural import new_structural_error
 
 __all__ = [
     "dns1035_label",

@@ -18,7 +18,7 @@ from typing import Any
 from probemarker.sim.crd.gotext import gorepr
 from probemarker.sim.crd.gotext.fielderr import FieldError
 from probemarker.sim.crd.gotext.gorepr import invalid_rendered
-from probemarker.sim.crd.newstructural import child
+from probemarker.sim.crd.validation.newstructural import child
 
 __all__ = ["list_type_errors", "map_list_errors"]
 

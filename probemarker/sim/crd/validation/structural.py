@@ -26,7 +26,7 @@ from typing import Any
 import re2
 
 from probemarker.sim.crd.gotext.fielderr import FieldError
-from probemarker.sim.crd.newstructural import as_schema, child, properties_of
+from probemarker.sim.crd.validation.newstructural import as_schema, child, properties_of
 
 __all__ = ["go_regexp_error", "validate_structural"]
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from probemarker.sim.crd.gotext.fielderr import FieldError
-from probemarker.sim.crd.listtypes import list_type_errors, map_list_errors
-from probemarker.sim.crd.newstructural import child, new_structural_error, properties_of
 from probemarker.sim.crd.schema.cel.fieldpath import valid_field_path
+from probemarker.sim.crd.validation.listtypes import list_type_errors, map_list_errors
+from probemarker.sim.crd.validation.newstructural import child, new_structural_error, properties_of
 
 __all__ = ["SchemaWalk", "walk_schema"]
 
