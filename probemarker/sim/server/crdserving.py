@@ -4,19 +4,19 @@ The sim's stand-in for apiextensions-apiserver's CRD handler and its
 establishing/naming controllers, on top of the pure CRD checks and schemas of
 probemarker.sim.crd:
 
-* `check_crd` decodes a CRD write as kube-apiserver's codec does (`crdtypes`: a body
-  that does not decode is a 400 BadRequest, unknown fields are a 400 under
-  `fieldValidation=Strict` and warnings under `Warn`; on a patch both are a 422 on
-  `patch`), applies the v1 defaults and the registry strategy, validates it
-  (`definition`, 422 Invalid) and returns the object to store (unknown fields dropped,
-  zero omitempty fields left out, as Go re-encodes it);
+* `check_crd` decodes a CRD write as kube-apiserver's codec does
+  (`crd.validation.crdtypes`: a body that does not decode is a 400 BadRequest, unknown
+  fields are a 400 under `fieldValidation=Strict` and warnings under `Warn`; on a patch
+  both are a 422 on `patch`), applies the v1 defaults and the registry strategy,
+  validates it (`crd.validation.definition`, 422 Invalid) and returns the object to
+  store (unknown fields dropped, zero omitempty fields left out, as Go re-encodes it);
 * `establish` (after the CRD is stored) marks it NamesAccepted and
   Established in its status (`acceptedNames`, `storedVersions`), then adds one
   `ResourceType` per served version to the catalog, so discovery and the
   resource routes serve it from then on;
-* `admit` runs a custom resource through its version's `StructuralSchema`
-  (prune, default, validate incl. CEL) and raises the 422 Status kube-apiserver
-  would send;
+* `admit` runs a custom resource through its version's
+  `crd.schema.structural.StructuralSchema` (prune, default, validate incl. CEL) and
+  raises the 422 Status kube-apiserver would send;
 * `forget` removes a deleted CRD's resource types.
 
 Invariant: a resource type is in the catalog exactly while its CRD exists

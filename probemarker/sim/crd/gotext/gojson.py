@@ -2,7 +2,7 @@
 (sigs.k8s.io/json, the encoding/json fork behind apimachinery's json serializer).
 
 Stage: the first step of a write of a built-in kind described by a type table (for CRDs,
-`crdtypes`); nothing is validated yet. Input: an already parsed JSON value (dicts, lists,
+`validation.crdtypes`); nothing is validated yet. Input: an already parsed JSON value (dicts, lists,
 str, int, float, bool, None) and the name of its Go type. Output: a `Decoded` with
 
 * `value`: the value as the Go struct holds it, re-expressed as JSON: unknown keys dropped,

@@ -3,10 +3,10 @@
 field.Error.ErrorBody prints a bad value that is not a string, number or bool with `%#v`,
 so a CRD error can show `[]string{"a", "b"}`, `map[string]interface {}{"a":1}` (a default),
 or a whole internal struct (`apiextensions.JSONSchemaProps{ID:"", ...}`). Input: decoded
-JSON values of a v1 CustomResourceDefinition (see `crdtypes`); output: the text Go prints.
-Non-nil pointers print an address; the sim prints one fixed address (a real server prints
-a different one on every request, so no client can depend on it). Map keys are sorted, as
-fmt sorts them.
+JSON values of a v1 CustomResourceDefinition (see `validation.crdtypes`); output: the text
+Go prints. Non-nil pointers print an address; the sim prints one fixed address (a real
+server prints a different one on every request, so no client can depend on it). Map keys
+are sorted, as fmt sorts them.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Stage: the server calls `StructuralSchema.admit` on every create/update of a custom resource
 and `StructuralSchema.default` when serving stored objects (the CRD itself is checked by
-`definition.validate_crd` when it is created).
+`validation.definition.validate_crd` when it is created).
 Inputs are plain JSON values (dict/list/str/int/float/bool/None); outputs are new values (inputs
 are never mutated) and `FieldError`s worded the way apiextensions-apiserver words them.
 
