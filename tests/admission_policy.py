@@ -23,8 +23,8 @@ Followed from k8s.io/apiserver/pkg/admission/plugin/policy/validating (1.32):
 - the denial reads `ValidatingAdmissionPolicy 'P' with binding 'B' denied request: M`
   (dispatcher.go), with the validation's `reason` (default Invalid).
 
-CEL: `probemarker.sim.crd.cel.compile_cel`, cel-python with cel-go's `has()` (an error,
-not false, when the operand itself cannot be evaluated) and cel-go's error wording.
+CEL: `probemarker.sim.crd.schema.cel.engine.compile_cel`, cel-python with cel-go's `has()`
+(an error, not false, when the operand itself cannot be evaluated) and cel-go's error wording.
 Values are converted from JSON as the API server's unstructured objects are (objects and
 oldObject are `dyn` in an admission policy). Not modelled, and refused by `load` so a
 policy that uses them is not silently misjudged: params, audit annotations, namespace
@@ -45,7 +45,7 @@ from typing import Any
 import yaml
 from celpy import celtypes, json_to_cel
 
-from probemarker.sim.crd.cel import CelError, CelProgram, compile_cel
+from probemarker.sim.crd.schema.cel.engine import CelError, CelProgram, compile_cel
 
 __all__ = [
     "Decision",

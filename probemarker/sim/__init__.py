@@ -4,7 +4,7 @@
 the command line.  See docs/sim.md.
 
 `SimCluster` is imported lazily, so that importing a pure submodule (e.g.
-`probemarker.sim.crd.schema`) does not pull in the server and its aiohttp
+`probemarker.sim.crd.schema.structural`) does not pull in the server and its aiohttp
 dependency.
 """
 

@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from aiohttp import web
 
-from probemarker.sim.crd.serving import CrdController
 from probemarker.sim.exec.runners import HandlerRegistry
 from probemarker.sim.kubelet.node import Kubelet, rfc3339
 from probemarker.sim.kubelet.nodeobject import node_object
 from probemarker.sim.kubelet.scheduler import Scheduler
 from probemarker.sim.server.accounting import Accounting
 from probemarker.sim.server.app import ApiServer
+from probemarker.sim.server.crdserving import CrdController
 from probemarker.sim.server.discovery import NODES, Catalog
 from probemarker.sim.server.faults import Faults
 from probemarker.sim.server.resources import Resources

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from probemarker.sim.crd import celadmit
-from probemarker.sim.crd.celcheck import K8S_1_28
-from probemarker.sim.crd.node import parse_schema
+from probemarker.sim.crd.schema.cel.celcheck import K8S_1_28
+from probemarker.sim.crd.schema.node import parse_schema
+from probemarker.sim.crd.validation import celadmit
 
 ROOT = "spec.validation.openAPIV3Schema"
 TRY = (

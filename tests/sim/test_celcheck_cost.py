@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from probemarker.sim.crd.celcheck import (
+from probemarker.sim.crd.schema.cel.celcheck import (
     K8S_1_28,
     K8S_1_32,
     Profile,
@@ -20,7 +20,7 @@ from probemarker.sim.crd.celcheck import (
     rule_env,
     schema_decl_type,
 )
-from probemarker.sim.crd.node import parse_schema
+from probemarker.sim.crd.schema.node import parse_schema
 
 Gen = Callable[[int | None], dict[str, Any]]
 COST_LIMIT = 100_000_000

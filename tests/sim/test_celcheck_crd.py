@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from probemarker.sim.crd import celadmit
-from probemarker.sim.crd.celcheck import K8S_1_28, K8S_1_32, Profile
-from probemarker.sim.crd.definition import validate_crd
-from probemarker.sim.crd.node import parse_schema
+from probemarker.sim.crd.schema.cel.celcheck import K8S_1_28, K8S_1_32, Profile
+from probemarker.sim.crd.schema.node import parse_schema
+from probemarker.sim.crd.validation import celadmit
+from probemarker.sim.crd.validation.definition import validate_crd
 
 REPO = Path(__file__).resolve().parents[2]
 REFUSED_CRD = REPO / "tests" / "data" / "crds" / "podprobemarkers-refused.yaml"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from probemarker.sim.crd import crdtypes
-from probemarker.sim.crd.definition import CrdDecodeError, validate_crd
+from probemarker.sim.crd.validation import crdtypes
+from probemarker.sim.crd.validation.definition import CrdDecodeError, validate_crd
 
 S = "spec.validation.openAPIV3Schema"
 TYPES = '"array", "boolean", "integer", "number", "object", "string"'

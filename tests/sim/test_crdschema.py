@@ -1,5 +1,6 @@
-"""probemarker.sim.crd.schema: pruning, defaulting, OpenAPI and CEL validation, Status wording,
-CRD checks. Expected strings are the ones kube-apiserver (1.32+) sends for the same input."""
+"""probemarker.sim.crd.schema.structural: pruning, defaulting, OpenAPI and CEL validation,
+Status wording; and CRD checks (probemarker.sim.crd.validation.definition). Expected strings
+are the ones kube-apiserver (1.32+) sends for the same input."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from typing import Any
 import pytest
 import yaml
 
-from probemarker.sim.crd.fielderr import go_float, go_quote
-from probemarker.sim.crd.schema import (
+from probemarker.sim.crd.gotext.fielderr import go_float, go_quote
+from probemarker.sim.crd.schema.structural import (
     FieldError,
     StructuralSchema,
     invalid_status_message,
     status_causes,
-    validate_crd,
 )
+from probemarker.sim.crd.validation.definition import validate_crd
 
 NOT_CHECKED = (
     "<nil>: Invalid value: null: some validation rules were not checked because the object "

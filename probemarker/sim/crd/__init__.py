@@ -1,7 +1,12 @@
-"""CustomResourceDefinitions as kube-apiserver handles them.
+"""CustomResourceDefinitions as kube-apiserver handles them, grouped as apiextensions-apiserver
+groups them; pure (serving a resource while its CRD exists is the server's,
+probemarker.sim.server.crdserving).
 
-`definition` checks a CRD on create; `schema.StructuralSchema.admit` prunes, defaults
-and validates custom resources (`values` for OpenAPI, `rules` for
-x-kubernetes-validations on the CEL engine in `cel*`); `serving` starts and stops
-serving a resource when its CRD comes and goes.
+- `validation/`: the checks of a CRD itself on create and update (`definition`);
+- `schema/`: the structural schema applied to custom resources: pruning, defaulting,
+  OpenAPI value validation, ObjectMeta (`structural.StructuralSchema.admit`), with the
+  x-kubernetes-validations CEL rules in `schema/cel/`;
+- `gotext/`: Go-compatible text: field errors, Go's value renderings, JSON decoding.
+
+Imports run down that list: validation uses schema and gotext, schema uses gotext.
 """

@@ -6,7 +6,7 @@ As kube-apiserver's generic registry handlers and admission do:
   (400), and a namespaced object takes the URL's namespace (a different one is 400);
 * create admission per kind: pods, namespaces and nodes get their defaults
   (`defaults.py`), CRDs are decoded (strictly, per `fieldValidation`), defaulted and
-  checked (`crd/serving.py`), events validated (`eventcheck.py`), custom resources
+  checked (`crdserving.py`), events validated (`eventcheck.py`), custom resources
   pruned, defaulted and validated against their schema;
 * update admission: a custom resource is admitted against the stored object (a
   ``status`` write takes only status and metadata, a main write keeps the stored
@@ -36,9 +36,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from probemarker.sim.crd.serving import CrdController
 from probemarker.sim.errors import ApiError
 from probemarker.sim.server import events as event_conv
+from probemarker.sim.server.crdserving import CrdController
 from probemarker.sim.server.defaults import admit_namespace, admit_node, admit_pod
 from probemarker.sim.server.discovery import CRDS, EVENTS, EVENTS_V1, NAMESPACES, NODES, PODS
 from probemarker.sim.server.discovery import group_version as gv_of

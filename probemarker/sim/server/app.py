@@ -30,7 +30,6 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from probemarker.sim.crd.serving import CrdController
 from probemarker.sim.errors import (
     ApiError,
     InternalError,
@@ -46,6 +45,7 @@ from probemarker.sim.exec.session import (
 )
 from probemarker.sim.server import openapi
 from probemarker.sim.server.accounting import Accounting, RequestRecord
+from probemarker.sim.server.crdserving import CrdController
 from probemarker.sim.server.deletion import Deletions
 from probemarker.sim.server.discovery import CRDS, EVENTS_V1, PODS, Catalog
 from probemarker.sim.server.events import field_selector_to_core

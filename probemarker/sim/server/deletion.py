@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from probemarker.sim.crd.serving import CrdController
 from probemarker.sim.errors import NotFound
+from probemarker.sim.server.crdserving import CrdController
 from probemarker.sim.server.discovery import CRDS, EVENTS_V1, NAMESPACES, Catalog
 from probemarker.sim.server.requestinfo import RequestInfo
 from probemarker.sim.server.resources import Resources, WriteOptions, decode_body

@@ -29,12 +29,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from probemarker.sim.crd.serving import CrdController
-from probemarker.sim.kubelet.scheduler import Scheduler
 from probemarker.sim.server import admission
 from probemarker.sim.server import events as event_conv
+from probemarker.sim.server.crdserving import CrdController
 from probemarker.sim.server.discovery import CRDS, EVENTS_V1, NAMESPACES, PODS, Catalog
 from probemarker.sim.server.discovery import group_version as gv_of
 from probemarker.sim.server.requestinfo import RequestInfo
@@ -43,7 +42,18 @@ from probemarker.sim.server.writeoptions import WriteOptions, decode_body
 from probemarker.sim.store.listopts import list_read
 from probemarker.sim.store.objects import ResourceType, Store
 
-__all__ = ["Resources", "WriteOptions", "decode_body"]
+__all__ = ["PodBinder", "Resources", "WriteOptions", "decode_body"]
+
+
+class PodBinder(Protocol):
+    """What binds a pod as it is created: the sim's scheduler (kubelet/scheduler.py), which
+    `SimCluster` hands in when it has one."""
+
+    def bind(self, pod: dict[str, Any]) -> str | None:
+        """Set `spec.nodeName` of a pod about to be created; the node, or None."""
+
+    def record(self, pod: dict[str, Any], node: str | None) -> None:
+        """Write what the binding of the created pod leaves behind (its events)."""
 
 
 class Resources:
@@ -56,7 +66,7 @@ class Resources:
         catalog: Catalog,
         crds: CrdController,
         clock: Callable[[], datetime],
-        scheduler: Scheduler | None = None,
+        scheduler: PodBinder | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._store = store

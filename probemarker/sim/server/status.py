@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from probemarker.sim.crd.fielderr import go_quote
+from probemarker.sim.crd.gotext.fielderr import go_quote
 from probemarker.sim.errors import ApiError
 
 

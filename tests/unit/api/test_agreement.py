@@ -1,9 +1,10 @@
 """The CRD and the Python validator agree on every document of the corpus.
 
-The CRD side is evaluated the way kube-apiserver does it (probemarker.sim.crd.schema:
-pruning, defaulting, OpenAPI validation and the CEL rules), plus kubectl's default
-strict field validation (a field the schema would prune is an error). Every
-invalid file states the errors the validator must give (`# expect: path: text`).
+The CRD side is evaluated the way kube-apiserver does it
+(probemarker.sim.crd.schema.structural: pruning, defaulting, OpenAPI validation and the CEL
+rules), plus kubectl's default strict field validation (a field the schema would prune is
+an error). Every invalid file states the errors the validator must give (`# expect: path:
+text`).
 If a CEL rule or a validator rule is removed, the file that tests it fails here.
 """
 
@@ -19,7 +20,7 @@ import yaml
 
 from probemarker.api.crd import build_crd
 from probemarker.api.validation import validate_marker, validate_marker_update
-from probemarker.sim.crd.schema import StructuralSchema
+from probemarker.sim.crd.schema.structural import StructuralSchema
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "markers"
 VALID = sorted((CORPUS / "valid").glob("*.yaml"))

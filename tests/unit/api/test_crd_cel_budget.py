@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from probemarker.api.crd import build_crd
-from probemarker.sim.crd import celadmit
-from probemarker.sim.crd.celcheck import K8S_1_28, K8S_1_32, Profile
-from probemarker.sim.crd.node import parse_schema
+from probemarker.sim.crd.schema.cel.celcheck import K8S_1_28, K8S_1_32, Profile
+from probemarker.sim.crd.schema.node import parse_schema
+from probemarker.sim.crd.validation import celadmit
 
 SCHEMA = "spec.validation.openAPIV3Schema"
 
