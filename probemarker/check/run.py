@@ -358,7 +358,7 @@ async def _check_pods(
     async with contextlib.AsyncExitStack() as stack:
         await stack.enter_async_context(handlers.opened())
         table = handlers.table()
-        if options.via_api_proxy:
+        if options.via_api_proxy and not options.direct:  # plan.route: direct wins
             table[HTTPGetAction] = await stack.enter_async_context(ApiProxyHTTPGetHandler(client))
         runner = ProbeRunner(table)
         limiter = anyio.CapacityLimiter(_PROBES_AT_ONCE)

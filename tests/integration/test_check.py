@@ -257,6 +257,28 @@ async def test_via_api_proxy_sends_http_get_through_the_api_server(
     assert writes(world) == []
 
 
+async def test_direct_wins_over_via_api_proxy_as_the_report_says(
+    world: World, tmp_path: Path
+) -> None:
+    """With both options (the command line refuses them together; a caller of run_check
+    may not), httpGet connects to the pod IP, as plan.route reports: nothing goes
+    through pods/proxy."""
+    pod = await world.create_pod("web", labels={"app": "game"})
+    async with http_server(pod["status"]["podIP"]) as server:
+        body = marker(
+            "net", probes=[flag("ok", action={"httpGet": {"port": server.port, "path": "/ok"}})]
+        )
+        world.sim.accounting.reset()
+        options = CheckOptions(
+            file=marker_file(tmp_path, body), direct=True, via_api_proxy=True, output="json"
+        )
+        _, out, _ = await check(world, tmp_path, options)
+    [probe] = orjson.loads(out)["pods"][0]["probes"]
+    assert (probe["status"], probe["via"]) == ("Succeeded", "the pod IP")
+    assert [r.path for r in server.requests] == ["/ok"]
+    assert world.sim.accounting.count(verb="get", resource="pods", subresource="proxy") == 0
+
+
 async def test_result_values_are_rendered_and_refused_ones_named(
     world: World, tmp_path: Path
 ) -> None:
