@@ -1,7 +1,7 @@
 """Projections: the few fields of an object a caller keeps, built from a field spec.
 
-Stage: between the watch parser (watchevents.py) and the informer's store
-(cache.py). Input: a whole object as parsed JSON, and a `FieldSpec` compiled
+Stage: between the watch parser (kube/watch/watchevents.py) and the informer's store
+(kube/watch/cache.py). Input: a whole object as parsed JSON, and a `FieldSpec` compiled
 once from dotted paths. Output: a new dict holding only the selected fields.
 
 Paths: `metadata.labels` keeps the whole value at that path; `spec.containers[].name`
@@ -11,11 +11,9 @@ A field missing from the object is left out, never filled with None; an object
 walked into that holds none of the selected fields is left out too (a pod without
 `status` and one whose `status` has only unselected fields project the same).
 
-Annotations are the exception to "keep the value at the path": `pod_projector`
-puts an `annotations.AnnotationSummary` at `metadata.annotations` (the values of the
-keys its `keep` names, a fingerprint of every annotation and their total size), not
-the map: a pod's annotations are often most of its size (32 KiB of them on each of
-500 pods made the daemon's store most of its memory, issue 22).
+A projection may put a value of its own at a path: the pod projection
+(watch/pods.py `pod_projector`) puts a `kit.annotations.AnnotationSummary` at
+`metadata.annotations` instead of the map.
 
 Invariants:
 - pure: no I/O, the input is not changed; kept values are shared with the input
@@ -33,16 +31,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from probemarker.kit.annotations import summarize
-
 __all__ = [
     "IDENTITY_FIELDS",
-    "POD_FIELDS",
     "FieldSpec",
     "KeepAnnotations",
     "Projector",
     "compile_fields",
-    "pod_projector",
     "project",
     "projector",
 ]
@@ -54,34 +48,6 @@ KeepAnnotations = Callable[[Mapping[str, Any]], Iterable[str]]
 _MISSING: Any = object()
 
 IDENTITY_FIELDS = ("metadata.name", "metadata.namespace", "metadata.uid")
-
-# What the probe engine reads of a pod: matching (labels, namespace), the probe
-# target (containers and their ports, native sidecars among the init containers, the
-# pod IP), the kubelet's view (phase, conditions, whether each container runs, since
-# when, and which instance of it: state, started, containerID, restartCount) and what
-# the writer needs to compute its patch (labels, annotations with its ownership
-# record, all conditions). Everything else of a pod (env, volumes, managedFields,
-# images and image IDs…) is dropped at the edge.
-POD_FIELDS = (
-    *IDENTITY_FIELDS,
-    "metadata.labels",
-    "metadata.annotations",
-    "metadata.deletionTimestamp",
-    "spec.nodeName",
-    "spec.containers[].name",
-    "spec.containers[].ports",
-    "spec.initContainers[].name",
-    "spec.initContainers[].ports",
-    "spec.initContainers[].restartPolicy",
-    "status.phase",
-    "status.podIP",
-    "status.conditions",
-    *(
-        f"status.{statuses}[].{field}"
-        for statuses in ("containerStatuses", "initContainerStatuses")
-        for field in ("name", "containerID", "ready", "started", "restartCount", "state")
-    ),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,20 +145,5 @@ def projector(paths: Iterable[str]) -> Projector:
 
     def apply(obj: Mapping[str, Any]) -> dict[str, Any]:
         return project(obj, spec)
-
-    return apply
-
-
-def pod_projector(keep: KeepAnnotations) -> Projector:
-    """The projection of a pod: POD_FIELDS, and at `metadata.annotations` the summary
-    of its annotations keeping the values of the keys `keep(metadata)` names."""
-    spec = compile_fields(POD_FIELDS)
-
-    def apply(obj: Mapping[str, Any]) -> dict[str, Any]:
-        out = project(obj, spec)
-        meta = obj.get("metadata")
-        if type(meta) is dict and "metadata" in out:
-            out["metadata"]["annotations"] = summarize(meta.get("annotations"), keep(meta))
-        return out
 
     return apply

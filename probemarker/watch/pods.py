@@ -1,7 +1,7 @@
 """A typed, read-only view of the pod fields the engine reads.
 
 Stage: values (pure). Input: a pod projection (write/ownership.py `pod_projection`: the
-fields of `kit.projection.POD_FIELDS` and a summary of the annotations), or a whole pod
+fields of `POD_FIELDS` and a summary of the annotations), or a whole pod
 as the API server sends it (its annotations are summarized keeping no value). Output:
 `PodView` and `ContainerFacts`. Every field is read defensively: a pod with no labels,
 no annotations, no status or odd values (Kruise panicked on pods without labels,
@@ -25,8 +25,43 @@ from types import MappingProxyType
 from typing import Any, NewType
 
 from probemarker.kit.annotations import AnnotationSummary, summarize
+from probemarker.kit.projection import (
+    IDENTITY_FIELDS,
+    KeepAnnotations,
+    Projector,
+    compile_fields,
+    project,
+)
 
 PodUID = NewType("PodUID", str)
+
+# What the probe engine reads of a pod: matching (labels, namespace), the probe
+# target (containers and their ports, native sidecars among the init containers, the
+# pod IP), the kubelet's view (phase, conditions, whether each container runs, since
+# when, and which instance of it: state, started, containerID, restartCount) and what
+# the writer needs to compute its patch (labels, annotations with its ownership
+# record, all conditions). Everything else of a pod (env, volumes, managedFields,
+# images and image IDs…) is dropped at the edge.
+POD_FIELDS = (
+    *IDENTITY_FIELDS,
+    "metadata.labels",
+    "metadata.annotations",
+    "metadata.deletionTimestamp",
+    "spec.nodeName",
+    "spec.containers[].name",
+    "spec.containers[].ports",
+    "spec.initContainers[].name",
+    "spec.initContainers[].ports",
+    "spec.initContainers[].restartPolicy",
+    "status.phase",
+    "status.podIP",
+    "status.conditions",
+    *(
+        f"status.{statuses}[].{field}"
+        for statuses in ("containerStatuses", "initContainerStatuses")
+        for field in ("name", "containerID", "ready", "started", "restartCount", "state")
+    ),
+)
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -169,3 +204,21 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         containers=_containers(pod),
         conditions=tuple(c for c in _list(status.get("conditions")) if isinstance(c, Mapping)),
     )
+
+
+def pod_projector(keep: KeepAnnotations) -> Projector:
+    """The projection of a pod: POD_FIELDS, and at `metadata.annotations` the summary
+    of its annotations keeping the values of the keys `keep(metadata)` names, not the
+    map: a pod's annotations are often most of its size (32 KiB of them on each of 500
+    pods made the daemon's store most of its memory, issue 22). Which keys the daemon
+    keeps is the ownership record's business: write/ownership.py `pod_projection`."""
+    spec = compile_fields(POD_FIELDS)
+
+    def apply(obj: Mapping[str, Any]) -> dict[str, Any]:
+        out = project(obj, spec)
+        meta = obj.get("metadata")
+        if type(meta) is dict and "metadata" in out:
+            out["metadata"]["annotations"] = summarize(meta.get("annotations"), keep(meta))
+        return out
+
+    return apply

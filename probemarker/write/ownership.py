@@ -74,9 +74,9 @@ from probemarker.api.names import (
     label_value_problems,
     qualified_name_problems,
 )
-from probemarker.kit.projection import Projector, pod_projector
+from probemarker.kit.projection import Projector
 from probemarker.match.identity import DIGEST_CHARS, HeldCommand, OwnerRef
-from probemarker.watch.pods import PodView
+from probemarker.watch.pods import PodView, pod_projector
 
 __all__ = [
     "OUR_REASONS",
@@ -407,7 +407,7 @@ def still_held(pod: PodView, record: Mapping[OwnerRef, Owned]) -> dict[OwnerRef,
 
 pod_projection: Projector = pod_projector(read_keys)
 """What the daemon keeps of a pod (its informer's projection, and what `check` reads):
-`kit.projection.POD_FIELDS`, and of the annotations the values of this record and of
+`watch.pods.POD_FIELDS`, and of the annotations the values of this record and of
 the keys it names (`read_keys`), fingerprints of the rest."""
 
 
