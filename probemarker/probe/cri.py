@@ -60,7 +60,7 @@ next slot is booked on the grid when the run ends): never a second command in th
 container while the call is outstanding.
 
 Output: 1 KiB kept per stream, the rest counted, as the api backend keeps it
-(`kube.execresult.CappedOutput`); the runtime sends at most the receive cap.
+(`kube.exec.execresult.CappedOutput`); the runtime sends at most the receive cap.
 """
 
 from __future__ import annotations

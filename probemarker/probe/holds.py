@@ -75,7 +75,7 @@ Key = tuple[Hashable, str]  # (the probe, the command_digest of its command)
 
 
 class Holdable(Protocol):
-    """A stream whose command may still run (`kube.execstream.HeldStream`)."""
+    """A stream whose command may still run (`kube.exec.execstream.HeldStream`)."""
 
     async def finish(self) -> bool:
         """Read until the stream ends; close it. True when the command's exit status

@@ -7,6 +7,8 @@
   passes (.ci/run runs it too; here it also fails a plain `pytest`).
 - No module takes a private name (`_x`) from another module of ours: what a room
   offers another is public, or it stays where it is used.
+- kit/ imports nothing of probemarker's but kit/ (the import contract lists the other
+  rooms; this also catches `from probemarker import __version__`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,14 @@ PURE = [
     "probemarker.kit.projection",
     "probemarker.kit.repeats",
     "probemarker.kit.text",
+    "probemarker.api.crd",
+    "probemarker.api.documents",
+    "probemarker.api.fields",
     "probemarker.api.model",
+    "probemarker.api.names",
+    "probemarker.api.parse",
+    "probemarker.api.rules",
+    "probemarker.api.template",
     "probemarker.api.validation",
     "probemarker.watch.pods",
     "probemarker.match.match",
@@ -122,3 +131,25 @@ def test_no_module_takes_a_private_name_of_another() -> None:
         for hit in _private_imports(path)
     ]
     assert found == []
+
+
+def _ours(path: Path) -> list[str]:
+    """The modules of ours that `path` imports (absolute imports; we use no others)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "probemarker":
+            found += [f"{node.module}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == "probemarker"]
+    return found
+
+
+def test_the_ground_floor_imports_nothing_of_ours_but_itself() -> None:
+    found = {
+        str(path.relative_to(ROOT)): [
+            m for m in _ours(path) if not m.startswith("probemarker.kit.")
+        ]
+        for path in sorted((ROOT / "probemarker" / "kit").rglob("*.py"))
+    }
+    assert {path: names for path, names in found.items() if names} == {}
+    assert _ours(ROOT / "probemarker" / "kube" / "write" / "events.py")  # the scan sees imports

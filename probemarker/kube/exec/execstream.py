@@ -141,8 +141,9 @@ async def run_exec(
     settings: ExecSettings | None = None,
     holder: StreamHolder | None = None,
 ) -> ExecResult:
-    """Run `command` in `container` of `pod`; `deadline`: its time limit, in seconds
-    from the server's established frame (see the module docstring for both clocks)."""
+    """Run `command` in `container` of `pod`; `time_limit`: the command's, in seconds
+    from the server's established frame; `wait`: the client's, in seconds from the call
+    (see the module docstring for both clocks)."""
     settings = settings or ExecSettings()
     loop = asyncio.get_running_loop()
     gives_up_at = loop.time() + wait

@@ -28,7 +28,7 @@ Each scope unit (all namespaces, or one namespace of a set) runs its own loop:
    within a second without a line) waits a capped, jittered backoff (at least a 429's
    Retry-After), then resumes the watch, or retries the list if it never succeeded.
    Failures are logged once per kind at most once a minute (`describe_failure`,
-   `observe.repeats`): an unreachable server names its address, a resource the server
+   `kit.repeats`): an unreachable server names its address, a resource the server
    does not serve (a CRD not installed) says so and what to do.
 
 Liveness (`overdue`, `problem`): each loop notes the time by which its current wait

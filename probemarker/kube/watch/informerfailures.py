@@ -3,7 +3,7 @@
 Stage: the informer's logging (pure). Input: the error, whether a LIST or a WATCH
 failed, the resource, the API server's address, a hint for a resource that is not
 served. Output: a `Failure`: the log event, its fields, and the key under which
-`observe.repeats.Repeats` limits repeats to one line a minute.
+`kit.repeats.Repeats` limits repeats to one line a minute.
 
 - a 404 on a LIST: the API server does not serve the resource at all (a collection
   that exists answers a list, empty or not): for a custom resource, its CRD is not

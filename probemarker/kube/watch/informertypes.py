@@ -1,7 +1,7 @@
 """What an informer watches, how it behaves, and what it counts: its plain values.
 
 Stage: configuration of `informer.Informer` (re-exported there, with `Resource` and
-`PODS` of resources.py). `InformerSettings` the timing (watch timeouts,
+`PODS` of kube/connect/resources.py). `InformerSettings` the timing (watch timeouts,
 read deadline margin, paging, backoff); `InformerCounters` what the informer did,
 for the metrics; `ListWatchClient` the part of `KubeClient` an informer uses (a
 Protocol, so a test may wrap the client). No I/O here.

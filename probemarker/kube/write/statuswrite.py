@@ -8,7 +8,7 @@ the pod as the API server stored it, or one error of the tree, unretried:
 - `ApiPatchTestFailed`: the patch did not apply to the pod as it is now (a `test`
   operation failed, or an operation's path no longer exists): re-read, recompute.
   kube-apiserver says so with a 422 whose message is a fixed text and which has no
-  causes (handlers/patch.go drops json-patch's error); errors.py recognises it;
+  causes (handlers/patch.go drops json-patch's error); kube/connect/errors.py recognises it;
 - `ApiConflict` (409): a `resourceVersion` precondition did not hold: the same;
 - `ApiNotFound`: the pod is gone; `ApiTooManyRequests`/`ApiServerError` with
   `retry_after`, `ApiUnreachable`/`ApiTimeout`: retry later with the newest state;
