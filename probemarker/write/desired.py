@@ -449,7 +449,18 @@ def desired_state(
     of two results for one owner the first is used. `held_commands`: the owners whose
     command may still run in the container (probe/holds.py), recorded in their entries
     (`ownership.with_held`)."""
-    plan = partial(_desired, pod, tuple(decided), live, held_markers, held_commands or {})
+    # The pod's record, and what each of its owners still holds, are the same in every
+    # pass: read once.
+    old, problem = parse_record(pod.annotations.value(OWNED_KEY), pod_uid=pod.uid)
+    plan = partial(
+        _desired,
+        pod,
+        _Recorded(old, problem, still_held(pod, old)),
+        tuple(decided),
+        live,
+        held_markers,
+        held_commands or {},
+    )
     first, rendered = plan(refused={})
     if annotation_bytes(pod, first.annotations) <= TOTAL_ANNOTATION_BYTES:
         return first
@@ -520,8 +531,19 @@ def _no_room(total: int) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    """The pod's ownership record as read (`parse_record`), and the hold rule's answer
+    for each of its owners (`still_held`)."""
+
+    old: Mapping[OwnerRef, Owned]
+    problem: str | None
+    still: Mapping[OwnerRef, StillHeld]
+
+
 def _desired(
     pod: PodView,
+    recorded: _Recorded,
     by_order: Iterable[Decided],
     live: Mapping[OwnerRef, ProbeSpec | None],
     held_markers: Collection[str],
@@ -533,7 +555,7 @@ def _desired(
     """One pass with the rendered values in `refused` refused for room (and, without
     `notes`, no Warnings noted in the record); and the rendered values it claimed that
     the pod does not show yet."""
-    old, problem = parse_record(pod.annotations.value(OWNED_KEY), pod_uid=pod.uid)
+    old, problem = recorded.old, recorded.problem
     by_owner: dict[OwnerRef, Decided] = {}
     for result in by_order:
         by_owner.setdefault(result.owner, result)
@@ -543,7 +565,7 @@ def _desired(
     for owner, spec in live.items():
         if spec is not None and owner not in by_owner:
             wants.add(spec)
-    work = _Pass(pod, old, still_held(pod, old), refused=refused, notes=notes)
+    work = _Pass(pod, old, recorded.still, refused=refused, notes=notes)
     holding: dict[OwnerRef, Owned] = {}
     for owner in sorted(by_owner.keys() | (old.keys() & present)):
         if owner in by_owner:
