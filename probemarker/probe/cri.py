@@ -92,7 +92,6 @@ __all__ = ["CRIExecHandler", "cri_outcome", "exited", "sent_timeout"]
 log = structlog.get_logger(__name__)
 
 KEEP_BYTES = 1024  # kept per output stream (SPEC §2: 1 KiB), as the api backend
-DEFAULT_GRACE = EXEC_GRACE  # seconds past the timeout the client waits (probe/limits.py)
 _CALL_DEADLINE = "Deadline Exceeded"  # grpc's own text when the call's deadline passes
 _VERSION_LIMIT = 2.0  # seconds for the Version question, at most
 _WARNED_PODS = 4096  # pods remembered for the once-per-pod warning
@@ -132,7 +131,7 @@ def cri_outcome(
     container: str,
     max_receive: int,
     keep: int = KEEP_BYTES,
-    grace: float = DEFAULT_GRACE,
+    grace: float = EXEC_GRACE,
 ) -> Outcome:
     """The outcome of one ExecSync answer (the table in the module docstring; pure).
     `grace`: how long past `time_limit` the call waited (for the message)."""
@@ -175,7 +174,7 @@ class CRIExecHandler(OwnsConnections):
     """`ProbeHandler` for exec actions through a `RuntimeClient`; closes it on exit."""
 
     def __init__(
-        self, client: RuntimeClient, *, keep_bytes: int = KEEP_BYTES, grace: float = DEFAULT_GRACE
+        self, client: RuntimeClient, *, keep_bytes: int = KEEP_BYTES, grace: float = EXEC_GRACE
     ) -> None:
         if not grace >= 0:
             raise ValueError(f"grace must be >= 0, not {grace}")

@@ -52,7 +52,7 @@ from probemarker.probe.limits import RUNNER_GRACE, runner_wait
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import clean_message
 
-__all__ = ["DEFAULT_GRACE", "MayBeUnavailable", "ProbeRunner", "action_kind"]
+__all__ = ["MayBeUnavailable", "ProbeRunner", "action_kind"]
 
 log = structlog.get_logger(__name__)
 
@@ -71,8 +71,6 @@ class WaitsPastTheLimit(Protocol):
     @property
     def grace(self) -> float: ...
 
-
-DEFAULT_GRACE = RUNNER_GRACE  # seconds past a handler's bound before the safety net fires
 
 # The field names of core/v1 Probe, as a user writes them.
 _KINDS: Mapping[type, str] = MappingProxyType(
@@ -93,7 +91,7 @@ class ProbeRunner:
     """Runs probes through the handler registered for each type of action."""
 
     def __init__(
-        self, handlers: Mapping[type, ProbeHandler], *, grace: float = DEFAULT_GRACE
+        self, handlers: Mapping[type, ProbeHandler], *, grace: float = RUNNER_GRACE
     ) -> None:
         if grace < 0:
             raise ValueError(f"grace must be >= 0, not {grace}")
