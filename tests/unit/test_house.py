@@ -111,45 +111,38 @@ def test_the_import_contract_holds() -> None:
     assert "0 broken" in answer.stdout
 
 
-def _private_imports(path: Path) -> list[str]:
+def _ours(path: Path) -> list[tuple[int, str, str]]:
+    """What `path` imports of ours, as (line, module, name); name "" for `import M`
+    (absolute imports only: we use no others)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if not isinstance(node, ast.ImportFrom) or node.level:
-            continue
-        if not (node.module or "").startswith("probemarker"):
-            continue
-        for alias in node.names:
-            if alias.name.startswith("_") and not alias.name.startswith("__"):
-                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{alias.name}")
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "probemarker":
+            found += [(node.lineno, node.module or "", alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [
+                (node.lineno, a.name, "")
+                for a in node.names
+                if a.name.split(".")[0] == "probemarker"
+            ]
     return found
 
 
 def test_no_module_takes_a_private_name_of_another() -> None:
     found = [
-        hit
+        f"{path.relative_to(ROOT)}:{line}: {module}.{name}"
         for path in sorted((ROOT / "probemarker").rglob("*.py"))
-        for hit in _private_imports(path)
+        for line, module, name in _ours(path)
+        if name.startswith("_") and not name.startswith("__")
     ]
     assert found == []
 
 
-def _ours(path: Path) -> list[str]:
-    """The modules of ours that `path` imports (absolute imports; we use no others)."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "probemarker":
-            found += [f"{node.module}.{alias.name}" for alias in node.names]
-        elif isinstance(node, ast.Import):
-            found += [a.name for a in node.names if a.name.split(".")[0] == "probemarker"]
-    return found
-
-
 def test_the_ground_floor_imports_nothing_of_ours_but_itself() -> None:
-    found = {
-        str(path.relative_to(ROOT)): [
-            m for m in _ours(path) if not m.startswith("probemarker.kit.")
-        ]
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {module} {name}"
         for path in sorted((ROOT / "probemarker" / "kit").rglob("*.py"))
-    }
-    assert {path: names for path, names in found.items() if names} == {}
+        for line, module, name in _ours(path)
+        if not module.startswith("probemarker.kit")
+    ]
+    assert found == []
     assert _ours(ROOT / "probemarker" / "kube" / "write" / "events.py")  # the scan sees imports
