@@ -12,6 +12,7 @@
 #                       default localhost/probemarker:<package version>) into the node's
 #                       containerd (`podman save --format oci-archive`, `ctr images import`);
 #                       pods use it with imagePullPolicy IfNotPresent or Never
+#   unload-image IMAGE  removes IMAGE from the node's containerd (what load-image put there)
 #   status              processes, addresses, node and pods
 #   down                deletes every pod (so CNI DEL runs), stops all that up started (by
 #                       PID, only processes whose command line names the state dir) and
@@ -262,15 +263,15 @@ pki() {
   for c in kubelet controller-manager scheduler kube-proxy; do kubeconfig "$R/$c.kubeconfig" "$c"; done
 }
 
-audit_policy() { # every write by the daemon's ServiceAccounts, for the tests that count them
+audit_policy() { # every request by the daemon's ServiceAccounts (the tests count its writes) and
+  # by OpenKruise's (bench/vs_kruise.py counts both systems' requests by verb)
   cat >"$R/audit-policy.yaml" <<EOF
 apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
   - level: Metadata
-    userGroups: ["system:serviceaccounts:probemarker-system"]
-    verbs: [create, update, patch, delete, deletecollection]
+    userGroups: ["system:serviceaccounts:probemarker-system", "system:serviceaccounts:kruise-system"]
   - level: None
 EOF
 }
@@ -430,6 +431,18 @@ load_image() {
   say "$image is in the node's containerd"
 }
 
+unload_image() {
+  need_root unload-image
+  local image=${1:-}
+  [[ -n $image ]] || die "unload-image: which image? (\`$0 unload-image IMAGE\`)"
+  containerd_pid >/dev/null || die "the cluster's containerd is not running: run \`$0 up\` first"
+  ctrk images rm "$image" >&2 || true # absent already is fine: nothing of it is left
+  local listed
+  listed=$(ctrk images ls -q)
+  ! grep -qxF "$image" <<<"$listed" || die "containerd still lists $image"
+  say "$image is not in the node's containerd"
+}
+
 status() {
   local n p
   for n in etcd apiserver kcm sched kubelet proxy; do
@@ -510,6 +523,7 @@ usage() {
 case ${1:-} in
   up) up ;;
   load-image) load_image "${2:-}" ;;
+  unload-image) unload_image "${2:-}" ;;
   status) status ;;
   down) down ;;
   restart-apiserver) restart_apiserver ;;

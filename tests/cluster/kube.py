@@ -296,20 +296,23 @@ def exec_in(kubectl: Kubectl, namespace: str, pod: str, *command: str) -> str:
 
 @dataclass(frozen=True)
 class AuditLog:
-    """The API server's audit log (`hack/cluster.sh` records every write by a
-    ServiceAccount of probemarker-system, and exec requests, at Metadata level)."""
+    """The API server's audit log (`hack/cluster.sh` records every request by a
+    ServiceAccount of probemarker-system or kruise-system, at Metadata level)."""
 
     path: Path
 
     def mark(self) -> int:
         return self.path.stat().st_size if self.path.exists() else 0
 
-    def events(self, since: int) -> Iterator[dict[str, Any]]:
+    def events(self, since: int, *, until: int | None = None) -> Iterator[dict[str, Any]]:
+        """The events logged between two marks (`until`: to the end)."""
         if not self.path.exists():
             return
         with self.path.open("rb") as handle:
             handle.seek(since)
             for line in handle:
+                if until is not None and handle.tell() > until:
+                    return
                 if line.strip():
                     yield json.loads(line)
 

@@ -1,0 +1,691 @@
+"""probemarker beside OpenKruise v1.5.4's PodProbeMarker on the project's real node
+(hack/cluster.sh): the same marker, the same pods, the same flips, measured in one run.
+
+Needs root, the cluster up and probemarker's image loaded (docs/development.md,
+"Measured against Kruise"):
+
+    hack/cluster.sh up && hack/build-image.sh --no-verify && hack/cluster.sh load-image
+    python bench/vs_kruise.py                     # 20 pods, 20 flips a pod
+    python bench/vs_kruise.py --pods 5 --flips 5 --json /tmp/vs.json
+
+It installs Kruise (bench/kruise.py: image, config/default, webhooks) and probemarker
+(tests/cluster/install.py's overlay, exec backend `api`, then `cri`), and removes Kruise
+at the end, whatever happened. Then, for each system in turn (Kruise, probemarker with
+the `api` backend, probemarker with the `cri` backend), in a namespace of its own:
+
+- `--pods` busybox pods and one marker, the same spec in `apps.kruise.io/v1alpha1` and
+  `probemarker.io/v1alpha1`: exec `sh -c SCRIPT` in the pod, period 1 s, timeout 1 s,
+  thresholds 1, label `vs.bench/answer: yes|no` and the condition `vs.bench/answer`.
+  The other system stays installed and idle (no marker of its own), so the API
+  server's figures and the audit log's counts of one system are not mixed with the
+  other's probing.
+- The answer is a function of time: SCRIPT counts the epoch seconds in the pod's
+  /tmp/flips that have passed, and succeeds when the count is even. Each pod gets
+  `--flips` times 4 to 8 s apart (one seeded schedule, the same for every system), so
+  each flip happens at a known second, at a random phase of each pod's probe period, and
+  nothing runs on the node to cause it. Delay = the pod watch's event with the new value
+  minus the flip's second.
+- quiet: 30 s with the pods marked and nothing flipping: the writes a minute, the API
+  server's CPU rate (subtracted from the flips' window), each system's CPU.
+- flips: writes per transition (pods, pods/status and NodePodProbes, by the system's
+  ServiceAccounts in the API server's audit log; Events apart), all requests by verb,
+  the API server's CPU per transition over the quiet rate, the system's CPU (cgroup
+  cpuacct) and memory (cgroup working set: usage minus inactive file) on the node.
+- restart: the system's node agent's pod deleted (kruise-daemon; the probemarker pod):
+  its writes and the label/condition flaps in the 20 s after its replacement is Ready.
+- delete: two more markers `way` and `gateway` on 3 of the pods (Kruise issue #2508),
+  then the main marker and `way` deleted together; after 10 s gateway's answer is
+  flipped on those pods: does its label follow? 45 s after the delete (probemarker keeps
+  a deleted marker's marks 30 s by default): what is left of the main marker's and of
+  `way`'s marks on the pods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import kruise
+from tests.cluster.install import STATE, Addon, Cluster
+from tests.cluster.kube import (
+    DAEMON_USER,
+    Kubectl,
+    Watch,
+    busybox_pod,
+    create_namespace,
+    wait_for,
+)
+from tests.podfields import condition, labels_of
+
+KEY = "vs.bench/answer"
+NAMES_LABEL = "vs.bench/names"  # the pods the way/gateway markers select
+SCRIPT = (
+    'n=0; now=$(date +%s); for t in $(cat /tmp/flips 2>/dev/null); do [ "$now" -ge "$t" ] '
+    "&& n=$((n+1)); done; [ $((n % 2)) -eq 0 ]"
+)
+SYSTEMS = ("kruise", "probemarker-api", "probemarker-cri")
+IDENTITIES = {
+    "kruise": (kruise.MANAGER_USER, kruise.DAEMON_USER),
+    "probemarker": (DAEMON_USER,),
+}
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+NOT_STORED = frozenset({"exec", "attach", "portforward", "proxy"})  # requests, not writes
+OBJECT_RESOURCES = frozenset({"pods", "nodepodprobes"})
+QUIET_SECONDS = 30
+SETTLE_SECONDS = 6
+RESTART_WATCH_SECONDS = 20
+DELETE_WAIT_SECONDS = 45
+TICKS = 100  # USER_HZ: /proc/PID/stat counts CPU time in these
+
+
+# -- pure: the audit log, statistics, what the watch saw -----------------------------------
+
+
+@dataclass
+class Requests:
+    """What one set of identities asked of the API server in a window."""
+
+    writes: dict[str, int] = field(default_factory=dict)  # resource[/subresource] -> count
+    by_verb: dict[str, int] = field(default_factory=dict)
+
+    def object_writes(self) -> int:
+        return sum(n for key, n in self.writes.items() if key.split("/")[0] in OBJECT_RESOURCES)
+
+    def pod_writes(self) -> int:
+        return sum(n for key, n in self.writes.items() if key.split("/")[0] == "pods")
+
+    def event_writes(self) -> int:
+        return sum(n for key, n in self.writes.items() if key.split("/")[0] == "events")
+
+    def all_writes(self) -> int:
+        return sum(self.writes.values())
+
+
+def count_requests(
+    events: Iterable[Mapping[str, Any]], users: Sequence[str], *, namespaces: Sequence[str] = ()
+) -> Requests:
+    """The requests of `users` in audit `events` (audit.k8s.io/v1, any stages): each
+    request once (by auditID; a watch logs ResponseStarted and ResponseComplete), by
+    verb; the writes (a write verb on a stored object: not exec, attach, portforward or
+    proxy) by resource. `namespaces`, when given, keeps only writes to those namespaces
+    or to cluster-scoped objects (a NodePodProbe is one)."""
+    seen: set[str] = set()
+    out = Requests()
+    for event in events:
+        if event.get("user", {}).get("username") not in users:
+            continue
+        audit_id = str(event.get("auditID", ""))
+        if audit_id in seen:
+            continue
+        seen.add(audit_id)
+        verb = str(event.get("verb", ""))
+        ref = event.get("objectRef") or {}
+        sub = ref.get("subresource")
+        out.by_verb[verb] = out.by_verb.get(verb, 0) + 1
+        if verb not in WRITE_VERBS or sub in NOT_STORED:
+            continue
+        namespace = ref.get("namespace")
+        if namespaces and namespace and namespace not in namespaces:
+            continue
+        key = str(ref.get("resource", "?")) + (f"/{sub}" if sub else "")
+        out.writes[key] = out.writes.get(key, 0) + 1
+    return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank percentile (q in 0..100) of `values` (not empty)."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))  # ceil(n * q / 100), at least 1
+    return ordered[int(rank) - 1]
+
+
+def summary_ms(seconds: Sequence[float]) -> dict[str, float] | None:
+    if not seconds:
+        return None
+    ms = [s * 1000 for s in seconds]
+    return {
+        "median": round(statistics.median(ms), 1),
+        "p90": round(percentile(ms, 90), 1),
+        "max": round(max(ms), 1),
+    }
+
+
+def schedule(flips: int, seed: int) -> list[list[int]]:
+    """Per pod slot (up to 1000), the flips' offsets in seconds from the round's start:
+    4 to 8 s apart, so that each system has settled one before the next."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(1000):
+        at, times = rng.randint(0, 3), []
+        for _ in range(flips):
+            at += rng.randint(4, 8)
+            times.append(at)
+        out.append(times)
+    return out
+
+
+def answer_after(flip_index: int) -> str:
+    """The label value once flip number `flip_index` (0-based) has happened."""
+    return "no" if flip_index % 2 == 0 else "yes"
+
+
+def delays(
+    seen: Sequence[tuple[float, Mapping[str, Any]]],
+    pod: str,
+    flips_at: Sequence[float],
+    value: Callable[[Mapping[str, Any]], str | None],
+    expected: Callable[[int], str],
+) -> tuple[list[float], int]:
+    """For each flip of `pod` (monotonic times), the delay to the first object seen
+    after it with the value that flip brings; (delays, flips never seen). A flip counts
+    as seen only before the next flip."""
+    mine = [(at, obj) for at, obj in seen if obj["metadata"]["name"] == pod]
+    found, missed = [], 0
+    for index, flip in enumerate(flips_at):
+        until = flips_at[index + 1] if index + 1 < len(flips_at) else float("inf")
+        want = expected(index)
+        hit = next((at for at, obj in mine if flip <= at < until and value(obj) == want), None)
+        if hit is None:
+            missed += 1
+        else:
+            found.append(hit - flip)
+    return found, missed
+
+
+def sequences(
+    seen: Sequence[tuple[float, Mapping[str, Any]]],
+    since: float,
+    value: Callable[[Mapping[str, Any]], str | None],
+) -> dict[str, list[str | None]]:
+    """Per pod, the values of `value` seen from `since` on, repeats folded."""
+    out: dict[str, list[str | None]] = {}
+    for at, obj in seen:
+        if at >= since:
+            values = out.setdefault(obj["metadata"]["name"], [])
+            now = value(obj)
+            if not values or values[-1] != now:
+                values.append(now)
+    return out
+
+
+def flaps(
+    seen: Sequence[tuple[float, Mapping[str, Any]]],
+    since: float,
+    value: Callable[[Mapping[str, Any]], str | None],
+) -> int:
+    """Changes of `value` per pod among the objects seen from `since` on (the first
+    object of each pod sets its value; each change after it is a flap)."""
+    return sum(len(values) - 1 for values in sequences(seen, since, value).values())
+
+
+def label_value(obj: Mapping[str, Any]) -> str | None:
+    return labels_of(dict(obj)).get(KEY)
+
+
+def condition_value(obj: Mapping[str, Any]) -> str | None:
+    found = condition(dict(obj), KEY)
+    return None if found is None else str(found.get("status"))
+
+
+def condition_expected(index: int) -> str:
+    return "False" if index % 2 == 0 else "True"
+
+
+def stat_cpu_seconds(stat: str) -> float:
+    """utime + stime of /proc/PID/stat's text, in seconds."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def working_set_mib(usage: int, memory_stat: str) -> float:
+    """The kubelet's working set: usage minus inactive file pages (cgroup v1 names)."""
+    inactive = 0
+    for line in memory_stat.splitlines():
+        name, _, number = line.partition(" ")
+        if name == "total_inactive_file":
+            inactive = int(number)
+    return max(0, usage - inactive) / 2**20
+
+
+# -- the node: processes and cgroups ---------------------------------------------------
+
+
+def pids_of(argv0: Sequence[str]) -> list[int]:
+    """PIDs whose argv starts with `argv0`."""
+    wanted = "\0".join(argv0).encode()
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().startswith(wanted):
+                    out.append(int(entry.name))
+            except OSError:
+                continue
+    return out
+
+
+AGENTS = {
+    "kruise": (("/manager",), ("/kruise-daemon",)),
+    "probemarker": (("/opt/probemarker/bin/python3", "/opt/probemarker/bin/probemarker", "run"),),
+}
+
+
+def _cgroup(pid: int, controller: str) -> Path:
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controller in controllers.split(","):
+            return Path("/sys/fs/cgroup") / controllers / path.lstrip("/")
+    raise SystemExit(f"pid {pid}: no {controller} cgroup")
+
+
+def _groups(system: str) -> list[int]:
+    pids = []
+    for argv0 in AGENTS[system]:
+        found = pids_of(argv0)
+        if len(found) != 1:
+            raise SystemExit(
+                f"{system}: {len(found)} processes {' '.join(argv0)} on the node, expected 1"
+            )
+        pids.append(found[0])
+    return pids
+
+
+def cgroup_cpu_seconds(system: str) -> float:
+    return sum(
+        int((_cgroup(pid, "cpuacct") / "cpuacct.usage").read_text()) / 1e9
+        for pid in _groups(system)
+    )
+
+
+def cgroup_memory_mib(system: str) -> float:
+    total = 0.0
+    for pid in _groups(system):
+        group = _cgroup(pid, "memory")
+        total += working_set_mib(
+            int((group / "memory.usage_in_bytes").read_text()), (group / "memory.stat").read_text()
+        )
+    return total
+
+
+def apiserver_cpu_seconds(state: Path) -> float:
+    pid = int((state / "apiserver.pid").read_text())
+    return stat_cpu_seconds(Path(f"/proc/{pid}/stat").read_text())
+
+
+# -- the run ----------------------------------------------------------------------------
+
+
+def marker_doc(system: str, name: str, namespace: str, *, selector: Mapping[str, str],
+               command: Sequence[str], key: str, condition_type: str | None) -> dict[str, Any]:  # fmt: skip
+    probe: dict[str, Any] = {
+        "name": "answer",
+        "containerName": "main",
+        "probe": {
+            "exec": {"command": list(command)},
+            "periodSeconds": 1, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 1,
+        },
+        "markerPolicy": [
+            {"state": "Succeeded", "labels": {key: "yes"}},
+            {"state": "Failed", "labels": {key: "no"}},
+        ],
+    }  # fmt: skip
+    if condition_type:
+        probe["podConditionType"] = condition_type
+    group = "apps.kruise.io" if system == "kruise" else "probemarker.io"
+    return {
+        "apiVersion": f"{group}/v1alpha1",
+        "kind": "PodProbeMarker",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"matchLabels": dict(selector)}, "probes": [probe]},
+    }
+
+
+@dataclass
+class Phase:
+    """A window: the audit log's mark and the CPU counters at its start."""
+
+    cluster: Cluster
+    system: str
+    started: float = 0.0
+    mark: int = 0
+    apiserver: float = 0.0
+    cpu: float = 0.0
+    seconds: float = 0.0  # the rest is set when the window ends
+    apiserver_used: float = 0.0
+    cpu_used: float = 0.0
+    end_mark: int = 0
+
+    def __enter__(self) -> Phase:
+        self.mark = self.cluster.audit.mark()
+        self.apiserver = apiserver_cpu_seconds(self.cluster.state)
+        self.cpu = cgroup_cpu_seconds(self.system)
+        self.started = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.monotonic() - self.started
+        self.apiserver_used = apiserver_cpu_seconds(self.cluster.state) - self.apiserver
+        self.cpu_used = cgroup_cpu_seconds(self.system) - self.cpu
+        self.end_mark = self.cluster.audit.mark()
+
+    def requests(self, namespaces: Sequence[str] = ()) -> Requests:
+        """The system's requests in the window (the audit log between the two marks)."""
+        events = self.cluster.audit.events(self.mark, until=self.end_mark)
+        return count_requests(events, IDENTITIES[self.system], namespaces=namespaces)
+
+
+def _exec(kubectl: Kubectl, namespace: str, pod: str, script: str) -> None:
+    kubectl.run("-n", namespace, "exec", pod, "--", "sh", "-c", script, timeout=30)
+
+
+def _parallel(calls: Iterable[Callable[[], None]]) -> None:
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for future in [pool.submit(call) for call in calls]:
+            future.result()
+
+
+@contextmanager
+def _watch(kubectl: Kubectl, namespace: str) -> Iterator[Watch]:
+    with Watch(kubectl, f"/api/v1/namespaces/{namespace}/pods") as watch:
+        yield watch
+
+
+def measure(cluster: Cluster, addon: Addon, name: str, args: argparse.Namespace) -> dict[str, Any]:
+    kubectl = cluster.kubectl
+    system = "kruise" if name == "kruise" else "probemarker"
+    namespace = f"vs-{name}"
+    if system == "probemarker":
+        addon.use(name.split("-")[1])
+    create_namespace(kubectl, namespace, fresh=True)
+    names = [f"p{i:03d}" for i in range(args.pods)]
+    pods = [
+        busybox_pod(pod, namespace, script="touch /tmp/gw && exec sleep 2147483647",
+                    labels={"app": "vs", **({NAMES_LABEL: "yes"} if i < 3 else {})})
+        for i, pod in enumerate(names)
+    ]  # fmt: skip
+    kubectl.apply(*pods)
+    kubectl.apply(marker_doc(system, "vs", namespace, selector={"app": "vs"},
+                             command=["sh", "-c", SCRIPT], key=KEY, condition_type=KEY))  # fmt: skip
+    out: dict[str, Any] = {}
+    try:
+        with _watch(kubectl, namespace) as watch:
+            _all_marked(kubectl, namespace, "yes", timeout=180)
+            with Phase(cluster, system) as quiet:
+                time.sleep(QUIET_SECONDS)
+            steady = quiet.requests([namespace])
+            out["steady_writes_per_min"] = round(steady.all_writes() * 60 / quiet.seconds, 1)
+            out["steady_writes_by_resource"] = steady.writes
+            out["apiserver_cpu_mcores_steady"] = round(
+                quiet.apiserver_used / quiet.seconds * 1000, 1
+            )
+            out["cpu_mcores_steady"] = round(quiet.cpu_used / quiet.seconds * 1000, 1)
+            out.update(_flips(cluster, watch, namespace, names, quiet, steady, args))
+            out.update(_restart(cluster, addon, watch, system, namespace))
+            out.update(_delete(cluster, watch, system, namespace, names))
+    finally:
+        kubectl.run("delete", "namespace", namespace, "--wait=false", check=False)
+    return out
+
+
+def _all_marked(kubectl: Kubectl, namespace: str, value: str, *, timeout: float) -> None:
+    wait_for(
+        lambda: kubectl.json("-n", namespace, "get", "pods", "-l", "app=vs")["items"],
+        lambda items: bool(items)
+        and all(label_value(p) == value and condition_value(p) == ("True" if value == "yes" else "False")
+                for p in items),
+        timeout=timeout,
+        what=f"every pod in {namespace} marked {value}",
+    )  # fmt: skip
+
+
+def _flips(
+    cluster: Cluster, watch: Watch, namespace: str, names: Sequence[str], quiet: Phase,
+    steady: Requests, args: argparse.Namespace,
+) -> dict[str, Any]:  # fmt: skip
+    kubectl = cluster.kubectl
+    plan = schedule(args.flips, args.seed)
+    base = int(time.time()) + 10 + len(names) // 2  # the files written first
+    _parallel(
+        (lambda pod=pod, i=i: _exec(kubectl, namespace, pod,
+                                    f"echo {' '.join(str(base + t) for t in plan[i])} > /tmp/flips"))
+        for i, pod in enumerate(names)
+    )  # fmt: skip
+    clock = time.time() - time.monotonic()
+    wait = base - time.time()
+    if wait < 0:
+        raise SystemExit(
+            f"{namespace}: writing the flip files took past the first flip ({-wait:.1f} s)"
+        )
+    time.sleep(wait)
+    last = base + max(plan[i][-1] for i in range(len(names)))
+    system = "kruise" if namespace == "vs-kruise" else "probemarker"
+    with Phase(cluster, system) as round_:
+        time.sleep(max(0.0, last + SETTLE_SECONDS - time.time()))
+    memory = cgroup_memory_mib(system)
+    labels, conditions, missed = [], [], 0
+    seen = list(watch.seen)
+    for i, pod in enumerate(names):
+        at = [base + t - clock for t in plan[i]]
+        found, lost = delays(seen, pod, at, label_value, answer_after)
+        labels += found
+        missed += lost
+        found, lost = delays(seen, pod, at, condition_value, condition_expected)
+        conditions += found
+        missed += lost
+    transitions = len(names) * args.flips
+    requests = round_.requests([namespace])
+    apiserver = round_.apiserver_used - quiet.apiserver_used / quiet.seconds * round_.seconds
+    # what the system writes anyway, nothing flipping, is not the transitions' doing
+    over_steady = requests.object_writes() - steady.object_writes() / quiet.seconds * round_.seconds
+    return {
+        "transitions": transitions,
+        "missed": missed,
+        "latency_ms": summary_ms(labels),
+        "condition_latency_ms": summary_ms(conditions),
+        "writes_per_transition": round(max(0.0, over_steady) / transitions, 2),
+        "pod_writes_per_transition": round(requests.pod_writes() / transitions, 2),
+        "events_per_transition": round(requests.event_writes() / transitions, 2),
+        "writes_by_resource": requests.writes,
+        "requests_per_min_by_verb": {
+            verb: round(n * 60 / round_.seconds, 1) for verb, n in sorted(requests.by_verb.items())
+        },
+        "apiserver_cpu_ms_per_transition": round(apiserver * 1000 / transitions, 2),
+        "cpu_mcores": round(round_.cpu_used / round_.seconds * 1000, 1),
+        "memory_mib": round(memory, 1),
+    }
+
+
+def _restart(
+    cluster: Cluster, addon: Addon, watch: Watch, system: str, namespace: str
+) -> dict[str, Any]:
+    kubectl = cluster.kubectl
+    with Phase(cluster, system) as phase:
+        since = time.monotonic()
+        if system == "kruise":
+            old = kubectl.json("-n", kruise.NAMESPACE, "get", "pods", "-l", "control-plane=daemon")[
+                "items"
+            ]
+            kubectl.run(
+                "-n", kruise.NAMESPACE, "delete", "pod", old[0]["metadata"]["name"], "--wait=true"
+            )
+            kubectl.run("-n", kruise.NAMESPACE, "rollout", "status", f"daemonset/{kruise.DAEMON}",
+                        "--timeout=120s", timeout=130)  # fmt: skip
+        else:
+            addon.replace_daemon_pod()
+        time.sleep(RESTART_WATCH_SECONDS)
+    requests = phase.requests([namespace])
+    changed = {
+        pod: values
+        for what in (label_value, condition_value)
+        for pod, values in sequences(watch.seen, since, what).items()
+        if len(values) > 1
+    }
+    return {
+        "restart_writes": requests.pod_writes(),
+        "restart_writes_by_resource": requests.writes,
+        "restart_flaps": flaps(watch.seen, since, label_value)
+        + flaps(watch.seen, since, condition_value),
+        "restart_flap_example": dict(list(changed.items())[:2]),
+    }
+
+
+def _left(kubectl: Kubectl, namespace: str, key: str, names: Sequence[str]) -> dict[str, int]:
+    items = [p for p in kubectl.json("-n", namespace, "get", "pods")["items"]
+             if p["metadata"]["name"] in names]  # fmt: skip
+    return {
+        "labels": sum(1 for p in items if key in labels_of(p)),
+        "conditions": sum(1 for p in items if condition(p, key) is not None),
+        "pods": len(items),
+    }
+
+
+def _delete(
+    cluster: Cluster, watch: Watch, system: str, namespace: str, names: Sequence[str]
+) -> dict[str, Any]:
+    kubectl = cluster.kubectl
+    chosen = list(names[:3])
+    for marker, key in (("way", "vs.bench/way"), ("gateway", "vs.bench/gateway")):
+        kubectl.apply(marker_doc(system, marker, namespace, selector={NAMES_LABEL: "yes"},
+                                 command=["test", "-e", "/tmp/gw"], key=key, condition_type=None))  # fmt: skip
+    wait_for(
+        lambda: kubectl.json("-n", namespace, "get", "pods", "-l", NAMES_LABEL)["items"],
+        lambda items: all(labels_of(p).get("vs.bench/way") == "yes"
+                          and labels_of(p).get("vs.bench/gateway") == "yes" for p in items),
+        timeout=60, what=f"{namespace}: the way and gateway markers' labels",
+    )  # fmt: skip
+    group = (
+        "podprobemarkers.apps.kruise.io" if system == "kruise" else "podprobemarkers.probemarker.io"
+    )
+    deleted = time.monotonic()
+    kubectl.run("-n", namespace, "delete", group, "vs", "way", "--wait=true", timeout=60)
+    time.sleep(10)
+    _parallel((lambda pod=pod: _exec(kubectl, namespace, pod, "rm -f /tmp/gw")) for pod in chosen)
+    with suppress(AssertionError):  # counted below, whatever it is
+        wait_for(
+            lambda: kubectl.json("-n", namespace, "get", "pods", "-l", NAMES_LABEL)["items"],
+            lambda items: all(labels_of(p).get("vs.bench/gateway") == "no" for p in items),
+            timeout=15, what="gateway's label following its answer",
+        )  # fmt: skip
+    items = kubectl.json("-n", namespace, "get", "pods", "-l", NAMES_LABEL)["items"]
+    followed = sum(1 for p in items if labels_of(p).get("vs.bench/gateway") == "no")
+    time.sleep(max(0.0, deleted + DELETE_WAIT_SECONDS - time.monotonic()))
+    return {
+        "left_after_delete": _left(kubectl, namespace, KEY, names),
+        "way_left_after_delete": _left(kubectl, namespace, "vs.bench/way", chosen),
+        "gateway_followed_after_way_deleted": f"{followed}/{len(chosen)}",
+    }
+
+
+# -- output -----------------------------------------------------------------------------
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, dict) and set(value) == {"median", "p90", "max"}:
+        return f"{value['median']:.0f} / {value['p90']:.0f} / {value['max']:.0f}"
+    if isinstance(value, dict) and set(value) == {"labels", "conditions", "pods"}:
+        return f"{value['labels']} labels, {value['conditions']} conditions of {value['pods']} pods"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
+    return str(value)
+
+
+ROWS = (
+    ("latency_ms", "flip -> label, ms (median / p90 / max)"),
+    ("condition_latency_ms", "flip -> condition, ms (median / p90 / max)"),
+    ("missed", "flips never seen on the pod"),
+    ("writes_per_transition", "writes per transition (pods, NodePodProbes; over the steady rate)"),
+    ("pod_writes_per_transition", "  of which to the pods"),
+    ("events_per_transition", "Events per transition"),
+    ("writes_by_resource", "writes during the flips, by resource"),
+    ("steady_writes_per_min", "writes a minute, nothing flipping"),
+    ("steady_writes_by_resource", "  of which, by resource (30 s)"),
+    ("requests_per_min_by_verb", "API requests a minute during the flips, by verb"),
+    ("apiserver_cpu_ms_per_transition", "API server CPU per transition, ms (over quiet)"),
+    ("apiserver_cpu_mcores_steady", "API server CPU, nothing flipping, mcores"),
+    ("cpu_mcores", "the system's CPU during the flips, mcores (cgroups)"),
+    ("cpu_mcores_steady", "the system's CPU, nothing flipping, mcores"),
+    ("memory_mib", "the system's memory, MiB (cgroup working set)"),
+    ("restart_writes", "pod writes in 20 s after its node agent restarts"),
+    ("restart_writes_by_resource", "  all writes then, by resource"),
+    ("restart_flaps", "label/condition flaps after that restart"),
+    ("restart_flap_example", "  for example"),
+    ("left_after_delete", "left on the pods 45 s after the marker's delete"),
+    ("way_left_after_delete", "`way`'s marks left 45 s after its delete"),
+    ("gateway_followed_after_way_deleted", "`gateway`'s label follows after `way` is deleted"),
+)
+
+
+def table(results: Mapping[str, Mapping[str, Any]]) -> str:
+    systems = [s for s in SYSTEMS if s in results]
+    lines = [f"| | {' | '.join(systems)} |", "|---|" + "---|" * len(systems)]
+    for key, title in ROWS:
+        lines.append(
+            f"| {title} | " + " | ".join(_cell(results[s].get(key)) for s in systems) + " |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pods", type=int, default=20)
+    parser.add_argument("--flips", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=32)
+    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument(
+        "--keep-kruise", action="store_true", help="do not remove Kruise at the end"
+    )
+    args = parser.parse_args()
+    wanted = args.systems.split(",")
+    if unknown := set(wanted) - set(SYSTEMS):
+        parser.error(f"--systems: unknown {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
+    if not 1 <= args.pods <= 1000 or args.flips < 1:
+        parser.error("--pods 1..1000 and --flips 1 or more")
+    cluster = Cluster.at(STATE)
+    versions = cluster.kubectl.json("version")
+    addon = Addon(cluster, Path(tempfile.mkdtemp()))
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        addon.use("api")
+        kruise.install(cluster)
+        for name in wanted:
+            print(f"== {name}", file=sys.stderr)
+            results[name] = measure(cluster, addon, name, args)
+            print(json.dumps(results[name]), file=sys.stderr)
+    finally:
+        if not args.keep_kruise:
+            kruise.remove(cluster)
+        addon.use("api")
+    command = (
+        f"python bench/vs_kruise.py --pods {args.pods} --flips {args.flips} --seed {args.seed}"
+    )
+    server = versions.get("serverVersion", {}).get("gitVersion", "?")
+    print(
+        f"Kubernetes {server}, one node; OpenKruise {kruise.VERSION}; probemarker (this checkout)"
+    )
+    print(
+        f"{args.pods} pods a system, {args.flips} flips a pod, exec probe period 1 s, thresholds 1\n"
+    )
+    print(table(results))
+    print(f"\ncommand: {command}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
