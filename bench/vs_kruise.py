@@ -19,18 +19,25 @@ the `api` backend, probemarker with the `cri` backend), in a namespace of its ow
   The other system stays installed and idle (no marker of its own), so the API
   server's figures and the audit log's counts of one system are not mixed with the
   other's probing.
-- The answer is a function of time: SCRIPT counts the epoch seconds in the pod's
-  /tmp/flips that have passed, and succeeds when the count is even. Each pod gets
-  `--flips` times 4 to 8 s apart (one seeded schedule, the same for every system), so
-  each flip happens at a known second, at a random phase of each pod's probe period, and
-  nothing runs on the node to cause it. Delay = the pod watch's event with the new value
-  minus the flip's second.
-- quiet: 30 s with the pods marked and nothing flipping: the writes a minute, the API
-  server's CPU rate (subtracted from the flips' window), each system's CPU.
-- flips: writes per transition (pods, pods/status and NodePodProbes, by the system's
-  ServiceAccounts in the API server's audit log; Events apart), all requests by verb,
-  the API server's CPU per transition over the quiet rate, the system's CPU (cgroup
-  cpuacct) and memory (cgroup working set: usage minus inactive file) on the node.
+- The answer is a function of time: SCRIPT counts the moments in the pod's /tmp/flips
+  (the node's uptime in centiseconds, which the host and every container read alike
+  from /proc/uptime) that have passed, and succeeds when the count is even. Each pod
+  gets `--flips` moments 4 to 8 s apart at any centisecond (one seeded schedule, the
+  same for every system), so each flip happens at a known moment, at a uniform phase of
+  each probe's period, and nothing runs on the node to cause it. Delay = the pod
+  watch's event with the new value minus the flip's moment (to 10 ms).
+- start: from the marker's creation to 30 s after every pod is marked: the writes.
+- flips: the delays, each system's CPU (cgroup cpuacct) and memory (cgroup working set:
+  usage minus inactive file) on the node.
+- quiet: the 30 s after the flips, nothing flipping: the writes a minute, the API
+  server's CPU rate, each system's CPU. Then, over the quiet rates, what the flips
+  cost: the API server's CPU per transition. And in the flips' window: writes per
+  transition (pods, pods/status and NodePodProbes, by the system's ServiceAccounts in
+  the API server's audit log; Events apart; all of them, those the system makes
+  whether anything changes or not included), of which to the pods, all requests by
+  verb. (Quiet comes after the flips, not before:
+  Kruise's daemon writes Events for its first results until client-go's spam filter
+  stops it, about a minute, which is start's cost, not steady state's.)
 - restart: the system's node agent's pod deleted (kruise-daemon; the probemarker pod):
   its writes and the label/condition flaps in the 20 s after its replacement is Ready.
 - delete: two more markers `way` and `gateway` on 3 of the pods (Kruise issue #2508),
@@ -73,8 +80,10 @@ from tests.podfields import condition, labels_of
 KEY = "vs.bench/answer"
 NAMES_LABEL = "vs.bench/names"  # the pods the way/gateway markers select
 SCRIPT = (
-    'n=0; now=$(date +%s); for t in $(cat /tmp/flips 2>/dev/null); do [ "$now" -ge "$t" ] '
-    "&& n=$((n+1)); done; [ $((n % 2)) -eq 0 ]"
+    # the kernel's uptime in centiseconds (the node's clock, the same in every container
+    # and on the host), then how many of the flips in /tmp/flips have passed
+    "read up _ </proc/uptime; now=${up%.*}${up#*.}; n=0; for t in $(cat /tmp/flips 2>/dev/null); "
+    'do [ "$now" -ge "$t" ] && n=$((n+1)); done; [ $((n % 2)) -eq 0 ]'
 )
 SYSTEMS = ("kruise", "probemarker-api", "probemarker-cri")
 IDENTITIES = {
@@ -164,17 +173,31 @@ def summary_ms(seconds: Sequence[float]) -> dict[str, float] | None:
 
 
 def schedule(flips: int, seed: int) -> list[list[int]]:
-    """Per pod slot (up to 1000), the flips' offsets in seconds from the round's start:
-    4 to 8 s apart, so that each system has settled one before the next."""
+    """Per pod slot (up to 1000), the flips' offsets in centiseconds from the round's
+    start: 4 to 8 s apart (so that each system has settled one before the next), at
+    any centisecond (so that they fall at a uniform phase of any probe schedule)."""
     rng = random.Random(seed)
     out = []
     for _ in range(1000):
-        at, times = rng.randint(0, 3), []
+        at, times = rng.randint(0, 300), []
         for _ in range(flips):
-            at += rng.randint(4, 8)
+            at += rng.randint(400, 800)
             times.append(at)
         out.append(times)
     return out
+
+
+def uptime_cs(text: str) -> int:
+    """/proc/uptime's first number in centiseconds, as SCRIPT reads it."""
+    whole, _, fraction = text.split()[0].partition(".")
+    return int(whole + fraction)
+
+
+def _uptime_and_monotonic() -> tuple[int, float]:
+    """The node's uptime (centiseconds) and this process's monotonic clock, together."""
+    before = time.monotonic()
+    up = uptime_cs(Path("/proc/uptime").read_text())
+    return up, (before + time.monotonic()) / 2
 
 
 def answer_after(flip_index: int) -> str:
@@ -417,12 +440,23 @@ def measure(cluster: Cluster, addon: Addon, name: str, args: argparse.Namespace)
         for i, pod in enumerate(names)
     ]  # fmt: skip
     kubectl.apply(*pods)
-    kubectl.apply(marker_doc(system, "vs", namespace, selector={"app": "vs"},
-                             command=["sh", "-c", SCRIPT], key=KEY, condition_type=KEY))  # fmt: skip
+    _all_running(kubectl, namespace, len(names))
     out: dict[str, Any] = {}
     try:
         with _watch(kubectl, namespace) as watch:
-            _all_marked(kubectl, namespace, "yes", timeout=180)
+            # start: from the marker's creation to 30 s after every pod is marked
+            with Phase(cluster, system) as start:
+                kubectl.apply(marker_doc(system, "vs", namespace, selector={"app": "vs"},
+                                         command=["sh", "-c", SCRIPT], key=KEY, condition_type=KEY))  # fmt: skip
+                _all_marked(kubectl, namespace, "yes", timeout=180)
+                time.sleep(QUIET_SECONDS)
+            started = start.requests([namespace])
+            out["start_writes"] = started.all_writes()
+            out["start_writes_by_resource"] = started.writes
+            if system == "probemarker":  # what its log says it did meanwhile
+                out["start_daemon_log"] = _log_events(kubectl, start.seconds)
+            round_, flipped = _flips(cluster, watch, namespace, names, args)
+            # quiet: after the flips, nothing flipping, the rate each figure is taken over
             with Phase(cluster, system) as quiet:
                 time.sleep(QUIET_SECONDS)
             steady = quiet.requests([namespace])
@@ -432,12 +466,48 @@ def measure(cluster: Cluster, addon: Addon, name: str, args: argparse.Namespace)
                 quiet.apiserver_used / quiet.seconds * 1000, 1
             )
             out["cpu_mcores_steady"] = round(quiet.cpu_used / quiet.seconds * 1000, 1)
-            out.update(_flips(cluster, watch, namespace, names, quiet, steady, args))
+            out.update(flipped)
+            out.update(_per_transition(round_, quiet, int(flipped["transitions"]), namespace))
             out.update(_restart(cluster, addon, watch, system, namespace))
             out.update(_delete(cluster, watch, system, namespace, names))
-    finally:
-        kubectl.run("delete", "namespace", namespace, "--wait=false", check=False)
+    finally:  # gone before the next system starts: its pods' teardown is not the next one's load
+        kubectl.run(
+            "delete",
+            "namespace",
+            namespace,
+            "--wait=true",
+            "--timeout=120s",
+            timeout=130,
+            check=False,
+        )
     return out
+
+
+def _log_events(kubectl: Kubectl, seconds: float) -> dict[str, int]:
+    """The probemarker daemon's log events of the last `seconds`, counted by name
+    (probe.decided and write.patched are the expected ones)."""
+    text = kubectl.run("-n", "probemarker-system", "logs", "ds/probemarker",
+                       f"--since={int(seconds) + 1}s", timeout=30).stdout  # fmt: skip
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        try:
+            name = str(json.loads(line).get("event"))
+        except (ValueError, AttributeError):
+            continue
+        counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _all_running(kubectl: Kubectl, namespace: str, count: int) -> None:
+    wait_for(
+        lambda: kubectl.json("-n", namespace, "get", "pods", "-l", "app=vs")["items"],
+        lambda items: (
+            len(items) == count
+            and all((condition(p, "ContainersReady") or {}).get("status") == "True" for p in items)
+        ),
+        timeout=180,
+        what=f"{count} pods running in {namespace}",
+    )
 
 
 def _all_marked(kubectl: Kubectl, namespace: str, value: str, *, timeout: float) -> None:
@@ -452,50 +522,62 @@ def _all_marked(kubectl: Kubectl, namespace: str, value: str, *, timeout: float)
 
 
 def _flips(
-    cluster: Cluster, watch: Watch, namespace: str, names: Sequence[str], quiet: Phase,
-    steady: Requests, args: argparse.Namespace,
-) -> dict[str, Any]:  # fmt: skip
+    cluster: Cluster, watch: Watch, namespace: str, names: Sequence[str], args: argparse.Namespace
+) -> tuple[Phase, dict[str, Any]]:
     kubectl = cluster.kubectl
     plan = schedule(args.flips, args.seed)
-    base = int(time.time()) + 10 + len(names) // 2  # the files written first
+    up, mono = _uptime_and_monotonic()
+    base = up + (10 + len(names) // 2) * 100  # the files written first
     _parallel(
         (lambda pod=pod, i=i: _exec(kubectl, namespace, pod,
                                     f"echo {' '.join(str(base + t) for t in plan[i])} > /tmp/flips"))
         for i, pod in enumerate(names)
     )  # fmt: skip
-    clock = time.time() - time.monotonic()
-    wait = base - time.time()
+
+    def monotonic(cs: int) -> float:  # an uptime in centiseconds on this process's clock
+        return mono + (cs - up) / 100
+
+    wait = monotonic(base) - time.monotonic()
     if wait < 0:
         raise SystemExit(
             f"{namespace}: writing the flip files took past the first flip ({-wait:.1f} s)"
         )
     time.sleep(wait)
-    last = base + max(plan[i][-1] for i in range(len(names)))
+    last = monotonic(base + max(plan[i][-1] for i in range(len(names))))
     system = "kruise" if namespace == "vs-kruise" else "probemarker"
     with Phase(cluster, system) as round_:
-        time.sleep(max(0.0, last + SETTLE_SECONDS - time.time()))
+        time.sleep(max(0.0, last + SETTLE_SECONDS - time.monotonic()))
     memory = cgroup_memory_mib(system)
     labels, conditions, missed = [], [], 0
     seen = list(watch.seen)
     for i, pod in enumerate(names):
-        at = [base + t - clock for t in plan[i]]
+        at = [monotonic(base + t) for t in plan[i]]
         found, lost = delays(seen, pod, at, label_value, answer_after)
         labels += found
         missed += lost
         found, lost = delays(seen, pod, at, condition_value, condition_expected)
         conditions += found
         missed += lost
-    transitions = len(names) * args.flips
-    requests = round_.requests([namespace])
-    apiserver = round_.apiserver_used - quiet.apiserver_used / quiet.seconds * round_.seconds
-    # what the system writes anyway, nothing flipping, is not the transitions' doing
-    over_steady = requests.object_writes() - steady.object_writes() / quiet.seconds * round_.seconds
-    return {
-        "transitions": transitions,
+    return round_, {
+        "transitions": len(names) * args.flips,
         "missed": missed,
         "latency_ms": summary_ms(labels),
         "condition_latency_ms": summary_ms(conditions),
-        "writes_per_transition": round(max(0.0, over_steady) / transitions, 2),
+        "cpu_mcores": round(round_.cpu_used / round_.seconds * 1000, 1),
+        "memory_mib": round(memory, 1),
+    }
+
+
+def _per_transition(
+    round_: Phase, quiet: Phase, transitions: int, namespace: str
+) -> dict[str, Any]:
+    """The flips' window over the quiet one's rates: what the transitions cost."""
+    requests = round_.requests([namespace])
+    apiserver = round_.apiserver_used - quiet.apiserver_used / quiet.seconds * round_.seconds
+    return {
+        # everything written in the window: Kruise's NodePodProbe status is rewritten
+        # whether anything changes or not (steady_writes_by_resource shows how often)
+        "writes_per_transition": round(requests.object_writes() / transitions, 2),
         "pod_writes_per_transition": round(requests.pod_writes() / transitions, 2),
         "events_per_transition": round(requests.event_writes() / transitions, 2),
         "writes_by_resource": requests.writes,
@@ -503,8 +585,6 @@ def _flips(
             verb: round(n * 60 / round_.seconds, 1) for verb, n in sorted(requests.by_verb.items())
         },
         "apiserver_cpu_ms_per_transition": round(apiserver * 1000 / transitions, 2),
-        "cpu_mcores": round(round_.cpu_used / round_.seconds * 1000, 1),
-        "memory_mib": round(memory, 1),
     }
 
 
@@ -608,10 +688,13 @@ ROWS = (
     ("latency_ms", "flip -> label, ms (median / p90 / max)"),
     ("condition_latency_ms", "flip -> condition, ms (median / p90 / max)"),
     ("missed", "flips never seen on the pod"),
-    ("writes_per_transition", "writes per transition (pods, NodePodProbes; over the steady rate)"),
+    ("writes_per_transition", "writes per transition (pods, NodePodProbes; all in the window)"),
     ("pod_writes_per_transition", "  of which to the pods"),
     ("events_per_transition", "Events per transition"),
     ("writes_by_resource", "writes during the flips, by resource"),
+    ("start_writes", "writes from the marker's creation to 30 s after all are marked"),
+    ("start_writes_by_resource", "  of which, by resource"),
+    ("start_daemon_log", "  the daemon's log then, by event"),
     ("steady_writes_per_min", "writes a minute, nothing flipping"),
     ("steady_writes_by_resource", "  of which, by resource (30 s)"),
     ("requests_per_min_by_verb", "API requests a minute during the flips, by verb"),

@@ -25,6 +25,7 @@ from bench.vs_kruise import (
     stat_cpu_seconds,
     summary_ms,
     table,
+    uptime_cs,
     working_set_mib,
 )
 from tests.cluster.kube import AuditLog
@@ -128,8 +129,15 @@ def test_schedule_is_seeded_spaced_and_the_same_for_every_system() -> None:
     for times in first[:50]:
         assert len(times) == 20
         gaps = [b - a for a, b in itertools.pairwise(times)]
-        assert all(4 <= gap <= 8 for gap in gaps)
-        assert 4 <= times[0] <= 11
+        assert all(400 <= gap <= 800 for gap in gaps)
+        assert 400 <= times[0] <= 1100
+    # centiseconds: phases other than whole seconds occur
+    assert {t % 100 for times in first for t in times} == set(range(100))
+
+
+def test_uptime_in_centiseconds_as_the_pods_script_reads_it() -> None:
+    assert uptime_cs("350735.47 1386913.33\n") == 35073547
+    assert uptime_cs("12.05 3.00") == 1205
 
 
 def _pod(name: str, label: str | None) -> dict[str, Any]:
