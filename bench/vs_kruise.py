@@ -607,18 +607,25 @@ def _restart(
             addon.replace_daemon_pod()
         time.sleep(RESTART_WATCH_SECONDS)
     requests = phase.requests([namespace])
-    changed = {
-        pod: values
-        for what in (label_value, condition_value)
-        for pod, values in sequences(watch.seen, since, what).items()
-        if len(values) > 1
-    }
+    labels, conditions = (
+        sequences(watch.seen, since, what) for what in (label_value, condition_value)
+    )
+    flapped = sorted(
+        {pod for seen in (labels, conditions) for pod, values in seen.items() if len(values) > 1}
+    )
     return {
         "restart_writes": requests.pod_writes(),
         "restart_writes_by_resource": requests.writes,
         "restart_flaps": flaps(watch.seen, since, label_value)
         + flaps(watch.seen, since, condition_value),
-        "restart_flap_example": dict(list(changed.items())[:2]),
+        "restart_flapped": {
+            "pods": len(flapped),
+            "label flaps": flaps(watch.seen, since, label_value),
+            "condition flaps": flaps(watch.seen, since, condition_value),
+        },
+        "restart_flap_example": {
+            pod: {"label": labels[pod], "condition": conditions.get(pod)} for pod in flapped[:1]
+        },
     }
 
 
@@ -706,6 +713,7 @@ ROWS = (
     ("restart_writes", "pod writes in 20 s after its node agent restarts"),
     ("restart_writes_by_resource", "  all writes then, by resource"),
     ("restart_flaps", "label/condition flaps after that restart"),
+    ("restart_flapped", "  of which"),
     ("restart_flap_example", "  for example"),
     ("left_after_delete", "left on the pods 45 s after the marker's delete"),
     ("way_left_after_delete", "`way`'s marks left 45 s after its delete"),
