@@ -224,10 +224,11 @@ def run_command(args: argparse.Namespace) -> int:
         from probemarker.daemon.app import run_daemon  # the daemon's imports, only when it runs
         from probemarker.kube.connect.config import ConfigError
         from probemarker.observe.serve import MetricsServerError
+        from probemarker.observe.statussocket import StatusSocketError
 
         try:
             return anyio.run(run_daemon, resolved)
-        except (ConfigError, MetricsServerError) as exc:
+        except (ConfigError, MetricsServerError, StatusSocketError) as exc:
             sys.stderr.write(f"probemarker run: {exc}\n")
             return EXIT_UNREADABLE
     except _StoppedStarting as stopped:
