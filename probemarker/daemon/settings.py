@@ -108,6 +108,7 @@ _DEFAULT_TEXT: Mapping[str, str] = {
     "context": "the kubeconfig's current-context",
     "namespaces": "all namespaces",
     "log_format": "auto: console on a terminal, else JSON",
+    "status_socket": "no socket: `probemarker status` cannot read this daemon",
 }
 
 # The placeholder shown in --help; a field not named here gets one from its type.

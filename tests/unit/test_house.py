@@ -58,6 +58,7 @@ PURE = [
     "probemarker.observe.snapshot",
     "probemarker.check.plan",
     "probemarker.check.report",
+    "probemarker.status.render",
     "probemarker.demo.model",
     "probemarker.demo.view",
 ]

@@ -1,0 +1,36 @@
+"""`probemarker status` at the command line: usage errors, a socket that is not there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probemarker.cli import main
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--pod", "web-0"], "--pod 'web-0': expected NAMESPACE/NAME"),
+        (["--marker", "a/b/c"], "--marker 'a/b/c': expected NAMESPACE/NAME"),
+    ],
+)
+def test_usage_errors_exit_2(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["status", "--socket", "/nonexistent", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_missing_socket_is_named_with_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "none.sock")
+    assert main(["status", "--local", "--socket", path]) == 1
+    assert f"status socket {path}: not found; is the daemon running with --status-socket" in (
+        capsys.readouterr().err
+    )
+    assert main(["status", "--socket", path]) == 1
+    out = capsys.readouterr().out
+    assert "Nodes:\n  (local): status socket" in out
