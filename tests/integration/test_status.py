@@ -158,6 +158,11 @@ async def command(world: World, daemon: Daemon) -> None:
             check=False,
             env=env,
         )
+        local = await anyio.run_process(
+            [sys.executable, "-m", "probemarker", "status", "--local", "--pod", f"{NS}/waits"],
+            check=False,
+            env={**env, "PROBEMARKER_STATUS_SOCKET": socket},
+        )
         usage = await anyio.run_process(
             [
                 sys.executable,
@@ -182,6 +187,11 @@ async def command(world: World, daemon: Daemon) -> None:
     assert shown["apiVersion"] == "probemarker.io/status-list/v1"
     ((pod,),) = [n["pods"] for n in shown["nodes"]]
     assert [r["probe"] for r in pod["probes"]] == ["idle"]
+    # --local (what runs in the daemon's container) prints the daemon's answer as it is
+    assert local.returncode == 0, local.stderr
+    raw = json.loads(local.stdout)
+    assert raw["apiVersion"] == SNAPSHOT_VERSION
+    assert [p["name"] for p in raw["pods"]] == ["waits"]
     assert usage.returncode == 2
     assert b"--pod 'nosidecar': expected NAMESPACE/NAME" in usage.stderr
 
