@@ -114,17 +114,19 @@ def socket_path(options: StatusOptions, environ: Mapping[str, str]) -> str:
 async def read_socket(path: str, options: StatusOptions) -> bytes:
     """The daemon's answer at `path`; OSError (with a message that says what to check)
     when there is none."""
+    chunks: list[bytes] = []
+    size = 0
     try:
         with anyio.fail_after(SOCKET_WAIT):
             reader, writer = await asyncio.open_unix_connection(path, limit=1 << 16)
             try:
                 writer.write(_request(options))
                 await writer.drain()
-                body = await reader.read(ANSWER_LIMIT + 1)
-                chunks = [body]
-                while body and sum(map(len, chunks)) <= ANSWER_LIMIT:
-                    body = await reader.read(ANSWER_LIMIT + 1)
-                    chunks.append(body)
+                while chunk := await reader.read(1 << 16):
+                    size += len(chunk)
+                    if size > ANSWER_LIMIT:
+                        break
+                    chunks.append(chunk)
             finally:
                 writer.close()
     except TimeoutError as exc:
@@ -136,13 +138,12 @@ async def read_socket(path: str, options: StatusOptions) -> bytes:
         ) from exc
     except OSError as exc:
         raise OSError(f"status socket {path}: {exc.strerror or exc}") from exc
-    answer = b"".join(chunks)
-    if len(answer) > ANSWER_LIMIT:
+    if size > ANSWER_LIMIT:
         raise OSError(
             f"status socket {path}: the answer is larger than {ANSWER_LIMIT >> 20} MiB; "
             "narrow it with --pod or --marker"
         )
-    return answer
+    return b"".join(chunks)
 
 
 async def print_local(options: StatusOptions, environ: Mapping[str, str], *, out: Any) -> None:

@@ -100,6 +100,10 @@ def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _map(value: object) -> Mapping[str, Any] | None:
+    return value if isinstance(value, Mapping) else None
+
+
 def _text(value: object) -> str:
     return printable(value if isinstance(value, str) else "" if value is None else str(value))
 
@@ -133,21 +137,20 @@ def decided(probe: Mapping[str, Any]) -> bool:
 
 def _row(pod: Mapping[str, Any], probe: Mapping[str, Any], now: datetime | None) -> list[str]:
     marker = _text(probe.get("marker")).rpartition("/")[2]
-    count = probe.get("count") if isinstance(probe.get("count"), Mapping) else {}
-    assert isinstance(count, Mapping)
+    count = _map(probe.get("count")) or {}
     count_text = "-"
     if count.get("result") is not None:
         count_text = (
             f"{_text(count.get('runs'))}/{_text(count.get('threshold'))} "
             f"{_text(count.get('result'))}"
         )
-    last = probe.get("last") if isinstance(probe.get("last"), Mapping) else None
+    last = _map(probe.get("last"))
     last_text = "-"
     if last is not None:
         at = _when(last.get("time"))
         ago = "" if at is None or now is None else f" {_ago((now - at).total_seconds())} ago"
         last_text = f"{_text(last.get('result'))}{ago}"
-    waiting = probe.get("waiting") if isinstance(probe.get("waiting"), Mapping) else None
+    waiting = _map(probe.get("waiting"))
     if waiting is not None:
         next_text = _text(waiting.get("reason"))
     elif probe.get("running") is True:

@@ -34,3 +34,26 @@ def test_a_missing_socket_is_named_with_the_fix(
     assert main(["status", "--socket", path]) == 1
     out = capsys.readouterr().out
     assert "Nodes:\n  (local): status socket" in out
+
+
+async def test_an_answer_past_the_limit_is_refused_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from probemarker.status import read
+
+    monkeypatch.setattr(read, "ANSWER_LIMIT", 1000)
+    path = str(tmp_path / "big.sock")
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readline()
+        writer.write(b"x" * 5000)
+        await writer.drain()
+        writer.close()
+
+    async with asyncio.timeout(10):
+        server = await asyncio.start_unix_server(answer, path)
+        async with server:
+            with pytest.raises(OSError, match=r"larger than .* narrow it with --pod or --marker"):
+                await read.read_socket(path, read.StatusOptions())
