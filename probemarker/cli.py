@@ -405,8 +405,16 @@ def status_command(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    sys.stdout.write(render_json(nodes) if options.output == "json" else render_text(nodes))
-    return exit_code(nodes)
+    asked = " ".join(
+        f"{flag} {value}"
+        for flag, value in (("--pod", args.pod), ("--marker", args.marker))
+        if value
+    )
+    text = (
+        render_json(nodes) if options.output == "json" else render_text(nodes, asked=asked or None)
+    )
+    sys.stdout.write(text)
+    return exit_code(nodes, asked=asked or None)
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)

@@ -196,9 +196,21 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
-def render_text(nodes: Sequence[NodeStatus]) -> str:
+def _shown(nodes: Sequence[NodeStatus]) -> int:
+    """How many probe rows `nodes` show."""
+    return sum(
+        1
+        for node in nodes
+        for pod in node.pods
+        for probe in _list(pod.get("probes"))
+        if isinstance(probe, Mapping)
+    )
+
+
+def render_text(nodes: Sequence[NodeStatus], *, asked: str | None = None) -> str:
     """The table (a NODE column first when more than one node answered), then each
-    pending write with what it waits for, then each node's problem."""
+    pending write with what it waits for, then each node's problem. `asked`: the
+    filters given (`--pod NS/NAME`), named when they match nothing."""
     several = len([n for n in nodes if n.document is not None]) > 1
     header = (["NODE"] if several else []) + list(COLUMNS)
     rows: list[list[str]] = [header]
@@ -222,7 +234,16 @@ def render_text(nodes: Sequence[NodeStatus]) -> str:
                     f"{_cut(_changes_text(write.get('changes')), 200)}; waits: "
                     f"{_text(write.get('waits'))}{wait}"
                 )
-    lines = _table(rows) if len(rows) > 1 else ["No probes on the nodes asked."]
+    if len(rows) > 1:
+        lines = _table(rows)
+    elif asked is not None:
+        lines = [
+            f"No probes of {_text(asked)} on the nodes asked: the pod is on another node "
+            "(--node), not seen by its daemon yet, or no marker selects it; or a name is "
+            "misspelt."
+        ]
+    else:
+        lines = ["No probes on the nodes asked."]
     if writes:
         lines += ["", "Pending writes:", *writes]
     problems = [n for n in nodes if n.problem is not None]
@@ -256,9 +277,12 @@ def render_json(nodes: Sequence[NodeStatus]) -> str:
     return printable_json(text) + "\n"
 
 
-def exit_code(nodes: Sequence[NodeStatus]) -> int:
+def exit_code(nodes: Sequence[NodeStatus], *, asked: str | None = None) -> int:
     """0 when every node answered and every probe shown is decided and its pod written;
-    1 otherwise."""
+    1 otherwise, and when filters were given (`asked`) and match no probe: a pod the
+    daemon has not seen yet is not a pod labelled."""
+    if asked is not None and _shown(nodes) == 0:
+        return 1
     for node in nodes:
         if node.problem is not None or node.document is None:
             return 1

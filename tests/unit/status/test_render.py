@@ -165,3 +165,14 @@ def test_filters_keep_the_pod_and_the_markers_probes() -> None:
     ]
     assert select(pods, pod="game/g-1", marker=None) == ()
     assert select(pods, pod=None, marker="game/none") == ()
+
+
+def test_filters_that_match_nothing_are_not_a_success() -> None:
+    """A script waiting for `status --pod NS/NAME` to exit 0 must not pass before the
+    daemon has seen the pod (or on a misspelt name): nothing shown is not decided."""
+    empty = node({**doc(row()), "pods": []})
+    assert exit_code([empty]) == 0  # no filter: an empty node is not an error
+    assert exit_code([empty], asked="--pod game/g-9") == 1
+    text = render_text([empty], asked="--pod game/g-9")
+    assert "No probes of --pod game/g-9 on the nodes asked" in text
+    assert exit_code([node(doc(row()))], asked="--pod game/g-0") == 0
