@@ -356,6 +356,7 @@ def status_command(args: argparse.Namespace) -> int:
         ReadError,
         StatusOptions,
         UsageError,
+        check_node,
         check_ref,
         print_local,
         read_cluster,
@@ -374,6 +375,7 @@ def status_command(args: argparse.Namespace) -> int:
         daemon_selector=args.daemon_selector,
     )
     try:
+        check_node(args.node)
         check_ref(args.pod, "--pod")
         check_ref(args.marker, "--marker")
         if options.local:

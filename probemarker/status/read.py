@@ -32,6 +32,8 @@ from typing import Any
 import anyio
 import orjson
 
+from probemarker.api.fields import printable
+from probemarker.api.names import dns1123_label_problems, dns1123_subdomain_problems
 from probemarker.daemon.settings import RunSettings
 from probemarker.kube.connect.client import ClientSettings, KubeClient
 from probemarker.kube.connect.errors import ApiForbidden, ApiNotFound
@@ -86,12 +88,41 @@ class StatusOptions:
 
 
 def check_ref(text: str | None, flag: str) -> None:
-    """`NS/NAME` or UsageError naming the flag."""
+    """`NS/NAME` (a namespace and an object's name as the API server takes them) or
+    UsageError naming the flag and the fix: a value no object can have would match
+    nothing and be passed on to the daemon's reader as an argument."""
     if text is None:
         return
     namespace, sep, name = text.partition("/")
     if not sep or not namespace or not name or "/" in name:
-        raise UsageError(f"{flag} {text!r}: expected NAMESPACE/NAME, for example default/web-0")
+        raise UsageError(
+            f"{flag} '{printable(text)}': expected NAMESPACE/NAME, for example default/web-0"
+        )
+    problems = dns1123_label_problems(namespace)
+    if problems:
+        raise UsageError(
+            f"{flag} '{printable(text)}': the namespace {problems[0]}; expected NAMESPACE/NAME, "
+            "for example default/web-0"
+        )
+    problems = dns1123_subdomain_problems(name)
+    if problems:
+        raise UsageError(
+            f"{flag} '{printable(text)}': the name {problems[0]}; expected NAMESPACE/NAME, "
+            "for example default/web-0"
+        )
+
+
+def check_node(text: str | None) -> None:
+    """A node's name (a DNS subdomain) or UsageError naming --node and the fix: an empty
+    or malformed one would select other pods than a node's (`spec.nodeName=`)."""
+    if text is None:
+        return
+    problems = dns1123_subdomain_problems(text)
+    if problems:
+        raise UsageError(
+            f"--node '{printable(text)}': a node's name {problems[0]} "
+            "(kubectl get nodes lists them)"
+        )
 
 
 def _request(options: StatusOptions) -> bytes:

@@ -14,6 +14,12 @@ from probemarker.cli import main
     [
         (["--pod", "web-0"], "--pod 'web-0': expected NAMESPACE/NAME"),
         (["--marker", "a/b/c"], "--marker 'a/b/c': expected NAMESPACE/NAME"),
+        (["--pod", "Game/web-0"], "--pod 'Game/web-0': the namespace must be a DNS label"),
+        (["--pod", "game/web 0"], "--pod 'game/web 0': the name must be a DNS subdomain"),
+        (["--pod=-x/y"], "--pod '-x/y': the namespace must be a DNS label"),
+        (["--marker", "ns/\x1b[31m"], "--marker 'ns/\\x1b[31m': the name must be"),
+        (["--node", ""], "--node '': a node's name must be a DNS subdomain"),
+        (["--node", "a,b"], "--node 'a,b': a node's name must be a DNS subdomain"),
     ],
 )
 def test_usage_errors_exit_2(
