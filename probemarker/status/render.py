@@ -37,6 +37,7 @@ __all__ = [
 
 LIST_VERSION = "probemarker.io/status-list/v1"  # the shape `-o json` prints
 CELL = 60  # characters of a MESSAGE cell
+PROBLEM = 400  # characters of a node's problem (a daemon's error, its stderr, its answer)
 COLUMNS = ("POD", "MARKER/PROBE", "STATE", "COUNT", "LAST", "NEXT", "MESSAGE")
 
 
@@ -250,7 +251,7 @@ def render_text(nodes: Sequence[NodeStatus], *, asked: str | None = None) -> str
     if problems:
         lines += ["", "Nodes:"]
         lines += [
-            f"  {_text(n.node)}{f' ({_text(n.daemon)})' if n.daemon else ''}: {_text(n.problem)}"
+            f"  {_text(n.node)}{f' ({_text(n.daemon)})' if n.daemon else ''}: {_cut(_text(n.problem), PROBLEM)}"
             for n in problems
         ]
     return "\n".join(lines) + "\n"
@@ -265,7 +266,7 @@ def render_json(nodes: Sequence[NodeStatus]) -> str:
             {
                 "node": n.node,
                 "daemon": n.daemon or None,
-                "problem": n.problem,
+                "problem": None if n.problem is None else _cut(n.problem, PROBLEM),
                 "ready": None if n.document is None else n.document.get("ready"),
                 "time": None if n.document is None else n.document.get("time"),
                 "pods": list(n.pods),

@@ -176,3 +176,22 @@ def test_filters_that_match_nothing_are_not_a_success() -> None:
     text = render_text([empty], asked="--pod game/g-9")
     assert "No probes of --pod game/g-9 on the nodes asked" in text
     assert exit_code([node(doc(row()))], asked="--pod game/g-0") == 0
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"error": "e" * 1_000_000},  # a daemon's refusal
+        {"apiVersion": "v" * 1_000_000, "pods": []},  # another version, or garbage
+    ],
+)
+def test_a_daemons_problem_is_cut_on_the_terminal_and_in_json(answer: Any) -> None:
+    """What a daemon (or its reader's stderr) says of itself reaches the terminal cut:
+    a daemon answering too much cannot flood the operator's screen."""
+    problem = document_problem(answer)
+    assert problem is not None
+    nodes = [NodeStatus("n1", "probemarker-system/pm-x", problem=problem)]
+    assert len(render_text(nodes)) < 1000
+    assert len(render_json(nodes)) < 1000
+    stderr = NodeStatus("n1", "pm", problem="probemarker status --local: " + "\x1b" * 100_000)
+    assert len(render_text([stderr])) < 1000
