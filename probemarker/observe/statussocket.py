@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
 import stat
 from collections.abc import Callable
 from types import TracebackType
@@ -99,12 +100,10 @@ class StatusSocket:
         return f"StatusSocket({self.path!r}, answered={self.answered})"
 
     async def __aenter__(self) -> StatusSocket:
-        # umask first: the socket never exists with a wider mode than 0600.
-        previous = os.umask(0o177)
         try:
-            _remove_stale(self.path)
+            listening = _bound(self.path)
             self._server = await asyncio.start_unix_server(
-                self._serve, self.path, limit=REQUEST_LIMIT
+                self._serve, sock=listening, limit=REQUEST_LIMIT
             )
         except OSError as exc:
             raise StatusSocketError(
@@ -112,8 +111,6 @@ class StatusSocket:
                 "path in a directory the daemon may write (the DaemonSet mounts an emptyDir "
                 "at /run/probemarker), or unset it"
             ) from exc
-        finally:
-            os.umask(previous)
         log.info("status.listening", socket=self.path)
         return self
 
@@ -155,6 +152,25 @@ class StatusSocket:
         except ValueError as exc:  # RequestError, or a line past REQUEST_LIMIT
             return orjson.dumps({"error": str(exc)}) + b"\n"
         return orjson.dumps(self._answer(pod, marker)) + b"\n"
+
+
+def _bound(path: str) -> socket.socket:
+    """A Unix socket bound at `path`, made under umask 0177 so that it never exists with
+    a wider mode than 0600. The umask is the process's: it is set and restored with no
+    await between (asyncio's create_unix_server yields after binding), so no other task
+    or thread creates a file under it."""
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        previous = os.umask(0o177)
+        try:
+            _remove_stale(path)
+            listening.bind(path)
+        finally:
+            os.umask(previous)
+    except BaseException:
+        listening.close()
+        raise
+    return listening
 
 
 def _remove_stale(path: str) -> None:

@@ -99,3 +99,29 @@ async def test_a_stale_socket_is_replaced_and_anything_else_refused(tmp_path: Pa
         with pytest.raises(StatusSocketError, match="cannot listen"):
             async with StatusSocket(missing, lambda pod, marker: {}):
                 pass
+
+
+async def test_the_umask_is_the_processs_own_again_before_the_first_await(
+    tmp_path: Path,
+) -> None:
+    """The umask is process-wide: another task that runs while the socket starts (the
+    server yields once after binding) creates its files with the daemon's own umask,
+    not the socket's 0177."""
+    path = str(tmp_path / "status.sock")
+    seen: list[int] = []
+
+    async def meanwhile() -> None:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        seen.append(mask)
+
+    previous = os.umask(0o022)
+    try:
+        async with asyncio.timeout(10):
+            task = asyncio.create_task(meanwhile())
+            async with StatusSocket(path, lambda pod, marker: {}):
+                await task
+                assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    finally:
+        os.umask(previous)
+    assert seen == [0o022]
