@@ -13,8 +13,8 @@ directory of its own (an emptyDir at /run/probemarker in the DaemonSet).
 
 Cost: the server is one listening socket; nothing is built, kept or counted while
 nobody asks. Bounds: a request line of at most `REQUEST_LIMIT` bytes within
-`REQUEST_WAIT` seconds, at most `CONNECTIONS` connections at once (more are closed at
-once), `ANSWER_WAIT` seconds to take the answer.
+`REQUEST_WAIT` seconds, at most `CONNECTIONS` connections at once (more are told the
+daemon is busy and closed), `ANSWER_WAIT` seconds to take the answer.
 """
 
 from __future__ import annotations
@@ -48,6 +48,13 @@ REQUEST_LIMIT = 4096  # bytes of the request line
 REQUEST_WAIT = 5.0  # seconds for the request line
 ANSWER_WAIT = 30.0  # seconds for the reader to take the answer
 CONNECTIONS = 4  # at once
+BUSY_WAIT = 1.0  # seconds for the request of a reader past CONNECTIONS, told it is busy
+BUSY = (
+    orjson.dumps(
+        {"error": f"busy: {CONNECTIONS} readers at once, the most it serves; try again shortly"}
+    )
+    + b"\n"
+)
 
 StatusRequest = tuple["tuple[str, str] | None", "MarkerRef | None"]
 Answer = Callable[["tuple[str, str] | None", "MarkerRef | None"], dict[str, Any]]
@@ -129,6 +136,12 @@ class StatusSocket:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._open >= CONNECTIONS:
+            # Said, not just closed: an empty answer would read as a broken daemon.
+            # The request is read (for a second at most) before closing: a close with it
+            # unread resets the connection, and the reader would lose the answer.
+            writer.write(BUSY)
+            with contextlib.suppress(OSError, ValueError, TimeoutError):
+                await asyncio.wait_for(reader.readline(), BUSY_WAIT)
             writer.close()
             return
         self._open += 1

@@ -125,3 +125,24 @@ async def test_the_umask_is_the_processs_own_again_before_the_first_await(
     finally:
         os.umask(previous)
     assert seen == [0o022]
+
+
+async def test_a_reader_past_the_cap_is_told_the_daemon_is_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Connections past the cap get an error that says so (an empty answer would be
+    printed as "the daemon's answer is not JSON")."""
+    from probemarker.observe import statussocket
+
+    monkeypatch.setattr(statussocket, "CONNECTIONS", 1)
+    path = str(tmp_path / "status.sock")
+    async with asyncio.timeout(10):
+        async with StatusSocket(path, lambda pod, marker: {"ok": True}):
+            _holder, holding = await asyncio.open_unix_connection(path)  # asks nothing yet
+            try:
+                answer = await ask(path, b"\n")
+                assert answer["error"].startswith("busy: ")
+                assert "try again" in answer["error"]
+            finally:
+                holding.close()
+                await holding.wait_closed()
