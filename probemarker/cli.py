@@ -347,22 +347,15 @@ def check_command(args: argparse.Namespace) -> int:
 
 def status_command(args: argparse.Namespace) -> int:
     """`probemarker status`: see probemarker/status/read.py and docs/cli.md."""
-    import anyio
-
-    from probemarker.daemon import settings
-    from probemarker.kube.connect.config import ConfigError
-    from probemarker.kube.connect.errors import ApiError, KubeError
-    from probemarker.status.read import (
-        ReadError,
+    # `--local` runs in the daemon's container, under its memory limit: only the
+    # standard library's socket is loaded for it (status/local.py), checked first.
+    from probemarker.status.local import (
         StatusOptions,
         UsageError,
         check_node,
         check_ref,
         print_local,
-        read_cluster,
-        read_local_socket,
     )
-    from probemarker.status.render import exit_code, render_json, render_text
 
     options = StatusOptions(
         node=args.node,
@@ -378,13 +371,28 @@ def status_command(args: argparse.Namespace) -> int:
         check_node(args.node)
         check_ref(args.pod, "--pod")
         check_ref(args.marker, "--marker")
-        if options.local:
-            try:
-                anyio.run(lambda: print_local(options, os.environ, out=sys.stdout.buffer))
-            except OSError as exc:
-                sys.stderr.write(f"probemarker status --local: {printable(str(exc))}\n")
-                return EXIT_FAILED
-            return EXIT_OK
+    except UsageError as exc:
+        sys.stderr.write(f"probemarker status: {printable(str(exc))}\n")
+        return EXIT_UNREADABLE
+    if options.local:
+        try:
+            print_local(options, os.environ, out=sys.stdout.buffer)
+        except OSError as exc:
+            sys.stderr.write(f"probemarker status --local: {printable(str(exc))}\n")
+            return EXIT_FAILED
+        except KeyboardInterrupt:
+            return EXIT_INTERRUPTED
+        return EXIT_OK
+
+    import anyio
+
+    from probemarker.daemon import settings
+    from probemarker.kube.connect.config import ConfigError
+    from probemarker.kube.connect.errors import ApiError, KubeError
+    from probemarker.status.read import ReadError, read_cluster, read_local_socket
+    from probemarker.status.render import exit_code, render_json, render_text
+
+    try:
         if options.socket is not None:
             nodes = [anyio.run(lambda: read_local_socket(options, os.environ))]
         else:

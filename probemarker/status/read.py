@@ -15,7 +15,7 @@ Three ways to read:
 - `--socket PATH`: a daemon run locally with `--status-socket PATH`;
 - `--local`: inside the daemon's container, the socket at `--socket` (default
   `PROBEMARKER_STATUS_SOCKET`, else `DEFAULT_SOCKET`): its answer is printed as it
-  is (the reader above parses it).
+  is (the reader above parses it); status/local.py, on the standard library only.
 
 Every answer is bounded: `ANSWER_LIMIT` bytes from the socket and from an exec (the
 rest is dropped and the node named with the fix: narrow with --pod or --marker).
@@ -23,23 +23,33 @@ rest is dropped and the node named with the fix: narrow with --pod or --marker).
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import orjson
 
-from probemarker.api.fields import printable
-from probemarker.api.names import dns1123_label_problems, dns1123_subdomain_problems
 from probemarker.daemon.settings import RunSettings
 from probemarker.kube.connect.client import ClientSettings, KubeClient
 from probemarker.kube.connect.errors import ApiForbidden, ApiNotFound
 from probemarker.kube.connect.resources import PODS
 from probemarker.kube.exec.execresult import ExecExited, ExecNotStarted
 from probemarker.kube.exec.execstream import ExecSettings, run_exec
+from probemarker.status.local import (
+    ANSWER_LIMIT,
+    DAEMON_CONTAINER,
+    DAEMON_NAMESPACE,
+    DAEMON_SELECTOR,
+    DEFAULT_SOCKET,
+    SOCKET_WAIT,
+    StatusOptions,
+    UsageError,
+    read_answer,
+    request_line,
+    socket_path,
+)
 from probemarker.status.render import NodeStatus, document_problem, select
 
 __all__ = [
@@ -50,83 +60,16 @@ __all__ = [
     "ReadError",
     "StatusOptions",
     "UsageError",
-    "print_local",
     "read_cluster",
     "read_socket",
 ]
 
-DAEMON_NAMESPACE = "probemarker-system"
-DAEMON_SELECTOR = "app.kubernetes.io/name=probemarker"
-DAEMON_CONTAINER = "probemarker"
-DEFAULT_SOCKET = "/run/probemarker/status.sock"
-SOCKET_ENV = "PROBEMARKER_STATUS_SOCKET"
-ANSWER_LIMIT = 32 << 20  # bytes of one daemon's answer
 NODES_AT_ONCE = 8
-SOCKET_WAIT = 20.0  # seconds for the daemon's answer on its socket
 EXEC_WAIT = 40.0  # seconds for an exec of the reader, its start included
-
-
-class UsageError(Exception):
-    """A problem with the command line: printed, exit 2."""
 
 
 class ReadError(Exception):
     """The daemons could not be listed (RBAC, an unreachable cluster): printed, exit 1."""
-
-
-@dataclass(frozen=True, slots=True)
-class StatusOptions:
-    node: str | None = None
-    pod: str | None = None  # NS/NAME
-    marker: str | None = None  # NS/NAME
-    output: str = "text"
-    local: bool = False
-    socket: str | None = None
-    daemon_namespace: str = DAEMON_NAMESPACE
-    daemon_selector: str = DAEMON_SELECTOR
-    daemon_container: str = DAEMON_CONTAINER
-
-
-def check_ref(text: str | None, flag: str) -> None:
-    """`NS/NAME` (a namespace and an object's name as the API server takes them) or
-    UsageError naming the flag and the fix: a value no object can have would match
-    nothing and be passed on to the daemon's reader as an argument."""
-    if text is None:
-        return
-    namespace, sep, name = text.partition("/")
-    if not sep or not namespace or not name or "/" in name:
-        raise UsageError(
-            f"{flag} '{printable(text)}': expected NAMESPACE/NAME, for example default/web-0"
-        )
-    problems = dns1123_label_problems(namespace)
-    if problems:
-        raise UsageError(
-            f"{flag} '{printable(text)}': the namespace {problems[0]}; expected NAMESPACE/NAME, "
-            "for example default/web-0"
-        )
-    problems = dns1123_subdomain_problems(name)
-    if problems:
-        raise UsageError(
-            f"{flag} '{printable(text)}': the name {problems[0]}; expected NAMESPACE/NAME, "
-            "for example default/web-0"
-        )
-
-
-def check_node(text: str | None) -> None:
-    """A node's name (a DNS subdomain) or UsageError naming --node and the fix: an empty
-    or malformed one would select other pods than a node's (`spec.nodeName=`)."""
-    if text is None:
-        return
-    problems = dns1123_subdomain_problems(text)
-    if problems:
-        raise UsageError(
-            f"--node '{printable(text)}': a node's name {problems[0]} "
-            "(kubectl get nodes lists them)"
-        )
-
-
-def _request(options: StatusOptions) -> bytes:
-    return orjson.dumps({"pod": options.pod, "marker": options.marker}) + b"\n"
 
 
 def _filters(options: StatusOptions) -> list[str]:
@@ -138,49 +81,12 @@ def _filters(options: StatusOptions) -> list[str]:
     return args
 
 
-def socket_path(options: StatusOptions, environ: Mapping[str, str]) -> str:
-    return options.socket or environ.get(SOCKET_ENV) or DEFAULT_SOCKET
-
-
 async def read_socket(path: str, options: StatusOptions) -> bytes:
-    """The daemon's answer at `path`; OSError (with a message that says what to check)
-    when there is none."""
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        with anyio.fail_after(SOCKET_WAIT):
-            reader, writer = await asyncio.open_unix_connection(path, limit=1 << 16)
-            try:
-                writer.write(_request(options))
-                await writer.drain()
-                while chunk := await reader.read(1 << 16):
-                    size += len(chunk)
-                    if size > ANSWER_LIMIT:
-                        break
-                    chunks.append(chunk)
-            finally:
-                writer.close()
-    except TimeoutError as exc:
-        raise OSError(f"status socket {path}: no answer within {SOCKET_WAIT:.0f}s") from exc
-    except FileNotFoundError as exc:
-        raise OSError(
-            f"status socket {path}: not found; is the daemon running with "
-            f"--status-socket {path} (PROBEMARKER_STATUS_SOCKET)?"
-        ) from exc
-    except OSError as exc:
-        raise OSError(f"status socket {path}: {exc.strerror or exc}") from exc
-    if size > ANSWER_LIMIT:
-        raise OSError(
-            f"status socket {path}: the answer is larger than {ANSWER_LIMIT >> 20} MiB; "
-            "narrow it with --pod or --marker"
-        )
-    return b"".join(chunks)
-
-
-async def print_local(options: StatusOptions, environ: Mapping[str, str], *, out: Any) -> None:
-    """`--local`: the daemon's answer on stdout as it is (bytes, `out` a binary stream)."""
-    out.write(await read_socket(socket_path(options, environ), options))
-    out.flush()
+    """The daemon's answer at `path` (`local.read_answer`, in a worker thread); OSError
+    (with a message that says what to check) when there is none."""
+    return await anyio.to_thread.run_sync(
+        functools.partial(read_answer, path, request_line(options))
+    )
 
 
 def _parsed(node: str, daemon: str, text: str | bytes, options: StatusOptions) -> NodeStatus:

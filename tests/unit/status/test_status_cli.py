@@ -47,9 +47,9 @@ async def test_an_answer_past_the_limit_is_refused_with_the_fix(
 ) -> None:
     import asyncio
 
-    from probemarker.status import read
+    from probemarker.status import local, read
 
-    monkeypatch.setattr(read, "ANSWER_LIMIT", 1000)
+    monkeypatch.setattr(local, "ANSWER_LIMIT", 1000)
     path = str(tmp_path / "big.sock")
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -63,3 +63,29 @@ async def test_an_answer_past_the_limit_is_refused_with_the_fix(
         async with server:
             with pytest.raises(OSError, match=r"larger than .* narrow it with --pod or --marker"):
                 await read.read_socket(path, read.StatusOptions())
+
+
+def test_the_reader_in_the_daemons_container_loads_no_event_loop_or_client(
+    tmp_path: Path,
+) -> None:
+    """`status --local` runs under the daemon's memory limit, once per node asked: it
+    loads the standard library's socket, not asyncio, anyio, aiohttp or our API client
+    (which took it from 20 to 45 MiB of RSS beside the daemon)."""
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "none.sock")
+    code = (
+        "import sys\n"
+        "from probemarker.cli import main\n"
+        f"rc = main(['status', '--local', '--socket', {path!r}, '--pod', 'ns/p'])\n"
+        "heavy = ('asyncio', 'anyio', 'aiohttp', 'kubernetes_asyncio', 'probemarker.kube', "
+        "'probemarker.status.read')\n"
+        "print(rc, sorted({m for m in sys.modules for h in heavy "
+        "if m == h or m.startswith(h + '.')}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout.strip() == "1 []", done.stderr
+    assert "not found; is the daemon running with --status-socket" in done.stderr
