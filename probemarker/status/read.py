@@ -142,6 +142,19 @@ def _daemon_problem(raw: Mapping[str, Any], container: str) -> tuple[bool, str |
     return True, None
 
 
+def reader_failed(exit_code: int, stderr: str) -> str:
+    """Why `probemarker status --local` failed in a daemon's container: its last line of
+    stderr, or, from an image older than the command (its parser refuses `status` or
+    `--local`, exit 2), which image to run."""
+    said = stderr.strip().splitlines()[-1:] or [f"exit code {exit_code}"]
+    if exit_code == 2 and ("invalid choice: 'status'" in said[0] or "--local" in said[0]):
+        return (
+            "the daemon's image has no `probemarker status --local` (a release older than "
+            "the status command): upgrade the DaemonSet to this probemarker's image"
+        )
+    return f"probemarker status --local: {said[0]}"
+
+
 async def _ask(client: KubeClient, raw: Mapping[str, Any], options: StatusOptions) -> NodeStatus:
     meta = raw.get("metadata") or {}
     namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
@@ -170,8 +183,7 @@ async def _ask(client: KubeClient, raw: Mapping[str, Any], options: StatusOption
                 "--pod or --marker",
             )
         if result.exit_code != 0:
-            said = result.stderr.strip().splitlines()[-1:] or [f"exit code {result.exit_code}"]
-            return NodeStatus(node, daemon, problem=f"probemarker status --local: {said[0]}")
+            return NodeStatus(node, daemon, problem=reader_failed(result.exit_code, result.stderr))
         status = _parsed(node, daemon, result.stdout, options)
         if problem is not None and status.document is not None:
             return NodeStatus.answered(node, daemon, status.document, problem)

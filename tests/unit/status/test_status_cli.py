@@ -89,3 +89,29 @@ def test_the_reader_in_the_daemons_container_loads_no_event_loop_or_client(
     )
     assert done.stdout.strip() == "1 []", done.stderr
     assert "not found; is the daemon running with --status-socket" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "stderr", "problem"),
+    [
+        (
+            2,
+            "usage: probemarker [-h]\nprobemarker: error: argument command: invalid choice: "
+            "'status' (choose from 'run', 'validate', 'check')\n",
+            "the daemon's image has no `probemarker status --local`",
+        ),
+        (
+            2,
+            "probemarker: error: unrecognized arguments: --local\n",
+            "the daemon's image has no `probemarker status --local`",
+        ),
+        (1, "probemarker status --local: status socket /x: not found\n", "socket /x: not found"),
+        (137, "", "probemarker status --local: exit code 137"),
+    ],
+)
+def test_a_reader_that_fails_in_the_daemons_container_says_why(
+    exit_code: int, stderr: str, problem: str
+) -> None:
+    from probemarker.status.read import reader_failed
+
+    assert problem in reader_failed(exit_code, stderr)
