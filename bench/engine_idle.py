@@ -30,6 +30,8 @@ see bench/kubeconfig_rss.py).
     python bench/engine_idle.py --seconds 300        # the 5 minutes
     python bench/engine_idle.py --only rss           # 1,000 pods, 3,000 probes
     python bench/engine_idle.py --only all
+    python bench/engine_idle.py --status-socket      # the daemon serves its status socket
+                                                     # (as the DaemonSet), nobody asks
 
 `bench/engine_latency.py` and `bench/daemon_kinds.py` drive the same children (`Child`,
 `serve_sim`, `serve_daemon`). Prints the figures and the command that reproduces them.
@@ -479,13 +481,17 @@ def _measure(child: Child, sim: Child, *, warmup: float, seconds: float) -> dict
 def bench_idle(args: argparse.Namespace) -> dict[str, Any]:
     sim, info = start_sim()
     incluster = not args.kubeconfig_load
+    daemon_settings: dict[str, Any] = {}
+    if args.status_socket:  # served, as the DaemonSet does; never asked here
+        socket = Path(info["kubeconfig"]).parent / f"status-{os.getpid()}.sock"
+        daemon_settings["status_socket"] = str(socket)
     try:
         sim.call("pods", count=args.idle_pods)
         sim.call("marker", body=marker_body(probes=3, period=args.period, policies=_label))
         figures = {}
         starts: dict[str, Callable[[], Child]] = {
             "floor": lambda: Child(serve_floor, info, incluster, args.idle_pods, 3, args.period),
-            "daemon": lambda: Child(serve_daemon, info, incluster, {}),
+            "daemon": lambda: Child(serve_daemon, info, incluster, daemon_settings),
         }
         for name, start in starts.items():
             process = start()
@@ -533,9 +539,10 @@ def _print_idle(args: argparse.Namespace, figures: dict[str, Any]) -> None:
         else "default length; --seconds 300 for the issue's 5 minutes"
     )
     how = "through the kubeconfig" if args.kubeconfig_load else "in-cluster (token file + CA)"
+    serving = "; status socket served, never asked" if args.status_socket else ""
     print(
         f"idle node: {args.idle_pods} pods x 3 exec probes, period {args.period:g} s "
-        f"({rate:g} execs/s), connected {how}; window {args.seconds:g} s ({length})"
+        f"({rate:g} execs/s), connected {how}; window {args.seconds:g} s ({length}){serving}"
     )
     print(
         f"{'process':<38} {'warm-up s':>9} {'CPU s':>7} {'CPU %':>6} {'execs':>6} "
@@ -598,6 +605,11 @@ def main() -> int:
     parser.add_argument("--period", type=int, default=10, help="idle: probe period")
     parser.add_argument("--pods", type=int, default=1000, help="rss: pods (3 probes each)")
     parser.add_argument("--settle", type=float, default=10.0, help="rss: after ready")
+    parser.add_argument(
+        "--status-socket",
+        action="store_true",
+        help="idle: the daemon serves its status socket (as the DaemonSet), nobody asks",
+    )
     parser.add_argument(
         "--kubeconfig-load",
         action="store_true",

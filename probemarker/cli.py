@@ -1,7 +1,8 @@
-"""The `probemarker` command: run, validate, check, crd, sim, demo.
+"""The `probemarker` command: run, validate, check, status, crd, sim, demo.
 
 Stage: the front door. Parses arguments and dispatches: `validate` to
-check/validate.py, `check` to check/run.py, `run` to daemon/app.py, `demo` to demo/,
+check/validate.py, `check` to check/run.py, `status` to status/read.py and
+status/render.py, `run` to daemon/app.py, `demo` to demo/,
 `sim` to sim/cli.py, `crd` to api/crd.py; each command's imports are made when it runs.
 What it does itself: resolve the settings, map a command's errors to a message and an
 exit code. See docs/cli.md.
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 # imports of every command.
 
 EXIT_OK = 0
+EXIT_FAILED = 1
 EXIT_UNREADABLE = 2
 
 
@@ -49,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("files", nargs="+", metavar="FILE")
     _add_check(commands)
+    _add_status(commands)
     commands.add_parser(
         "crd",
         help="print the PodProbeMarker CustomResourceDefinition",
@@ -159,6 +162,57 @@ def _add_check(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     settings.add_arguments(check, only=settings.CONNECTION_FIELDS)
 
 
+def _add_status(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    status = commands.add_parser(
+        "status",
+        help="what each node's daemon holds now: every probe's state, count, last and next "
+        "run, and the pending writes",
+        description="Ask the daemon on each node (or on --node) what it holds, through the "
+        "API server with your own credentials: the daemon pods are listed and `probemarker "
+        "status --local` runs in each through pods/exec (needs list on pods and get and "
+        "create on pods/exec in the daemon's namespace; docs/rbac.md). One row a probe: its "
+        "decided state, the consecutive results counted towards the next threshold, the last "
+        "run, the next run or why it does not run; then each pod's pending write and what it "
+        "waits for, then each node whose daemon is missing, not ready or unreachable. Exit 0: "
+        "every probe shown is decided and its pod written; 1: otherwise; 2: a usage error. "
+        "See docs/cli.md.",
+    )
+    status.add_argument("--node", metavar="NODE", help="only this node's daemon")
+    status.add_argument("--pod", metavar="NS/NAME", help="only this pod's probes")
+    status.add_argument("--marker", metavar="NS/NAME", help="only this marker's probes")
+    status.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text", help="text (default) or json"
+    )
+    status.add_argument(
+        "--socket",
+        metavar="PATH",
+        help="read a daemon's status socket directly (a daemon run locally with "
+        "--status-socket PATH) instead of the cluster's daemons",
+    )
+    status.add_argument(
+        "--local",
+        action="store_true",
+        help="inside the daemon's container: print its socket's answer as it is (what "
+        "`status` runs through pods/exec); the socket: --socket, else "
+        "$PROBEMARKER_STATUS_SOCKET, else /run/probemarker/status.sock",
+    )
+    status.add_argument(
+        "--daemon-namespace",
+        metavar="NS",
+        default="probemarker-system",
+        help="the namespace of the daemon pods (default: probemarker-system)",
+    )
+    status.add_argument(
+        "--daemon-selector",
+        metavar="SELECTOR",
+        default="app.kubernetes.io/name=probemarker",
+        help="the label selector of the daemon pods (default: app.kubernetes.io/name=probemarker)",
+    )
+    from probemarker.daemon import settings
+
+    settings.add_arguments(status, only=("kubeconfig", "context"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["sim"]:
@@ -188,6 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_command(args)
     if args.command == "check":
         return check_command(args)
+    if args.command == "status":
+        return status_command(args)
     if signals is not None:
         return demo_command(args, signals)
     if args.command == "crd":
@@ -224,10 +280,11 @@ def run_command(args: argparse.Namespace) -> int:
         from probemarker.daemon.app import run_daemon  # the daemon's imports, only when it runs
         from probemarker.kube.connect.config import ConfigError
         from probemarker.observe.serve import MetricsServerError
+        from probemarker.observe.statussocket import StatusSocketError
 
         try:
             return anyio.run(run_daemon, resolved)
-        except (ConfigError, MetricsServerError) as exc:
+        except (ConfigError, MetricsServerError, StatusSocketError) as exc:
             sys.stderr.write(f"probemarker run: {exc}\n")
             return EXIT_UNREADABLE
     except _StoppedStarting as stopped:
@@ -286,6 +343,88 @@ def check_command(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+
+
+def status_command(args: argparse.Namespace) -> int:
+    """`probemarker status`: see probemarker/status/read.py and docs/cli.md."""
+    # `--local` runs in the daemon's container, under its memory limit: only the
+    # standard library's socket is loaded for it (status/local.py), checked first.
+    from probemarker.status.local import (
+        StatusOptions,
+        UsageError,
+        check_node,
+        check_ref,
+        print_local,
+    )
+
+    options = StatusOptions(
+        node=args.node,
+        pod=args.pod,
+        marker=args.marker,
+        output=args.output,
+        local=args.local,
+        socket=args.socket,
+        daemon_namespace=args.daemon_namespace,
+        daemon_selector=args.daemon_selector,
+    )
+    try:
+        check_node(args.node)
+        check_ref(args.pod, "--pod")
+        check_ref(args.marker, "--marker")
+    except UsageError as exc:
+        sys.stderr.write(f"probemarker status: {printable(str(exc))}\n")
+        return EXIT_UNREADABLE
+    if options.local:
+        try:
+            print_local(options, os.environ, out=sys.stdout.buffer)
+        except OSError as exc:
+            sys.stderr.write(f"probemarker status --local: {printable(str(exc))}\n")
+            return EXIT_FAILED
+        except KeyboardInterrupt:
+            return EXIT_INTERRUPTED
+        return EXIT_OK
+
+    import anyio
+
+    from probemarker.daemon import settings
+    from probemarker.kube.connect.config import ConfigError
+    from probemarker.kube.connect.errors import ApiError, KubeError
+    from probemarker.status.read import ReadError, read_cluster, read_local_socket
+    from probemarker.status.render import exit_code, render_json, render_text
+
+    try:
+        if options.socket is not None:
+            nodes = [anyio.run(lambda: read_local_socket(options, os.environ))]
+        else:
+            resolved = settings.resolve_connection(args, os.environ)
+            nodes = anyio.run(lambda: read_cluster(options, resolved))
+    except (UsageError, ConfigError, settings.SettingsError) as exc:
+        sys.stderr.write(f"probemarker status: {printable(str(exc))}\n")
+        return EXIT_UNREADABLE
+    except ReadError as exc:
+        sys.stderr.write(f"probemarker status: {printable(str(exc))}\n")
+        return EXIT_FAILED
+    except ApiError as exc:
+        sys.stderr.write(f"probemarker status: the API server refused: {printable(str(exc))}\n")
+        return EXIT_FAILED
+    except KubeError as exc:
+        sys.stderr.write(
+            f"probemarker status: the cluster did not answer: {printable(str(exc))}; check "
+            "the kubeconfig (--kubeconfig, --context) and that its server is reachable\n"
+        )
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    asked = " ".join(
+        f"{flag} {value}"
+        for flag, value in (("--pod", args.pod), ("--marker", args.marker))
+        if value
+    )
+    text = (
+        render_json(nodes) if options.output == "json" else render_text(nodes, asked=asked or None)
+    )
+    sys.stdout.write(text)
+    return exit_code(nodes, asked=asked or None)
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)

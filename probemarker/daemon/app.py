@@ -44,6 +44,7 @@ import anyio
 import structlog
 
 from probemarker.api import rules
+from probemarker.api.model import MarkerRef
 from probemarker.cri.client import RuntimeInfo
 from probemarker.daemon.assembly import client_settings, connect, exec_connections, probe_handlers
 from probemarker.daemon.settings import RunSettings
@@ -70,6 +71,8 @@ from probemarker.observe.health import Health, HealthSettings, Heartbeat
 from probemarker.observe.looperrors import LoopErrors
 from probemarker.observe.metrics import HTTPPool, InformerSnapshot, Snapshot, build_registry
 from probemarker.observe.serve import MetricsServer
+from probemarker.observe.snapshot import build_snapshot
+from probemarker.observe.statussocket import StatusSocket
 from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.runner import ProbeRunner
 from probemarker.watch.markers import marker_projection, marker_resource
@@ -254,6 +257,23 @@ class Daemon:
             http=HTTPPool(idle=self.http.idle, limit=self.http.max_idle, stats=self.http.stats),
         )
 
+    def status(
+        self, pod: tuple[str, str] | None = None, marker: MarkerRef | None = None
+    ) -> dict[str, Any]:
+        """What the daemon holds of its node's pods (only `pod`, only `marker`'s probes
+        when given), for `probemarker status` (observe/snapshot.py); built only when
+        asked."""
+        seen = self.engine.inspect(pod=pod, marker=marker)
+        writes = {p.view.uid: self.writer.pending(p.view.uid, p.view, p.desired) for p in seen}
+        return build_snapshot(
+            node=self.settings.node,
+            ready=self.ready.is_set(),
+            pods=seen,
+            writes=writes,
+            wall_now=time.time(),
+            clock_now=self._clock.now(),
+        )
+
     def _hold_changed(self, probe: Hashable) -> None:
         """A hold of a probe's command started or ended: the pod's record follows."""
         if isinstance(probe, ProbeKey):
@@ -285,6 +305,7 @@ class Daemon:
         # connection meanwhile would be a Warning (observe/health.py).
         async with (
             self._serving(),
+            self._status_socket(),
             self._marks,
             self.handlers.opened(),
             anyio.create_task_group() as inputs,
@@ -360,6 +381,15 @@ class Daemon:
                 yield
             finally:
                 beats.cancel_scope.cancel()
+
+    @contextlib.asynccontextmanager
+    async def _status_socket(self) -> AsyncIterator[None]:
+        """The socket `probemarker status` reads (--status-socket); nothing when unset."""
+        if not self.settings.status_socket:
+            yield
+            return
+        async with StatusSocket(self.settings.status_socket, self.status):
+            yield
 
     async def _synced_unless(self, stop: anyio.Event) -> bool:
         """True once both stores hold their first LIST; False if `stop` is set first."""

@@ -54,6 +54,8 @@ class RunSettings:
     log_level: str = "info"
     # /healthz, /readyz and /metrics; "0": no server (observe/address.py says what parses).
     metrics_address: str = ":9808"
+    # The Unix socket `probemarker status` reads (observe/statussocket.py); "": none.
+    status_socket: str = ""
 
 
 _HELP: Mapping[str, str] = {
@@ -95,6 +97,9 @@ _HELP: Mapping[str, str] = {
     "metrics_address": "where /healthz, /readyz and /metrics listen: HOST:PORT, :PORT "
     "(every interface) or [IPV6]:PORT; port 0 takes any free port (127.0.0.1:0); "
     "0 alone turns the server off",
+    "status_socket": "a Unix socket (an absolute path) where the daemon answers `probemarker "
+    "status` with what it holds, read from inside its own container and never served to the "
+    "network; the DaemonSet sets /run/probemarker/status.sock, an emptyDir (docs/cli.md)",
 }
 
 # What an unset setting means, where its empty default would say nothing.
@@ -103,6 +108,7 @@ _DEFAULT_TEXT: Mapping[str, str] = {
     "context": "the kubeconfig's current-context",
     "namespaces": "all namespaces",
     "log_format": "auto: console on a terminal, else JSON",
+    "status_socket": "no socket: `probemarker status` cannot read this daemon",
 }
 
 # The placeholder shown in --help; a field not named here gets one from its type.
@@ -117,6 +123,7 @@ _METAVARS: Mapping[str, str] = {
     "log_format": "FORMAT",
     "log_level": "LEVEL",
     "metrics_address": "ADDRESS",
+    "status_socket": "PATH",
 }
 
 
@@ -206,6 +213,19 @@ def _node_name(text: str) -> str:
     return text
 
 
+# A Unix socket's path fits in sockaddr_un's sun_path (108 bytes with its NUL on Linux).
+_SOCKET_PATH_BYTES = 107
+
+
+def _socket_file(text: str) -> None:
+    """An absolute path short enough for a Unix socket; ValueError saying why not."""
+    path = text.strip()
+    if not path.startswith("/"):
+        raise ValueError("expected an absolute path, e.g. /run/probemarker/status.sock")
+    if len(path.encode()) > _SOCKET_PATH_BYTES:
+        raise ValueError(f"a Unix socket's path has at most {_SOCKET_PATH_BYTES} bytes")
+
+
 def _checked_text(check: Callable[[str], object]) -> Callable[[str], str]:
     """The text, stripped, once `check` (which raises ValueError saying why) accepts it:
     for settings kept as text and parsed again where they are used."""
@@ -246,6 +266,7 @@ _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "log_format": _choice("auto", "json", "console"),
     "log_level": _choice("debug", "info", "warning", "error"),
     "metrics_address": _checked_text(parse_listen_address),
+    "status_socket": _checked_text(_socket_file),
 }
 
 

@@ -55,11 +55,12 @@ from probemarker.decide.decide import (
     step,
 )
 from probemarker.engine.report import EventSink, Reporter
+from probemarker.engine.seen import LastRun, PodSeen, ProbeSeen, waiting_of
 from probemarker.kit.clock import Clock
 from probemarker.kit.histogram import Histogram
 from probemarker.kube.watch.cache import Entry, ObjectKey
 from probemarker.match.identity import HeldCommand, OwnerRef, ProbeKey
-from probemarker.match.match import diff_matches, match_pod
+from probemarker.match.match import diff_matches, match_pod, selector_matches
 from probemarker.probe.handler import probe_target
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.ports import unresolved_port
@@ -121,6 +122,7 @@ class _Probe:
     thresholds: ThresholdState
     unknown_streak: int = 0
     blocked: str | None = None  # why it cannot run, as last reported on the pod
+    last: LastRun | None = None  # read by `probemarker status` only (Engine.inspect)
 
 
 @dataclass(slots=True)
@@ -330,7 +332,8 @@ class Engine:
             spec = probe.spec
             kind = action_kind(spec.handler)
             facts = pod.view.containers.get(key.container)
-            passage = gate(facts, spec.timing, now=self._wall())
+            wall = self._wall()
+            passage = gate(facts, spec.timing, now=wall)
             if passage is Gate.WAIT or facts is None:
                 return
             if passage is Gate.RUN and self._runner.busy(spec.handler, key, facts.container_id):
@@ -338,6 +341,7 @@ class Engine:
                 # second one beside it. Skipped, not queued; the last outcome stands.
                 self.stats.periods_skipped += 1
                 return
+            took = 0.0
             if passage is Gate.NOT_RUNNING:
                 outcome = Outcome.failed(f"container {key.container} is not running")
             elif (blocked := await self._blocked(key, probe, pod.view, facts)) is not None:
@@ -346,8 +350,10 @@ class Engine:
                 target = probe_target(pod.view, key, facts)
                 started = self._clock.now()
                 outcome = await self._runner.run(spec, target)
-                self.stats.durations[kind].observe(self._clock.now() - started)
+                took = self._clock.now() - started
+                self.stats.durations[kind].observe(took)
             self.stats.runs[(kind, str(outcome.result))] += 1
+            probe.last = LastRun(wall, took, outcome)
             self._apply(key, spec, outcome)
         finally:
             self._book_next(key, due)
@@ -419,6 +425,27 @@ class Engine:
         pod = self._pods.get(view.uid)
         if pod is None or not view.active or not pod.view.active:
             return None
+        desired = self._desired(pod, view)
+        standing = {c.identity: c for c in desired.conflicts}
+        for identity, conflict in sorted(standing.items(), key=lambda item: str(item[0])):
+            if identity not in pod.conflicts and not conflict.recorded:
+                self._report.conflict(view, conflict)
+        pod.conflicts = frozenset(standing)
+        live = {key.owner: spec for key, spec in pod.probes.items()}
+        self._report_invalid(pod, view, desired.invalid, live)
+        if desired.record_problem != pod.record_problem:
+            pod.record_problem = desired.record_problem
+            if desired.record_problem is not None:  # one line per pod per problem
+                log.warning(
+                    "pod.record_problem",
+                    pod=f"{view.namespace}/{view.name}",
+                    problem=desired.record_problem,
+                )
+        return desired
+
+    def _desired(self, pod: _Pod, view: PodView) -> DesiredPod:
+        """The desired state of `view` (the pod `pod` as the writer sees it), with
+        nothing reported: `plan` reports what it finds, `inspect` only reads."""
         decided = []
         live: dict[OwnerRef, ProbeSpec | None] = {}
         commands = self._held_commands(pod)
@@ -437,21 +464,82 @@ class Engine:
         ends = [end for o in desired.record if (end := held.get(o.marker)) is not None]
         if ends:
             desired = replace(desired, revisit_after=max(0.0, min(ends) - self._clock.now()))
-        standing = {c.identity: c for c in desired.conflicts}
-        for identity, conflict in sorted(standing.items(), key=lambda item: str(item[0])):
-            if identity not in pod.conflicts and not conflict.recorded:
-                self._report.conflict(view, conflict)
-        pod.conflicts = frozenset(standing)
-        self._report_invalid(pod, view, desired.invalid, live)
-        if desired.record_problem != pod.record_problem:
-            pod.record_problem = desired.record_problem
-            if desired.record_problem is not None:  # one line per pod per problem
-                log.warning(
-                    "pod.record_problem",
-                    pod=f"{view.namespace}/{view.name}",
-                    problem=desired.record_problem,
-                )
         return desired
+
+    # -- what it holds, for `probemarker status` ---------------------------------------
+
+    def inspect(
+        self, *, pod: tuple[str, str] | None = None, marker: MarkerRef | None = None
+    ) -> list[PodSeen]:
+        """Every pod with a probe (or a marker that selects it and cannot probe it: a
+        container it lacks, a pod terminating), by namespace/name; only `pod`
+        (namespace, name) and only `marker`'s probes when given. Read only when asked:
+        nothing here is kept or reported."""
+        now = self._wall()
+        seen = []
+        for entry in self._pods.values():
+            view = entry.view
+            if pod is not None and (view.namespace, view.name) != pod:
+                continue
+            rows = [
+                self._seen(key, probe, view, now)
+                for key in sorted(entry.probes)
+                if (marker is None or key.marker == marker)
+                and (probe := self._probes.get(key)) is not None
+            ]
+            rows += self._not_probed(view, marker, now)
+            if rows:
+                desired = self._desired(entry, view) if view.active else None
+                seen.append(PodSeen(view, tuple(rows), desired))
+        seen.sort(key=lambda p: (p.view.namespace, p.view.name))
+        return seen
+
+    def _seen(self, key: ProbeKey, probe: _Probe, view: PodView, now: float) -> ProbeSeen:
+        spec = probe.spec
+        facts = view.containers.get(key.container)
+        held = facts is not None and self._runner.busy(spec.handler, key, facts.container_id)
+        waiting, detail = waiting_of(
+            view, key.container, facts, spec.timing, now=now, held=held, blocked=probe.blocked
+        )
+        return ProbeSeen(
+            key=key,
+            spec=spec,
+            kind=action_kind(spec.handler),
+            thresholds=probe.thresholds,
+            last=probe.last,
+            due=self.dispatcher.due(key),
+            running=self.dispatcher.is_running(key),
+            waiting=waiting,
+            detail=detail,
+            unknown_runs=probe.unknown_streak,
+        )
+
+    def _not_probed(self, view: PodView, marker: MarkerRef | None, now: float) -> list[ProbeSeen]:
+        """The probes of markers that select `view` but are not run: a container the pod
+        lacks, or a pod being deleted or finished (`match_pod` leaves both out)."""
+        rows = []
+        for found in sorted(self._markers.running(view.namespace), key=lambda m: str(m.ref)):
+            if marker is not None and found.ref != marker:
+                continue
+            if not selector_matches(found.selector, view.labels):
+                continue
+            for spec in found.probes:
+                facts = view.containers.get(spec.container_name)
+                if view.active and facts is not None:
+                    continue  # it runs (a row of its own)
+                key = ProbeKey(view.uid, spec.container_name, found.ref, spec.name)
+                waiting, detail = waiting_of(view, spec.container_name, facts, spec.timing, now=now)
+                rows.append(
+                    ProbeSeen(
+                        key=key,
+                        spec=spec,
+                        kind=action_kind(spec.handler),
+                        thresholds=ThresholdState(),
+                        waiting=waiting,
+                        detail=detail,
+                    )
+                )
+        return rows
 
     def _held_commands(self, pod: _Pod) -> dict[OwnerRef, HeldCommand]:
         """The probes of `pod` whose command may still run in their container: the

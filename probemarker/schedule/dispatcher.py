@@ -152,6 +152,10 @@ class Dispatcher(Generic[K]):
         """The loop is waiting for its next deadline or a wake-up (and not woken yet)."""
         return self._nap_scope is not None and not self._nap_scope.cancel_called
 
+    def is_running(self, key: K) -> bool:
+        """A run of `key` is in progress."""
+        return key in self._running
+
     def due(self, key: K) -> float | None:
         """When `key`'s pending entry is due, or None if it has none."""
         due = self._wheel.due(key)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from probemarker.kit.clock import Clock
+from probemarker.write.pending import FlushState
 
 __all__ = ["FlushQueue"]
 
@@ -71,6 +72,13 @@ class FlushQueue(Generic[K]):
     def busy(self) -> bool:
         """Any pod pending or being flushed."""
         return any(e.due is not None or e.flushing or e.again for e in self._entries.values())
+
+    def state(self, key: K) -> FlushState | None:
+        """Where `key` stands (a copy), or None when it is not queued; for `status`."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        return FlushState(entry.due, entry.flushing or entry.again, entry.hold_until)
 
     def mark(self, key: K) -> bool:
         """A change: flush after the coalescing window. True when a sooner due was booked

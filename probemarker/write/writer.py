@@ -80,6 +80,7 @@ from probemarker.watch.pods import PodUID, PodView, pod_view
 from probemarker.write.desired import DesiredPod
 from probemarker.write.ownership import pod_projection
 from probemarker.write.patch import build_patch, changes_of
+from probemarker.write.pending import FlushState, PendingWrite, why_waiting
 from probemarker.write.queue import FlushQueue
 from probemarker.write.restrict import Scope, hold_messages, message_due, restrict
 
@@ -200,6 +201,38 @@ class PodWriter:
     def tracked(self) -> int:
         """Pods the writer keeps state for (a pod that is gone is dropped at its flush)."""
         return len(self._pods)
+
+    def pending(
+        self, uid: PodUID, view: PodView, desired: DesiredPod | None
+    ) -> PendingWrite | None:
+        """What a write of `desired` would change on the pod and why it has not gone out;
+        None when nothing differs (or nothing is written to the pod). For `probemarker
+        status`: reads the writer's state, changes nothing."""
+        if desired is None:
+            return None
+        state = self._pods.get(uid)
+        if state is not None and state.fresh is not None:
+            current = self._lookup(uid)  # as `_base`: our last write's answer if newer
+            seen = None if current is None else _version(current[1])
+            if seen is not None and state.fresh[0] > seen:
+                view = state.fresh[1]
+        now = self._clock.now()
+        scope = Scope.FULL if state is None or now >= state.scope_until else state.scope
+        target = restrict(desired, view, scope)
+        if not build_patch(pod=view, desired=target, now=""):
+            return None
+        message_until = None
+        if state is not None and not build_patch(
+            pod=view, desired=hold_messages(target, view), now=""
+        ):
+            message_until = message_due(
+                seen=state.seen, written=state.written, refresh=self.settings.message_refresh
+            )
+        flush = self._queue.state(uid) or FlushState()
+        waits, until = why_waiting(
+            flush, now=now, message_until=message_until, budget_waiters=self._limiter.waiting
+        )
+        return PendingWrite(changes_of(view, target), waits, until, scope.name)
 
     # -- marks ---------------------------------------------------------------------------
 

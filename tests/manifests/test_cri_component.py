@@ -123,8 +123,9 @@ def test_only_the_runtime_socket_is_mounted_read_only_at_the_endpoints_path(
     ds = the(cri, "DaemonSet")
     pod = dig(ds, POD)
     ((volume, mount),) = socket_mounts(ds)
-    assert len(pod["volumes"]) == 1  # no other volume of any kind
-    assert dig(ds, MAIN)["volumeMounts"] == [mount]
+    # no other volume of any kind but the status socket's emptyDir (the base's)
+    assert [v for v in pod["volumes"] if v["name"] != "status"] == [volume]
+    assert [m for m in dig(ds, MAIN)["volumeMounts"] if m["name"] != "status"] == [mount]
     assert volume["hostPath"] == {"path": endpoint_path(CONTAINERD), "type": "Socket"}
     assert mount == {
         "name": volume["name"],
@@ -191,8 +192,9 @@ def without_cri_changes(ds: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(ds)
     main = dig(out, MAIN)
     main["env"] = [e for e in main["env"] if e["name"] not in (BACKEND_VAR, ENDPOINT_VAR)]
-    del main["volumeMounts"]
-    del dig(out, POD)["volumes"]
+    main["volumeMounts"] = [m for m in main["volumeMounts"] if m["name"] == "status"]
+    pod = dig(out, POD)
+    pod["volumes"] = [v for v in pod["volumes"] if v["name"] == "status"]
     del dig(out, POD)["securityContext"]["supplementalGroups"]
     return out
 
@@ -484,8 +486,9 @@ def test_the_overlays_in_the_doc_render(tmp_path: Path, name: str, overlay: dict
     env = env_of(ds)
     assert (env[BACKEND_VAR], env[ENDPOINT_VAR]) == ("cri", endpoint)
     ((volume, mount),) = socket_mounts(ds)
-    assert len(dig(ds, POD)["volumes"]) == 1
-    assert dig(ds, MAIN)["volumeMounts"] == [mount]
+    # beside the base's status socket emptyDir, nothing else
+    assert [v for v in dig(ds, POD)["volumes"] if v["name"] != "status"] == [volume]
+    assert [m for m in dig(ds, MAIN)["volumeMounts"] if m["name"] != "status"] == [mount]
     assert volume["hostPath"] == host_path
     # the same path on the node and in the container, read-only, and the endpoint in it
     assert (mount["mountPath"], mount["readOnly"]) == (host_path["path"], True)

@@ -221,7 +221,22 @@ DAEMONSET_FIELDS = [
     pytest.param(f"{POD}.hostNetwork", None, id="no-host-network"),
     pytest.param(f"{POD}.hostPID", None, id="no-host-pid"),
     pytest.param(f"{POD}.hostIPC", None, id="no-host-ipc"),
-    pytest.param(f"{POD}.volumes", None, id="no-volumes"),
+    # One volume: the status socket's directory, in memory (issue 34); nothing of the node.
+    pytest.param(
+        f"{POD}.volumes",
+        [{"name": "status", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}],
+        id="only-the-status-socket-volume",
+    ),
+    pytest.param(
+        f"{MAIN}.volumeMounts",
+        [{"name": "status", "mountPath": "/run/probemarker"}],
+        id="status-socket-mount",
+    ),
+    pytest.param(
+        f"{MAIN}.env[PROBEMARKER_STATUS_SOCKET].value",
+        "/run/probemarker/status.sock",
+        id="status-socket",
+    ),
     pytest.param(f"{MAIN}.securityContext.privileged", None, id="not-privileged"),
     # The image's entrypoint is `probemarker run`; a command would replace it.
     pytest.param(f"{MAIN}.command", None, id="entrypoint-kept"),

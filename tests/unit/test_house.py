@@ -52,9 +52,13 @@ PURE = [
     "probemarker.write.ownership",
     "probemarker.write.desired",
     "probemarker.write.patch",
+    "probemarker.write.pending",
     "probemarker.write.restrict",
+    "probemarker.engine.seen",
+    "probemarker.observe.snapshot",
     "probemarker.check.plan",
     "probemarker.check.report",
+    "probemarker.status.render",
     "probemarker.demo.model",
     "probemarker.demo.view",
 ]

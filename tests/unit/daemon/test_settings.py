@@ -160,6 +160,7 @@ def test_help_shows_what_each_flag_takes(monkeypatch: pytest.MonkeyPatch) -> Non
         "--shutdown-grace-seconds SECONDS",
         "--log-level LEVEL",
         "--metrics-address ADDRESS",
+        "--status-socket PATH",
     ):
         assert usage in text
     assert "VALUE" not in text

@@ -1,0 +1,289 @@
+"""`probemarker status` against the real daemon on the sim (issue 34): what the daemon
+holds, on its status socket and through pods/exec into a daemon pod, agrees with
+the pods; a node whose daemon is missing, not running or unreachable is named."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+from kubernetes_asyncio import client
+
+from probemarker.daemon.app import Daemon
+from probemarker.daemon.settings import RunSettings
+from probemarker.observe.snapshot import SNAPSHOT_VERSION
+from probemarker.sim.exec.runners import ExecIO, ExecReply, ExecRequest
+from probemarker.status.read import StatusOptions, read_cluster, read_local_socket, read_socket
+from probemarker.status.render import exit_code, render_json, render_text
+from tests.integration.world import (
+    NS,
+    World,
+    eventually,
+    flag,
+    labels_of,
+    marker,
+    running_daemon,
+)
+
+DAEMONS = "probemarker-system"
+ROOT = str(Path(__file__).resolve().parents[2])  # the checkout, for the command's subprocess
+
+
+class Hang:
+    """A command that outlives its stream (held by the daemon) until released."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+
+    async def __call__(self, request: ExecRequest, io: ExecIO) -> int:
+        await self.release.wait()
+        return 0
+
+
+def rows(document: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(pod, marker/probe) -> the probe's row."""
+    return {
+        (p["name"], f"{r['marker'].rpartition('/')[2]}/{r['probe']}"): r
+        for p in document["pods"]
+        for r in p["probes"]
+    }
+
+
+async def status_of(path: str, **options: Any) -> dict[str, Any]:
+    answer = await read_socket(path, StatusOptions(**options))
+    document: dict[str, Any] = json.loads(answer)
+    assert document["apiVersion"] == SNAPSHOT_VERSION
+    return document
+
+
+@contextlib.asynccontextmanager
+async def on_node(world: World, tmp_path: Path) -> AsyncIterator[tuple[World, Daemon, Hang]]:
+    """Pods on node-1 in each situation `status` names, and one on node-2; the daemon
+    with its status socket."""
+    hang = Hang()
+    world.script.set("waits", "app", "check", ExecReply(1, b"", b"not yet\n"))
+    for name in ("waits", "held", "nosidecar"):
+        await world.create_pod(name, labels={"app": "game"})
+    world.sim.exec_handlers.register_stream(NS, "held", "app", hang)
+    await world.create_bound_pod("elsewhere", node="node-2", labels={"app": "game"})
+    await world.apply_marker(marker("m", probes=[flag("idle", failure=100, timeout=1)]))
+    await world.apply_marker(marker("side", probes=[flag("ready", container="sidecar")]))
+    socket = str(tmp_path / "status.sock")
+    try:
+        async with running_daemon(world.sim, status_socket=socket) as daemon:
+            yield world, daemon, hang
+    finally:
+        hang.release.set()
+
+
+async def test_status_agrees_with_the_pods(world: World, tmp_path: Path) -> None:
+    async with on_node(world, tmp_path) as (_, daemon, _):
+        await agrees(world, daemon)
+
+
+async def agrees(world: World, daemon: Daemon) -> None:
+    socket = daemon.settings.status_socket
+    await world.wait_pod("nosidecar", lambda p: labels_of(p).get("idle") == "yes")
+    assert daemon.exec is not None
+    holds = daemon.exec.holds
+    await eventually(lambda: holds.held == 1)  # held's command outlived its timeout
+    await eventually(lambda: daemon.engine.stats.periods_skipped >= 1)  # and is held
+    document = await status_of(socket)
+    assert (document["node"], document["ready"]) == ("node-1", True)
+    found = rows(document)
+    assert {pod for pod, _ in found} == {"waits", "held", "nosidecar"}  # not "elsewhere"
+    waits = found[("waits", "m/idle")]
+    assert waits["state"] is None  # waiting for its threshold, which the pod agrees with
+    assert "idle" not in labels_of(world.pod("waits"))
+    assert waits["count"]["result"] == "Failed"
+    assert waits["count"]["threshold"] == 100
+    assert waits["count"]["runs"] >= 1
+    assert (waits["last"]["result"], waits["last"]["message"]) == ("Failed", "not yet")
+    assert waits["next"] is not None or waits["running"]
+    held = found[("held", "m/idle")]
+    assert held["waiting"]["reason"] == "CommandHeld"
+    assert held["last"]["result"] == "Failed"  # its timeout, counted
+    assert held["count"]["runs"] == 1  # and no run since: its periods are skipped
+    missing = found[("nosidecar", "side/ready")]
+    assert missing["waiting"]["reason"] == "ContainerMissing"
+    assert missing["last"] is None
+    ok = found[("nosidecar", "m/idle")]
+    assert ok["state"] == "Succeeded"
+    assert ok["last"]["values"] == {"labels": {"idle": "yes"}, "annotations": {}}
+    assert all(p["write"] is None for p in document["pods"])  # every pod written
+    # Filters: the daemon answers only what was asked.
+    only = await status_of(socket, pod=f"{NS}/waits", marker=f"{NS}/m")
+    assert list(rows(only)) == [("waits", "m/idle")]
+
+
+async def test_the_command_reads_the_socket_and_says_what_is_not_decided(
+    world: World, tmp_path: Path
+) -> None:
+    async with on_node(world, tmp_path) as (_, daemon, _):
+        await command(world, daemon)
+
+
+async def command(world: World, daemon: Daemon) -> None:
+    socket = daemon.settings.status_socket
+    await world.wait_pod("nosidecar", lambda p: labels_of(p).get("idle") == "yes")
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    with anyio.fail_after(30):
+        text = await anyio.run_process(
+            [sys.executable, "-m", "probemarker", "status", "--socket", socket],
+            check=False,
+            env=env,
+        )
+        filtered = await anyio.run_process(
+            [
+                sys.executable,
+                "-m",
+                "probemarker",
+                "status",
+                "--socket",
+                socket,
+                "--pod",
+                f"{NS}/nosidecar",
+                "--marker",
+                f"{NS}/m",
+                "-o",
+                "json",
+            ],
+            check=False,
+            env=env,
+        )
+        local = await anyio.run_process(
+            [sys.executable, "-m", "probemarker", "status", "--local", "--pod", f"{NS}/waits"],
+            check=False,
+            env={**env, "PROBEMARKER_STATUS_SOCKET": socket},
+        )
+        usage = await anyio.run_process(
+            [
+                sys.executable,
+                "-m",
+                "probemarker",
+                "status",
+                "--socket",
+                socket,
+                "--pod",
+                "nosidecar",
+            ],
+            check=False,
+            env=env,
+        )
+    lines = text.stdout.decode().splitlines()
+    assert text.returncode == 1, text.stdout + text.stderr  # waits and held: undecided
+    assert lines[0].split() == ["POD", "MARKER/PROBE", "STATE", "COUNT", "LAST", "NEXT", "MESSAGE"]
+    assert any(line.startswith(f"{NS}/nosidecar") and "ContainerMissing" in line for line in lines)
+    assert not any("elsewhere" in line for line in lines)
+    assert filtered.returncode == 0, filtered.stderr  # decided and written
+    shown = json.loads(filtered.stdout)
+    assert shown["apiVersion"] == "probemarker.io/status-list/v1"
+    ((pod,),) = [n["pods"] for n in shown["nodes"]]
+    assert [r["probe"] for r in pod["probes"]] == ["idle"]
+    # --local (what runs in the daemon's container) prints the daemon's answer as it is
+    assert local.returncode == 0, local.stderr
+    raw = json.loads(local.stdout)
+    assert raw["apiVersion"] == SNAPSHOT_VERSION
+    assert [p["name"] for p in raw["pods"]] == ["waits"]
+    assert usage.returncode == 2
+    assert b"--pod 'nosidecar': expected NAMESPACE/NAME" in usage.stderr
+
+
+async def test_a_pending_write_under_a_throttled_budget(world: World, tmp_path: Path) -> None:
+    for i in range(3):
+        await world.create_pod(f"g{i}", labels={"app": "game"})
+    await world.apply_marker(marker("m", probes=[flag("idle")]))
+    socket = str(tmp_path / "status.sock")
+    # One write, then one per 100 s: the second and third pods wait for the budget.
+    async with running_daemon(
+        world.sim, status_socket=socket, write_qps=0.01, write_burst=1, shutdown_grace_seconds=0.2
+    ) as daemon:
+        await eventually(lambda: daemon.limiter.waiting == 2)  # both flushes, in the queue
+        document = await status_of(socket)
+        waiting = {p["name"]: p["write"] for p in document["pods"] if p["write"] is not None}
+        written = [f"g{i}" for i in range(3) if labels_of(world.pod(f"g{i}")).get("idle") == "yes"]
+        assert len(written) == 1  # the one token
+        assert set(waiting) == {f"g{i}" for i in range(3)} - set(written)
+        for write in waiting.values():
+            assert write["waits"] == "WriteBudget"
+            assert write["changes"]["labels_set"] == {"idle": "yes"}
+        status = await read_local_socket(StatusOptions(socket=socket), {})
+        assert exit_code([status]) == 1
+        assert "Pending writes:" in render_text([status])
+
+
+async def daemon_pod(world: World, name: str, node: str) -> None:
+    """A pod that plays the daemon's (the real one runs in this process)."""
+    body: Any = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": DAEMONS,
+            "labels": {"app.kubernetes.io/name": "probemarker"},
+        },
+        "spec": {"nodeName": node, "containers": [{"name": "probemarker", "image": "pm:1"}]},
+    }
+    await world.core.create_namespaced_pod(DAEMONS, body)
+
+
+async def test_status_through_pods_exec_names_each_node(world: World, tmp_path: Path) -> None:
+    async with on_node(world, tmp_path) as (_, daemon, _):
+        await through_exec(world, daemon)
+
+
+async def through_exec(world: World, daemon: Daemon) -> None:
+    socket = daemon.settings.status_socket
+    await world.core.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=DAEMONS))
+    )
+    await daemon_pod(world, "probemarker-a", "node-1")
+    await world.sim.kubelet.wait_running(DAEMONS, "probemarker-a")
+    await daemon_pod(world, "probemarker-b", "node-2")  # no kubelet there: Pending
+    asked: list[tuple[str, ...]] = []
+
+    async def reader(request: ExecRequest) -> ExecReply:
+        # `probemarker status --local ...` as the image runs it, against this daemon.
+        asked.append(request.command)
+        args = list(request.command[3:])
+        pod = args[args.index("--pod") + 1] if "--pod" in args else None
+        answer = await read_socket(socket, StatusOptions(pod=pod))
+        return ExecReply(0, answer)
+
+    world.sim.exec_handlers.register(DAEMONS, "probemarker-a", "probemarker", reader)
+    settings = RunSettings(kubeconfig=str(world.sim.kubeconfig_path))
+    await world.wait_pod("nosidecar", lambda p: labels_of(p).get("idle") == "yes")
+    with anyio.fail_after(30):
+        nodes = await read_cluster(StatusOptions(pod=f"{NS}/nosidecar"), settings)
+        assert asked == [("probemarker", "status", "--local", "--pod", f"{NS}/nosidecar")]
+        assert [(n.node, n.daemon) for n in nodes] == [
+            ("node-1", f"{DAEMONS}/probemarker-a"),
+            ("node-2", f"{DAEMONS}/probemarker-b"),
+        ]
+        one, two = nodes
+        assert one.problem is None
+        assert [p["name"] for p in one.pods] == ["nosidecar"]
+        assert two.problem is not None
+        assert two.problem.startswith("the daemon is not running: pod phase Pending")
+        assert exit_code(nodes) == 1
+        text = render_text(nodes)
+        assert f"node-2 ({DAEMONS}/probemarker-b): the daemon is not running" in text
+        assert json.loads(render_json(nodes))["nodes"][1]["problem"] == two.problem
+        # --node: only that node's daemon; a node without one is named.
+        (only,) = await read_cluster(StatusOptions(node="node-1"), settings)
+        assert only.problem is None
+        (none,) = await read_cluster(StatusOptions(node="node-9"), settings)
+        assert none.problem is not None
+        assert "no daemon pod on node node-9" in none.problem
+        # An exec the API server refuses names the permission it needs.
+        world.sim.faults.exec.reject_status = 403
+        (refused,) = await read_cluster(StatusOptions(node="node-1"), settings)
+        assert refused.problem is not None
+        assert "get and create on pods/exec in namespace probemarker-system" in refused.problem
