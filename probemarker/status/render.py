@@ -139,8 +139,8 @@ def decided(probe: Mapping[str, Any]) -> bool:
 def _row(pod: Mapping[str, Any], probe: Mapping[str, Any], now: datetime | None) -> list[str]:
     marker = _text(probe.get("marker")).rpartition("/")[2]
     count = _map(probe.get("count")) or {}
-    count_text = "-"
-    if count.get("result") is not None:
+    count_text = "-"  # nothing counted, or results that agree with the state: toward nothing
+    if count.get("result") is not None and count.get("result") != probe.get("state"):
         count_text = (
             f"{_text(count.get('runs'))}/{_text(count.get('threshold'))} "
             f"{_text(count.get('result'))}"

@@ -68,11 +68,21 @@ def test_one_row_a_probe_like_kubectl_get() -> None:
     lines = render_text([node(doc(row(), waiting))]).splitlines()
     assert lines[0].split() == ["POD", "MARKER/PROBE", "STATE", "COUNT", "LAST", "NEXT", "MESSAGE"]
     assert lines[1].split() == [
-        *("game/g-0", "idle/p", "Succeeded", "1/1", "Succeeded", "Succeeded", "10s", "ago"),
+        *("game/g-0", "idle/p", "Succeeded", "-", "Succeeded", "10s", "ago"),
         *("in", "7s", "ok"),
     ]
     assert lines[2].split()[:6] == ["game/g-0", "idle/q", "<none>", "2/3", "Failed", "-"]
     assert "CommandHeld   the previous command may still run" in lines[2]
+
+
+def test_count_shows_only_results_counted_toward_a_change() -> None:
+    # results that agree with the decided state count toward no threshold: 57 of them
+    # are not "57/1"; results against it are what the operator waits on
+    agree = row(count={"result": "Succeeded", "runs": 57, "threshold": 1})
+    against = row(probe="q", count={"result": "Failed", "runs": 2, "threshold": 3})
+    undecided = row(probe="r", state=None, count={"result": "Failed", "runs": 1, "threshold": 3})
+    lines = render_text([node(doc(agree, against, undecided))]).splitlines()
+    assert [line.split()[3] for line in lines[1:4]] == ["-", "2/3", "1/3"]
 
 
 def test_several_nodes_get_a_node_column_and_problems_are_named() -> None:
