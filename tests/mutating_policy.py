@@ -66,6 +66,7 @@ class Admission:
     object: dict[str, Any]
     invocations: int  # how many times the policy ran (one per param selected)
     errors: tuple[str, ...] = ()
+    mutated: int = 0  # how many invocations got past matchConditions to the mutations
     refused: str | None = None  # failurePolicy Fail and an error: the create is refused
 
 
@@ -119,15 +120,17 @@ class MutatingPolicy:
                 return Admission(current, 0)
             return self._failure(current, 0, ["no params found"], "no params found")
         errors: list[str] = []
+        mutated = 0
         request = {"operation": "CREATE", "namespace": namespace}
         for param in selected:
             try:
-                current = self._invoke(current, param, request)
+                current, reached = self._invoke(current, param, request)
+                mutated += reached
             except _Failed as exc:
                 errors.append(str(exc))
                 if self.failure_policy != "Ignore":
                     return self._failure(current, len(selected), errors, str(exc))
-        return Admission(current, len(selected), tuple(errors))
+        return Admission(current, len(selected), tuple(errors), mutated=mutated)
 
     def _failure(
         self, obj: dict[str, Any], invocations: int, errors: list[str], why: str
@@ -138,7 +141,8 @@ class MutatingPolicy:
 
     def _invoke(
         self, obj: dict[str, Any], param: Mapping[str, Any], request: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], bool]:
+        """The object after this invocation, and whether it reached the mutations."""
         activation = {
             "object": json_to_cel(obj),
             "oldObject": json_to_cel(None),
@@ -147,13 +151,13 @@ class MutatingPolicy:
         }
         for condition in self.match_conditions:
             if not _is_true(self._evaluate(condition, activation, {})):
-                return obj
+                return obj, False
         values: dict[str, Any] = {}
         out = obj
         for mutation in self.mutations:
             result = self._evaluate(mutation, activation, values)
             out = _apply(out, [_native(op) for op in result], mutation.where)
-        return out
+        return out, True
 
     def _evaluate(
         self, expression: Expression, activation: Mapping[str, Any], values: dict[str, Any]

@@ -452,8 +452,10 @@ def test_the_policy_selects_exactly_as_the_daemon_matches(
 
 def test_the_choices_the_docs_state() -> None:
     """failurePolicy Ignore, reinvocation IfNeeded, pods on CREATE only, the marker as
-    param, every marker of the pod's namespace, Allow without one; no matchConditions
-    (1.32 refuses a policy with them whose mutation reads variables, kubernetes#134808)."""
+    param, every marker of the pod's namespace, Allow without one; the work in
+    matchConditions (a marker that asks for nothing skips the mutation, the costly
+    part), and no `variables` (1.32 refuses a policy with matchConditions whose
+    mutation reads them, kubernetes/kubernetes#134808)."""
     (doc,) = documents(SOURCE / "mutatingadmissionpolicy.yaml")
     (binding,) = documents(SOURCE / "mutatingadmissionpolicybinding.yaml")
     spec = doc["spec"]
@@ -463,8 +465,27 @@ def test_the_choices_the_docs_state() -> None:
     assert spec["matchConstraints"]["resourceRules"] == [
         {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
     ]
-    assert "matchConditions" not in spec
+    assert [c["name"] for c in spec["matchConditions"]] == [
+        "marker-opts-in",
+        "selector-matches-the-pod",
+        "a-gate-is-missing",
+    ]
+    assert "variables" not in spec
+    assert "variables" not in yaml.safe_dump(spec["mutations"])
     assert binding["spec"]["paramRef"] == {"selector": {}, "parameterNotFoundAction": "Allow"}
+
+
+def test_a_marker_that_asks_for_nothing_skips_the_mutation(policy: MutatingPolicy) -> None:
+    """matchConditions stop each case before the mutation (the evaluator applies no
+    patch at all, not an empty one): not opted in, not selected, nothing missing."""
+    obj = pod({"app": "web"}, gates=("a.io/g",))
+    for m in (
+        marker("off", [("main", "a.io/h")], opt_in=None),
+        marker("other", [("main", "a.io/h")], selector={"matchLabels": {"app": "db"}}),
+        marker("done", [("main", "a.io/g"), ("gone", "a.io/h"), ("main", None)]),
+    ):
+        done = policy.create(obj, [m], namespace=NS)
+        assert (done.mutated, done.object) == (0, obj), m["metadata"]["name"]
 
 
 @pytest.mark.parametrize("version", sorted(FOLDERS))
