@@ -206,7 +206,20 @@ def test_the_component_has_only_fields_and_values_of_its_api_version(version: st
     assert problems == [], f"against {tables['source']}"
 
 
+# What each component is checked against: k8s.io/api (github.com/kubernetes/api) at the
+# tag of the first Kubernetes release serving the MutatingAdmissionPolicy kinds in it.
+CHECKED_AGAINST = {
+    "v1alpha1": "github.com/kubernetes/api v0.32.0 (e622342ab4abd51157f8fd650186575bab46777c) "
+    "admissionregistration/v1alpha1/types.go",
+    "v1beta1": "github.com/kubernetes/api v0.34.0 (ae6c3b911ef17a4e2b10922c745c6f35bcf9b78e) "
+    "admissionregistration/v1beta1/types.go",
+    "v1": "github.com/kubernetes/api v0.36.0 (545bb975fe6653239af42324065cf72272186404) "
+    "admissionregistration/v1/types.go",
+}
+
+
 def test_the_types_tables_cover_the_three_releases() -> None:
+    assert {v: t["source"] for v, t in TYPES.items()} == CHECKED_AGAINST
     assert {v: t["kubernetes"] for v, t in TYPES.items()} == {
         "v1alpha1": "1.32",
         "v1beta1": "1.34",
