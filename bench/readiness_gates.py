@@ -233,6 +233,7 @@ def main() -> None:
         "--kubeconfig", type=Path, help="another API server (the cost only; with --apiserver-pid)"
     )
     parser.add_argument("--apiserver-pid", type=int, help="its kube-apiserver process")
+    parser.add_argument("--only", choices=("cost", "delay"), help="measure one of the two")
     args = parser.parse_args()
     if args.kubeconfig is not None:
         if args.apiserver_pid is None:
@@ -243,39 +244,47 @@ def main() -> None:
         pid = int((STATE / "apiserver.pid").read_text())
     folder = Path(tempfile.mkdtemp(prefix="bench-gates-", dir=REPO / "bench"))
     try:
-        per_create = cost(kubectl, Api(kubectl), folder, args.creates, args.rounds, pid)
+        per_create: dict[str, list[float]] = {}
+        if args.only != "delay":
+            per_create = cost(kubectl, Api(kubectl), folder, args.creates, args.rounds, pid)
         # The delay needs a kubelet and the daemon: hack/cluster.sh's cluster only.
-        delays = delay(kubectl, folder, args.pods) if args.kubeconfig is None else {}
+        delays: dict[str, list[float]] = {}
+        if args.kubeconfig is None and args.only != "cost":
+            delays = delay(kubectl, folder, args.pods)
     finally:
         component(kubectl, folder, present=False)
         for ns in [s[0] for s in SETTINGS.values()] + ["bench-gates-delay"]:
-            kubectl.run(
-                "delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False
-            )
+            if args.kubeconfig is None:
+                kubectl.run("delete", "namespace", ns, "--wait=false", "--ignore-not-found",
+                            check=False)  # fmt: skip
+            else:  # a bare API server has no namespace controller: its markers go
+                kubectl.run("-n", ns, "delete", "podprobemarkers", "--all", check=False)
         for f in folder.iterdir():
             f.unlink()
         folder.rmdir()
-    print(f"API server CPU per pod create (dry run, {args.creates} creates x {args.rounds} rounds, "
-          "median of rounds, ms):")  # fmt: skip
-    print("  " + "  ".join(f"{k:>12}" for k in per_create))
-    print("  " + "  ".join(f"{statistics.median(v):>12.2f}" for v in per_create.values()))
-    print(
-        "  rounds: "
-        + "; ".join(f"{k}: {', '.join(f'{x:.2f}' for x in v)}" for k, v in per_create.items())
-    )
     again = f"python bench/readiness_gates.py --creates {args.creates} --rounds {args.rounds}"
     if args.kubeconfig is not None:
         again += f" --kubeconfig {args.kubeconfig} --apiserver-pid PID"
     else:
         again += f" --pods {args.pods}"
+    if args.only:
+        again += f" --only {args.only}"
+    if per_create:
+        print(f"API server CPU per pod create (dry run, {args.creates} creates x {args.rounds} "
+              "rounds, median of rounds, ms):")  # fmt: skip
+        print("  " + "  ".join(f"{k:>12}" for k in per_create))
+        print("  " + "  ".join(f"{statistics.median(v):>12.2f}" for v in per_create.values()))
+        rounds = "; ".join(
+            f"{k}: {', '.join(f'{x:.2f}' for x in v)}" for k, v in per_create.items()
+        )
+        print(f"  rounds: {rounds}")
+    if delays:
+        print(f"From the create request to the pod's condition True, seconds, {args.pods} pods "
+              "(gate injected, exec probe period 1 s, thresholds 1):")  # fmt: skip
+        for kind, values in delays.items():
+            print(f"  {kind:>16}: median {statistics.median(values):.2f}, "
+                  f"min {min(values):.2f}, max {max(values):.2f}")  # fmt: skip
     print(f"Reproduce: {again}")
-    if not delays:
-        return
-    print(f"From the create request to the pod's condition True, seconds, {args.pods} pods "
-          "(gate injected, exec probe period 1 s, thresholds 1):")  # fmt: skip
-    for kind, values in delays.items():
-        print(f"  {kind:>16}: median {statistics.median(values):.2f}, min {min(values):.2f}, "
-              f"max {max(values):.2f}")  # fmt: skip
 
 
 if __name__ == "__main__":
