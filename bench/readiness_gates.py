@@ -262,10 +262,12 @@ def main() -> None:
         for f in folder.iterdir():
             f.unlink()
         folder.rmdir()
-    again = f"python bench/readiness_gates.py --creates {args.creates} --rounds {args.rounds}"
+    again = "python bench/readiness_gates.py"
+    if args.only != "delay":
+        again += f" --creates {args.creates} --rounds {args.rounds}"
     if args.kubeconfig is not None:
         again += f" --kubeconfig {args.kubeconfig} --apiserver-pid PID"
-    else:
+    elif args.only != "cost":
         again += f" --pods {args.pods}"
     if args.only:
         again += f" --only {args.only}"
