@@ -41,6 +41,11 @@
 #                            10304 and metrics 10305) [6470]
 #   PROBEMARKER_CRI_PYTHON   a Python with grpcio for hack/cri-runtime.sh [python3 if it has
 #                            grpcio, else a venv in the state dir]
+#   PROBEMARKER_CLUSTER_MUTATING_ADMISSION_POLICY   1: the API server serves
+#                            MutatingAdmissionPolicy (manifests/components/readiness-gates*):
+#                            on 1.32 and 1.33 the feature gate and the v1alpha1 API, on 1.34
+#                            and 1.35 the gate and v1beta1, from 1.36 nothing to turn on;
+#                            before 1.32 it does not exist. 0: left as the release has it [1]
 #
 # One such cluster per host: the kubelet's device-plugin socket is always
 # /var/lib/kubelet/device-plugins/kubelet.sock, whatever its root dir. docs/development.md
@@ -276,8 +281,25 @@ rules:
 EOF
 }
 
+mutating_admission_policy_args() { # the API server's flags that serve MutatingAdmissionPolicy
+  [[ ${PROBEMARKER_CLUSTER_MUTATING_ADMISSION_POLICY:-1} == 1 ]] || return 0
+  local version minor
+  version=$("$BIN/kube-apiserver" --version) # "Kubernetes v1.32.0"
+  [[ $version =~ v1\.([0-9]+)\. ]] || die "kube-apiserver --version: $version: no v1.MINOR"
+  minor=${BASH_REMATCH[1]}
+  local api=admissionregistration.k8s.io
+  if ((minor == 32 || minor == 33)); then
+    echo "--feature-gates=MutatingAdmissionPolicy=true --runtime-config=$api/v1alpha1=true"
+  elif ((minor == 34 || minor == 35)); then
+    echo "--feature-gates=MutatingAdmissionPolicy=true --runtime-config=$api/v1beta1=true"
+  fi
+}
+
 apiserver() {
   audit_policy
+  local flags extra
+  flags=$(mutating_admission_policy_args)
+  read -r -a extra <<<"$flags"
   # Bound to and advertised on NODE_IP only: the lease reconciler makes it the
   # `kubernetes` Service's endpoint, which kube-proxy DNATs 10.96.0.1:443 to.
   start apiserver "$BIN/kube-apiserver" --bind-address="$NODE_IP" --advertise-address="$NODE_IP" \
@@ -289,7 +311,7 @@ apiserver() {
     --kubelet-client-certificate="$P/apiserver-kubelet-client.crt" --kubelet-client-key="$P/apiserver-kubelet-client.key" \
     --kubelet-certificate-authority="$P/ca.crt" --kubelet-preferred-address-types=InternalIP \
     --cert-dir="$R/apiserver-certs" --audit-policy-file="$R/audit-policy.yaml" --audit-log-path="$R/logs/audit.log" \
-    --audit-log-maxsize=200 --audit-log-maxbackup=1
+    --audit-log-maxsize=200 --audit-log-maxbackup=1 "${extra[@]}"
   wait_until 90 "ready API server on $NODE_IP:$API_PORT" k get --raw /readyz
 }
 

@@ -54,6 +54,7 @@ __all__ = [
     "not_run",
     "plan_pod",
     "policy_values",
+    "readiness_gates",
     "result_shown",
     "route",
     "selection_problem",
@@ -226,6 +227,20 @@ def policy_values(spec: ProbeSpec, outcome: Outcome) -> dict[str, dict[str, str]
         "labels": {k: render(v, result) for k, v in policy.labels.items()},
         "annotations": {k: render(v, result) for k, v in policy.annotations.items()},
     }
+
+
+def readiness_gates(pod: Mapping[str, Any]) -> frozenset[str]:
+    """The condition types the pod's `spec.readinessGates` lists: the kubelet counts a
+    condition towards Ready only for these (set when the pod was created, immutable)."""
+    spec = pod.get("spec")
+    gates = spec.get("readinessGates") if isinstance(spec, Mapping) else None
+    if not isinstance(gates, list):
+        return frozenset()
+    return frozenset(
+        g["conditionType"]
+        for g in gates
+        if isinstance(g, Mapping) and isinstance(g.get("conditionType"), str)
+    )
 
 
 def result_shown(spec: ProbeSpec, outcome: Outcome) -> str | None:

@@ -38,6 +38,8 @@ JSON (`--output json`):
                            "values": {"labels": {..}, "annotations": {..}} | null,
                            "condition": {"type", "status", "reason", "message"} | null,
                            "result": str | null,  # what {{.Result}} stands for
+                           "readinessGate": {"conditionType": str, "gated": bool} | null,
+                                          # null: the probe has no podConditionType
                            "invalid": [{"kind", "key", "value", "problem"}]}],
                "patch": [RFC 6902 ops],   # [] when the pod already shows it
                "conflicts": [str], "recordProblem": str | null,
@@ -69,6 +71,7 @@ __all__ = [
     "ProbeCheck",
     "Status",
     "exit_code",
+    "gate_line",
     "render_json",
     "render_text",
     "summary",
@@ -109,6 +112,9 @@ class ProbeCheck:
     result: str | None = None  # what {{.Result}} stands for; None: no policy uses it
     # Rendered values the daemon would refuse: kind, key, value, problem each.
     invalid: tuple[Mapping[str, str], ...] = ()
+    # The probe's podConditionType and whether the pod's spec.readinessGates lists it;
+    # None: the probe sets no condition.
+    gate: tuple[str, bool] | None = None
 
     @property
     def decided(self) -> bool:
@@ -174,6 +180,9 @@ def _probe_json(probe: ProbeCheck) -> dict[str, Any]:
         "condition": None if probe.condition is None else dict(probe.condition),
         "result": probe.result,
         "invalid": [dict(i) for i in probe.invalid],
+        "readinessGate": (
+            None if probe.gate is None else {"conditionType": probe.gate[0], "gated": probe.gate[1]}
+        ),
     }
 
 
@@ -247,6 +256,23 @@ def _values_lines(probe: ProbeCheck) -> list[str]:
     return lines
 
 
+def gate_line(condition_type: str, gated: bool) -> str:
+    """Whether the condition decides the pod's Ready (see `ProbeCheck.gate`)."""
+    shown = printable(condition_type)
+    if gated:
+        return (
+            f"    readiness gate: the pod's spec.readinessGates lists {shown}: the kubelet "
+            "counts this condition towards the pod's Ready"
+        )
+    return (
+        f"    no readiness gate: the pod's spec.readinessGates does not list {shown}, so this "
+        "condition does not affect the pod's Ready; a gate is set only when a pod is "
+        f"created: add {{conditionType: {shown}}} to the workload's pod template, or "
+        'annotate the marker probemarker.io/inject-readiness-gates: "true" with a '
+        "readiness-gates component installed (docs/installation.md), then re-create the pod"
+    )
+
+
 def _probe_lines(probe: ProbeCheck) -> list[str]:
     via = f", via {printable(probe.via)}" if probe.via else ""
     lines = [
@@ -258,6 +284,8 @@ def _probe_lines(probe: ProbeCheck) -> list[str]:
         # print what looks like another line of this report.
         lines.append(f"    message: {printable(probe.message)}")
     lines += _values_lines(probe)
+    if probe.gate is not None:
+        lines.append(gate_line(*probe.gate))
     if probe.decided:
         lines.append(
             f"    as if decided: the daemon waits for {probe.threshold} consecutive "

@@ -270,6 +270,7 @@ async def _check_pod(
             group.start_soon(one, key)
     outcomes = {key: result[0] for key, result in results.items()}
     pod_plan = plan.plan_pod(view, marker, outcomes, now=rfc3339_now())
+    gates = plan.readiness_gates(raw)
     probes = []
     for key in sorted(keys):
         outcome, via, reachable = results[key]
@@ -289,7 +290,8 @@ async def _check_pod(
             for i in pod_plan.desired.invalid
             if i.owner == key.owner
         )
-        probes.append(dataclasses.replace(check, condition=condition, invalid=invalid))
+        gate = None if not type_ else (type_, type_ in gates)
+        probes.append(dataclasses.replace(check, condition=condition, invalid=invalid, gate=gate))
     return PodCheck(
         pod=name,
         uid=view.uid,

@@ -167,6 +167,32 @@ async def test_marker_from_the_cluster_and_text_output(world: World, tmp_path: P
     assert "wrote nothing; exit 0" in out
 
 
+async def test_check_says_whether_the_pod_gates_on_the_probes_condition(
+    world: World, tmp_path: Path
+) -> None:
+    """A condition decides Ready only for a pod whose spec.readinessGates lists it."""
+    world.script.set("game-0", "app", "idle", ExecReply(0, b"idle\n"))
+    world.script.set("game-1", "app", "idle", ExecReply(0, b"idle\n"))
+    await world.create_pod("game-0", labels={"app": "game"}, readiness_gates=("other.io/x", IDLE))
+    await world.create_pod("game-1", labels={"app": "game"})
+    await world.apply_marker(idle_marker())
+    code, out, err = await check(world, tmp_path, CheckOptions(marker=f"{NS}/idle"))
+    assert (code, err) == (0, "")
+    gated, open_ = out.split("\npod ")[1:3]
+    assert gated.startswith(f"{NS}/game-0")
+    assert f"readiness gate: the pod's spec.readinessGates lists {IDLE}" in gated
+    assert open_.startswith(f"{NS}/game-1")
+    assert (
+        f"no readiness gate: the pod's spec.readinessGates does not list {IDLE}, so this "
+        "condition does not affect the pod's Ready"
+    ) in open_
+    code, out, _ = await check(world, tmp_path, CheckOptions(marker=f"{NS}/idle", output="json"))
+    assert [p["probes"][0]["readinessGate"] for p in orjson.loads(out)["pods"]] == [
+        {"conditionType": IDLE, "gated": True},
+        {"conditionType": IDLE, "gated": False},
+    ]
+
+
 async def test_a_marker_missing_from_the_cluster_is_a_usage_error(
     world: World, tmp_path: Path
 ) -> None:

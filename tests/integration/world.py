@@ -152,9 +152,11 @@ class World:
         sidecars: tuple[str, ...] = (),
         ports: dict[str, dict[str, int]] | None = None,
         node: str = "node-1",
+        readiness_gates: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         """A running pod; `sidecars` are restartable init containers, `ports` the
-        declared ports by container (name -> number)."""
+        declared ports by container (name -> number), `readiness_gates` the condition
+        types its spec.readinessGates lists."""
         meta: dict[str, Any] = {"name": name, "namespace": NS}
         if labels is not None:
             meta["labels"] = labels
@@ -174,6 +176,8 @@ class World:
             body["spec"]["initContainers"] = [
                 {**_container(c, ports), "restartPolicy": "Always"} for c in sidecars
             ]
+        if readiness_gates:
+            body["spec"]["readinessGates"] = [{"conditionType": g} for g in readiness_gates]
         for container in (*containers, *sidecars):
             self.sim.exec_handlers.register(NS, name, container, self.script.answer)
         await self.core.create_namespaced_pod(NS, body)

@@ -279,3 +279,20 @@ def test_check_counts_room_over_the_whole_patch() -> None:
     assert found.desired.annotations["a.io/a"] == "y" * 1000
     assert "a.io/b" not in found.desired.annotations
     assert [(bad.key, bad.kind) for bad in found.desired.invalid] == [("a.io/b", "annotation")]
+
+
+@pytest.mark.parametrize(
+    ("pod", "gates"),
+    [
+        (
+            {"spec": {"readinessGates": [{"conditionType": "a.io/x"}, {"conditionType": "b"}]}},
+            {"a.io/x", "b"},
+        ),
+        ({"spec": {}}, set()),
+        ({}, set()),
+        ({"spec": {"readinessGates": None}}, set()),
+        ({"spec": {"readinessGates": [{"conditionType": 3}, "junk", {}]}}, set()),
+    ],
+)
+def test_readiness_gates_of_a_pod(pod: dict[str, Any], gates: set[str]) -> None:
+    assert plan.readiness_gates(pod) == gates

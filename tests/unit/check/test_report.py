@@ -101,6 +101,7 @@ def test_json_shape() -> None:
         "condition",
         "result",
         "invalid",
+        "readinessGate",
     }
     assert [p["decided"] for p in pod["probes"]] == [True, False]
     assert found["summary"] == {
@@ -296,3 +297,40 @@ def test_the_text_and_the_json_say_which_namespace_and_why() -> None:
         "game",
         "the namespace of kubeconfig context dev",
     )
+
+
+def test_a_probe_condition_says_whether_the_pod_gates_on_it() -> None:
+    gated = probe(Status.SUCCEEDED, gate=("example.com/ready", True))
+    open_ = probe(Status.SUCCEEDED, probe="other", gate=("example.com/other", False))
+    plain = probe(Status.SUCCEEDED, probe="label-only")
+    checked = CheckReport(
+        marker="default/m",
+        source="cluster",
+        pods=(PodCheck(pod="default/p", probes=(gated, open_, plain)),),
+    )
+    text = render_text(checked)
+    assert (
+        "    readiness gate: the pod's spec.readinessGates lists example.com/ready: the kubelet "
+        "counts this condition towards the pod's Ready\n"
+    ) in text
+    assert (
+        "    no readiness gate: the pod's spec.readinessGates does not list example.com/other, so "
+        "this condition does not affect the pod's Ready;"
+    ) in text
+    assert "probemarker.io/inject-readiness-gates" in text
+    assert text.count("readiness gate") == 2  # nothing for the probe without a condition
+    probes = to_json(checked)["pods"][0]["probes"]
+    assert [p["readinessGate"] for p in probes] == [
+        {"conditionType": "example.com/ready", "gated": True},
+        {"conditionType": "example.com/other", "gated": False},
+        None,
+    ]
+
+
+def test_a_hostile_condition_type_reaches_the_terminal_escaped() -> None:
+    checked = CheckReport(
+        marker="default/m",
+        source="cluster",
+        pods=(PodCheck(pod="default/p", probes=(probe(Status.FAILED, gate=("a\x1b[2J", False)),)),),
+    )
+    assert "\x1b" not in render_text(checked)
