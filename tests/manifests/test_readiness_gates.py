@@ -511,3 +511,14 @@ def test_the_component_grants_nothing(version: str) -> None:
         for d in documents(f)
     )
     assert kinds == ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"]
+
+
+def test_a_marker_being_deleted_adds_nothing(policy: MutatingPolicy) -> None:
+    """A marker with a deletionTimestamp (a finalizer holds it) is going: once it is
+    gone the daemon's clean-up removes its condition, so a gate added now would hold
+    the new pod not Ready for good (docs/probes.md, "After the marker is deleted")."""
+    m = marker("m", [("main", "a.io/g")])
+    m["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z"
+    m["metadata"]["finalizers"] = ["example.com/hold"]
+    done = policy.create(pod({"app": "web"}), [m], namespace=NS)
+    assert (gates(done.object), done.mutated, done.errors) == (None, 0, ())
