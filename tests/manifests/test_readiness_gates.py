@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 import yaml
 
-from probemarker.api.parse import parse_marker
+from probemarker.api import rules
+from probemarker.api.parse import InvalidMarker, parse_marker
 from probemarker.match.match import match_pod
 from probemarker.watch.pods import pod_view
 from tests.manifests.test_manifests import KUBECTL, MANIFESTS, documents
@@ -480,6 +481,7 @@ def test_the_choices_the_docs_state() -> None:
     ]
     assert [c["name"] for c in spec["matchConditions"]] == [
         "marker-opts-in",
+        "the-daemon-accepts-the-marker",
         "selector-matches-the-pod",
         "a-gate-is-missing",
     ]
@@ -511,3 +513,68 @@ def test_the_component_grants_nothing(version: str) -> None:
         for d in documents(f)
     )
     assert kinds == ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"]
+
+
+def test_a_marker_being_deleted_adds_nothing(policy: MutatingPolicy) -> None:
+    """A marker with a deletionTimestamp (a finalizer holds it) is going: once it is
+    gone the daemon's clean-up removes its condition, so a gate added now would hold
+    the new pod not Ready for good (docs/probes.md, "After the marker is deleted")."""
+    m = marker("m", [("main", "a.io/g")])
+    m["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z"
+    m["metadata"]["finalizers"] = ["example.com/hold"]
+    done = policy.create(pod({"app": "web"}), [m], namespace=NS)
+    assert (gates(done.object), done.mutated, done.errors) == (None, 0, ())
+
+
+def _invalid_markers() -> list[tuple[str, dict[str, Any]]]:
+    """Markers the CRD refuses today but that can sit in etcd (stored before a rule,
+    kept through an update by CRD validation ratcheting, which lets an annotation be
+    added to them): the daemon skips each whole (an InvalidMarker Warning event)."""
+    cases: list[tuple[str, dict[str, Any]]] = [
+        (f"reserved {t}", marker("m", [("main", "a.io/ok"), ("main", t)]))
+        for t in rules.RESERVED_CONDITION_TYPES
+    ]
+    cases += [
+        (f"prefix {t}", marker("m", [("main", "a.io/ok"), ("main", t)]))
+        for t in ("kubernetes.io/x", "K8s.IO/x")
+    ]
+    cases += [
+        (f"not a qualified name {t!r}", marker("m", [("main", "a.io/ok"), ("main", t)]))
+        for t in ("bad type", "a.io/" + "x" * 64, "-x", "a/b/c")
+    ]
+    cases.append(("a type twice", marker("m", [("main", "a.io/g"), ("main", "a.io/g")])))
+    for requirement in (
+        {"key": "tier", "operator": "NotIn"},
+        {"key": "tier", "operator": "NotIn", "values": []},
+        {"key": "tier", "operator": "In", "values": []},
+        {"key": "tier", "operator": "DoesNotExist", "values": ["x"]},
+        {"key": "app", "operator": "Exists", "values": ["web"]},
+        {"key": "app", "operator": "exists"},
+    ):
+        selector = {"matchLabels": {"app": "web"}, "matchExpressions": [requirement]}
+        cases.append(
+            (f"selector {requirement}", marker("m", [("main", "a.io/g")], selector=selector))
+        )
+    return cases
+
+
+@pytest.mark.parametrize(("case", "m"), _invalid_markers(), ids=[c for c, _ in _invalid_markers()])
+def test_a_marker_the_daemon_refuses_adds_nothing(
+    policy: MutatingPolicy, case: str, m: dict[str, Any]
+) -> None:
+    """The daemon never probes for such a marker, so a gate from it would hold the pod
+    not Ready for good; and a condition type that is not a qualified name would make
+    the API server refuse the pod itself (Pod validation of spec.readinessGates), which
+    failurePolicy Ignore does not cover: every pod of the selected workloads refused."""
+    with pytest.raises(InvalidMarker):
+        parse_marker(m)
+    done = policy.create(pod({"app": "web"}), [m], namespace=NS)
+    assert (gates(done.object), done.mutated, done.errors) == (None, 0, ()), case
+
+
+def test_a_valid_marker_beside_an_invalid_one_still_adds_its_gates(
+    policy: MutatingPolicy,
+) -> None:
+    bad = marker("bad", [("main", "Ready")])
+    good = marker("good", [("main", "a.io/g")])
+    assert gates(admit(policy, pod({"app": "web"}), [bad, good])) == ["a.io/g"]
