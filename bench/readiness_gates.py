@@ -15,12 +15,12 @@
    start; period 1 s, thresholds 1), and to its ContainersReady; a watch of the pods
    timestamps each (tests/cluster/kube.py, `Watch`).
 
-Needs root and a cluster with the add-on installed and the image loaded, e.g. under the
-cluster lock:
+Needs root and a cluster with the add-on installed and the image loaded, e.g. after
+the cluster suite's readiness-gates tests kept their cluster:
 
-    flock /tmp/probemarker-cluster.lock bash -c \\
-      'PROBEMARKER_TEST_CLUSTER_KEEP=1 python -m pytest -q -m cluster tests/cluster/test_readiness_gates.py;
-       python bench/readiness_gates.py; hack/cluster.sh down'
+    PROBEMARKER_TEST_CLUSTER_KEEP=1 python -m pytest -q -m cluster tests/cluster/test_readiness_gates.py
+    python bench/readiness_gates.py
+    hack/cluster.sh down
 
     python bench/readiness_gates.py --creates 200 --rounds 3 --pods 10
 
