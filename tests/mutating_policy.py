@@ -149,9 +149,20 @@ class MutatingPolicy:
             "params": json_to_cel(dict(param)),
             "request": json_to_cel(dict(request)),
         }
+        # As the API server's matcher: every condition is evaluated (`Filter.ForInput`
+        # over all of them), then a false one skips the mutation whatever errors the
+        # others had; with none false, an error is the invocation's error.
+        failed: list[_Failed] = []
+        skipped = False
         for condition in self.match_conditions:
-            if not _is_true(self._evaluate(condition, activation, {})):
-                return obj, False
+            try:
+                skipped |= not _is_true(self._evaluate(condition, activation, {}))
+            except _Failed as exc:
+                failed.append(exc)
+        if skipped:
+            return obj, False
+        if failed:
+            raise failed[0]
         values: dict[str, Any] = {}
         out = obj
         for mutation in self.mutations:

@@ -515,6 +515,19 @@ def test_the_component_grants_nothing(version: str) -> None:
     assert kinds == ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"]
 
 
+def test_a_false_condition_skips_the_marker_whatever_errors_came_before(
+    policy: MutatingPolicy,
+) -> None:
+    """As the API server's matcher: every condition is evaluated, and a false one skips
+    the mutation without an error, even when an earlier one failed to evaluate (here
+    the validity test, on a condition type that is not a string). The evaluator once
+    stopped at the first result, and reported that error."""
+    m = marker("m", [("main", "a.io/g")], selector={"matchLabels": {"app": "other"}})
+    m["spec"]["probes"][0]["podConditionType"] = 42
+    done = policy.create(pod({"app": "web"}), [m], namespace=NS)
+    assert (gates(done.object), done.mutated, done.errors) == (None, 0, ())
+
+
 def test_a_marker_being_deleted_adds_nothing(policy: MutatingPolicy) -> None:
     """A marker with a deletionTimestamp (a finalizer holds it) is going: once it is
     gone the daemon's clean-up removes its condition, so a gate added now would hold
