@@ -75,6 +75,13 @@ class DaemonProcess:
     def events(self) -> list[str]:
         return [str(line.get("event")) for line in self.lines]
 
+    def outline(self) -> list[str]:
+        """The events, each line that is not JSON with its text (for a failure message)."""
+        return [
+            f"{line['event']}: {line['text']!r}" if "text" in line else str(line.get("event"))
+            for line in self.lines
+        ]
+
     @staticmethod
     def _parse(raw: bytes) -> Line:
         try:
@@ -157,7 +164,7 @@ def silent_server() -> Iterator[int]:
 async def _stops_cleanly(proc: DaemonProcess, signum: signal.Signals) -> None:
     proc.signal(signum)
     assert await proc.exit_code(within=10) == 0, proc.lines
-    assert proc.events()[-1] == "daemon.stopped", proc.events()
+    assert proc.events()[-1] == "daemon.stopped", proc.outline()
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])

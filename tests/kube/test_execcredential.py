@@ -3,10 +3,13 @@ has it, the cache until expiry, a re-run after a 401, one-line failures, a deadl
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from asyncio.base_subprocess import BaseSubprocessTransport
 from pathlib import Path
 from typing import Any
 
+import anyio
 import orjson
 import pytest
 import yaml
@@ -179,6 +182,30 @@ async def test_missing_command_shows_the_install_hint() -> None:
     )
     with pytest.raises(ExecPluginError, match=r"cannot run it: .*\(Install gke-gcloud"):
         await ExecPlugin(config).authorization()
+
+
+async def test_a_cancel_while_the_plugin_starts_still_reaps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop signal just as the plugin starts (asyncio still connecting its pipes): its
+    process is killed and reaped before the cancel goes on. Unreaped, the child
+    watcher's thread logs a plain-text line after the loop closed, past the daemon's
+    last JSON line (test_signals' `test_sigterm_while_the_credential_plugin_hangs`)."""
+    started: list[BaseSubprocessTransport] = []
+    connect = BaseSubprocessTransport._connect_pipes
+
+    async def cancelled_while_connecting(self: BaseSubprocessTransport, waiter: Any) -> None:
+        started.append(self)
+        scope.cancel()
+        await asyncio.sleep(0.1)
+        await connect(self, waiter)
+
+    monkeypatch.setattr(BaseSubprocessTransport, "_connect_pipes", cancelled_while_connecting)
+    plugin = ExecPlugin(write_plugin(tmp_path, "import time; time.sleep(60)\n"))
+    with anyio.CancelScope() as scope:
+        await plugin.authorization()
+    assert scope.cancelled_caught
+    assert [transport.get_returncode() for transport in started] == [-9]  # SIGKILL, reaped
 
 
 def kubeconfig_with_plugin(sim: SimCluster, tmp_path: Path, body: str, **extra: Any) -> Path:

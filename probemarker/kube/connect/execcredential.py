@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 import orjson
 import structlog
+from anyio.abc import ByteReceiveStream
 
 from probemarker.kube.connect.errors import KubeError
 from probemarker.kube.connect.kubecontext import ExecConfig
@@ -145,22 +146,17 @@ class ExecPlugin:
         self.runs += 1
         try:
             with anyio.fail_after(self._run_timeout):
-                done = await anyio.run_process(
-                    [config.command, *config.args],
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    check=False,
-                )
+                returncode, stdout, stderr = await _run_reaped([config.command, *config.args], env)
         except TimeoutError:
             raise self._failed(f"it did not answer within {self._run_timeout:g}s") from None
         except OSError as err:
             hint = f" ({config.install_hint.strip()})" if config.install_hint.strip() else ""
             raise self._failed(f"cannot run it: {err.strerror or err}{hint}") from None
-        if done.returncode != 0:
-            stderr = " ".join(done.stderr.decode(errors="replace").split())[:_STDERR_KEPT]
-            raise self._failed(f"it exited with {done.returncode}: {stderr or 'no output'}")
+        if returncode != 0:
+            said = " ".join(stderr.decode(errors="replace").split())[:_STDERR_KEPT]
+            raise self._failed(f"it exited with {returncode}: {said or 'no output'}")
         try:
-            return parse_exec_credential(done.stdout, config)
+            return parse_exec_credential(stdout, config)
         except ExecPluginError as err:
             raise self._failed(str(err)) from None
 
@@ -168,3 +164,30 @@ class ExecPlugin:
         return ExecPluginError(
             f"exec credential plugin {self.config.command!r} of {self.config.where}: {problem}"
         )
+
+
+async def _run_reaped(argv: list[str], env: Mapping[str, str]) -> tuple[int, bytes, bytes]:
+    """The process's exit status, stdout and stderr. Cancelled (a stop signal, the
+    run's deadline), it is killed and waited for before the cancel goes on, whenever
+    the cancel comes.
+
+    Not `anyio.run_process`: a cancel while asyncio is still starting the process (its
+    `subprocess_exec` waits for the pipes) kills it there, but anyio cancels asyncio's
+    wait for the exit too, so the process is not reaped before the loop closes; the
+    child watcher's thread then logs, as plain text after our last JSON line, "Loop
+    ... that handles pid N is closed". Starting is shielded instead (a moment); once
+    started, `Process.aclose` kills it and waits, shielded, on a cancel.
+    """
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(argv, env=env, stdin=subprocess.DEVNULL)
+    outputs = [b"", b""]
+
+    async def drain(stream: ByteReceiveStream | None, index: int) -> None:
+        if stream is not None:
+            outputs[index] = b"".join([chunk async for chunk in stream])
+
+    async with process, anyio.create_task_group() as group:
+        group.start_soon(drain, process.stdout, 0)
+        group.start_soon(drain, process.stderr, 1)
+        returncode = await process.wait()
+    return returncode, outputs[0], outputs[1]
