@@ -66,6 +66,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import kruise
+from bench.cri_exec import stat_cpu
 from tests.cluster.install import STATE, Addon, Cluster
 from tests.cluster.kube import (
     DAEMON_USER,
@@ -97,7 +98,6 @@ QUIET_SECONDS = 30
 SETTLE_SECONDS = 6
 RESTART_WATCH_SECONDS = 20
 DELETE_WAIT_SECONDS = 45
-TICKS = 100  # USER_HZ: /proc/PID/stat counts CPU time in these
 
 
 # -- pure: the audit log, statistics, what the watch saw -----------------------------------
@@ -267,12 +267,6 @@ def condition_expected(index: int) -> str:
     return "False" if index % 2 == 0 else "True"
 
 
-def stat_cpu_seconds(stat: str) -> float:
-    """utime + stime of /proc/PID/stat's text, in seconds."""
-    fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
 def working_set_mib(usage: int, memory_stat: str) -> float:
     """The kubelet's working set: usage minus inactive file pages (cgroup v1 names)."""
     inactive = 0
@@ -345,7 +339,7 @@ def cgroup_memory_mib(system: str) -> float:
 
 def apiserver_cpu_seconds(state: Path) -> float:
     pid = int((state / "apiserver.pid").read_text())
-    return stat_cpu_seconds(Path(f"/proc/{pid}/stat").read_text())
+    return stat_cpu(Path(f"/proc/{pid}/stat").read_text(), children=False)
 
 
 # -- the run ----------------------------------------------------------------------------

@@ -22,7 +22,6 @@ from bench.vs_kruise import (
     percentile,
     schedule,
     sequences,
-    stat_cpu_seconds,
     summary_ms,
     table,
     uptime_cs,
@@ -174,10 +173,7 @@ def test_sequences_and_flaps_count_changes_after_a_moment() -> None:
     assert flaps(seen, 3.5, label_value) == 0
 
 
-def test_stat_and_memory_readers() -> None:
-    # a command may hold spaces and parentheses: the fields start after the last ")"
-    stat = "42 (ma) (x) S 1 42 42 0 -1 4194560 10 20 0 0 150 50 7 7 20 0 12 0"
-    assert stat_cpu_seconds(stat) == pytest.approx(2.0)
+def test_the_cgroup_working_set() -> None:
     memory_stat = "cache 100\ntotal_inactive_file 1048576\ntotal_active_file 5\n"
     assert working_set_mib(3 * 2**20, memory_stat) == pytest.approx(2.0)
     assert working_set_mib(2**20, "total_inactive_file 4194304\n") == 0.0
