@@ -11,7 +11,8 @@ Followed from k8s.io/apiserver/pkg/admission/plugin/policy/validating (1.32):
 - matching (`matchConstraints.resourceRules`): group, version, operation and resource;
   `pods` matches the main resource only, `pods/status` the subresource, `*` and `*/x`
   as wildcards (a PATCH is an UPDATE);
-- `matchConditions`: all must be true; an error applies `failurePolicy`;
+- `matchConditions`: all are evaluated; one false skips the policy whatever errors the
+  others had, else an error applies `failurePolicy` (tests/admission_cel.py);
 - `variables`: evaluated in order, each sees those before it (composition.go); an
   expression that refers to a variable whose evaluation failed fails with that error;
 - `validations`: every one is evaluated and every `messageExpression` too (validator.go
@@ -36,7 +37,6 @@ type, so the comparisons the samples make never mix types.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +45,15 @@ from typing import Any
 import yaml
 from celpy import celtypes, json_to_cel
 
-from probemarker.sim.crd.schema.cel.engine import CelError, CelProgram, compile_cel
+from probemarker.sim.crd.schema.cel.engine import CelError
+from tests.admission_cel import (
+    Expression,
+    compile_expression,
+    compile_match_conditions,
+    compile_variables,
+    conditions_outcome,
+    is_true,
+)
 
 __all__ = [
     "Decision",
@@ -55,22 +63,8 @@ __all__ = [
 ]
 
 MAX_MESSAGE_BYTES = 5000  # celconfig.MaxEvaluatedMessageExpressionSizeBytes
-_VARIABLE_REF = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
 _UNSUPPORTED_SPEC = ("paramKind", "auditAnnotations")
 _UNSUPPORTED_CONSTRAINTS = ("excludeResourceRules", "namespaceSelector", "objectSelector")
-
-
-@dataclass(frozen=True, slots=True)
-class Expression:
-    """One CEL expression of the policy, where it is, and its compiled program."""
-
-    where: str  # e.g. spec.validations[2].expression
-    source: str
-    program: CelProgram
-
-    @property
-    def variables(self) -> frozenset[str]:
-        return frozenset(_VARIABLE_REF.findall(self.source))
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,13 +125,15 @@ class Policy:
             "oldObject": json_to_cel(old),
         }
         errors: list[str] = []
-        for condition in self.match_conditions:
-            result = _evaluate(condition, activation, {})
-            if isinstance(result, _Failed):
-                errors.append(result.error)
-                return self._error(result.error, errors)
-            if not _is_true(result):
-                return Decision(matched=False, allowed=True)
+        results = [_evaluate(condition, activation, {}) for condition in self.match_conditions]
+        outcome = conditions_outcome(
+            [r.error if isinstance(r, _Failed) else is_true(r) for r in results]
+        )
+        if outcome is False:
+            return Decision(matched=False, allowed=True)
+        if isinstance(outcome, str):
+            errors.append(outcome)
+            return self._error(outcome, errors)
         failed: dict[str, str] = {}
         values: dict[str, Any] = {}
         for name, expression in self.variables:
@@ -159,7 +155,7 @@ class Policy:
         for validation, result, message in zip(self.validations, results, messages, strict=True):
             if isinstance(result, _Failed):
                 return self._error(result.error, errors, shown)
-            if _is_true(result):
+            if is_true(result):
                 continue
             # A non-string result (null, an int) falls back to `message`, as does an error.
             text = str(message).strip() if isinstance(message, str) else ""
@@ -199,11 +195,6 @@ class Policy:
 @dataclass(frozen=True, slots=True)
 class _Failed:
     error: str
-
-
-def _is_true(value: Any) -> bool:
-    """A CEL `true` (celpy gives BoolType, or a Python bool after a macro)."""
-    return value is True or (isinstance(value, celtypes.BoolType) and bool(value))
 
 
 def _evaluate(
@@ -246,10 +237,6 @@ def _rule_matches(rule: Mapping[str, Any], operation: str, resource: Mapping[str
     return False
 
 
-def _compile(where: str, source: str) -> Expression:
-    return Expression(where=where, source=source, program=compile_cel(source))
-
-
 def load(policy_path: Path, binding_path: Path) -> Policy:
     """The policy and binding of two manifests; refuses features the evaluator lacks."""
     policy = yaml.safe_load(policy_path.read_text())
@@ -272,20 +259,16 @@ def load(policy_path: Path, binding_path: Path) -> Policy:
         binding=binding["metadata"]["name"],
         failure_policy=spec.get("failurePolicy", "Fail"),
         rules=tuple(constraints["resourceRules"]),
-        match_conditions=tuple(
-            _compile(f"spec.matchConditions[{i}].expression", c["expression"])
-            for i, c in enumerate(spec.get("matchConditions", []))
-        ),
-        variables=tuple(
-            (v["name"], _compile(f"spec.variables[{i}].expression", v["expression"]))
-            for i, v in enumerate(spec.get("variables", []))
-        ),
+        match_conditions=compile_match_conditions(spec),
+        variables=compile_variables(spec),
         validations=tuple(
             Validation(
-                expression=_compile(f"spec.validations[{i}].expression", v["expression"]),
+                expression=compile_expression(f"spec.validations[{i}].expression", v["expression"]),
                 message=v.get("message", ""),
                 message_expression=(
-                    _compile(f"spec.validations[{i}].messageExpression", v["messageExpression"])
+                    compile_expression(
+                        f"spec.validations[{i}].messageExpression", v["messageExpression"]
+                    )
                     if "messageExpression" in v
                     else None
                 ),

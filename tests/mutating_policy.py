@@ -42,23 +42,19 @@ from typing import Any
 import yaml
 from celpy import celtypes, json_to_cel
 
-from probemarker.sim.crd.schema.cel.engine import CelError, CelProgram, compile_cel
+from probemarker.sim.crd.schema.cel.engine import CelError
+from tests.admission_cel import (
+    Expression,
+    compile_expression,
+    compile_match_conditions,
+    compile_variables,
+    conditions_outcome,
+    is_true,
+)
 
 __all__ = ["Admission", "MutatingPolicy", "load"]
 
-_VARIABLE_REF = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
 _JSONPATCH = re.compile(r"JSONPatch\{\s*op:(.*?),\s*path:(.*?),\s*value:", re.S)
-
-
-@dataclass(frozen=True, slots=True)
-class Expression:
-    where: str
-    source: str
-    program: CelProgram
-
-    @property
-    def variables(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(_VARIABLE_REF.findall(self.source)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,20 +145,17 @@ class MutatingPolicy:
             "params": json_to_cel(dict(param)),
             "request": json_to_cel(dict(request)),
         }
-        # As the API server's matcher: every condition is evaluated (`Filter.ForInput`
-        # over all of them), then a false one skips the mutation whatever errors the
-        # others had; with none false, an error is the invocation's error.
-        failed: list[_Failed] = []
-        skipped = False
+        results: list[bool | str] = []
         for condition in self.match_conditions:
             try:
-                skipped |= not _is_true(self._evaluate(condition, activation, {}))
+                results.append(is_true(self._evaluate(condition, activation, {})))
             except _Failed as exc:
-                failed.append(exc)
-        if skipped:
+                results.append(str(exc))
+        outcome = conditions_outcome(results)
+        if outcome is False:
             return obj, False
-        if failed:
-            raise failed[0]
+        if isinstance(outcome, str):
+            raise _Failed(outcome)
         values: dict[str, Any] = {}
         out = obj
         for mutation in self.mutations:
@@ -185,10 +178,6 @@ class MutatingPolicy:
             return expression.program.evaluate({**activation, "variables": bound})
         except CelError as exc:
             raise _Failed(f"{expression.where}: {exc}") from exc
-
-
-def _is_true(value: Any) -> bool:
-    return value is True or (isinstance(value, celtypes.BoolType) and bool(value))
 
 
 def _native(value: Any) -> Any:
@@ -245,10 +234,6 @@ def _apply(obj: dict[str, Any], ops: list[dict[str, Any]], where: str) -> dict[s
     return out
 
 
-def _compile(where: str, source: str) -> Expression:
-    return Expression(where=where, source=source, program=compile_cel(source))
-
-
 def _map_jsonpatch(where: str, source: str) -> str:
     rewritten = _JSONPATCH.sub(lambda m: f"{{'op':{m[1]}, 'path':{m[2]}, 'value':", source)
     if "JSONPatch" in rewritten:
@@ -285,16 +270,10 @@ def load(policy_path: Path, binding_path: Path) -> MutatingPolicy:
         rules=tuple(constraints["resourceRules"]),
         param_selector=ref.get("selector") or {},
         not_found=ref.get("parameterNotFoundAction", "Deny"),
-        match_conditions=tuple(
-            _compile(f"spec.matchConditions[{i}].expression", c["expression"])
-            for i, c in enumerate(spec.get("matchConditions", []))
-        ),
-        variables=tuple(
-            (v["name"], _compile(f"spec.variables[{i}].expression", v["expression"]))
-            for i, v in enumerate(spec.get("variables", []))
-        ),
+        match_conditions=compile_match_conditions(spec),
+        variables=compile_variables(spec),
         mutations=tuple(
-            _compile(
+            compile_expression(
                 f"spec.mutations[{i}].jsonPatch.expression",
                 _map_jsonpatch(f"spec.mutations[{i}]", m["jsonPatch"]["expression"]),
             )
