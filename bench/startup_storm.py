@@ -9,7 +9,7 @@ session of a connection still in its handshake). This bench counts those deaths.
 What runs, each a process of its own:
 - the API server: the sim in HTTPS mode with a bearer token (`probemarker sim serve
   --https --token ...`, its own process), or any server given with --kubeconfig (a real
-  kube-apiserver: /work/shared/realk8s/up.sh); the bench installs the PodProbeMarker
+  kube-apiserver of your own); the bench installs the PodProbeMarker
   CRD where it is missing and waits until it is served;
 - with --handshake-delay-ms MS, a relay (a thread of the bench) between the daemons and
   the server that holds the server's first answer on each connection for a random
@@ -38,7 +38,7 @@ once) crashed against a real kube-apiserver 1.32 on the loopback, but 19 of 100 
 
     python bench/startup_storm.py                               # 3 rounds of 30, the sim
     python bench/startup_storm.py --daemons 10 --rounds 5 --handshake-delay-ms 50
-    python bench/startup_storm.py --kubeconfig /tmp/realk8s/kubeconfig   # a real server
+    python bench/startup_storm.py --kubeconfig ADMIN.kubeconfig   # a real server
 
 Prints the figures and the command that reproduces them.
 """

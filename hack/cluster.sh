@@ -5,6 +5,8 @@
 # pods through containerd + runc (started by hack/cri-runtime.sh), pods on a CNI bridge
 # this script makes. Root only; no systemd needed (cgroupfs).
 #
+#   binaries            checks PROBEMARKER_KUBE_BIN (below) as up does and prints the
+#                       release, e.g. `Kubernetes v1.32.0`; needs neither root nor a cluster
 #   up                  starts whatever is not running, waits until the node is Ready and
 #                       the `default` ServiceAccount exists; the last line on stdout is
 #                       KUBECONFIG=<admin kubeconfig> (system:masters)
@@ -25,16 +27,20 @@
 #                       upgrade of the runtime does
 #
 # Environment (defaults):
-#   PROBEMARKER_KUBE_BIN     the Kubernetes binaries: a folder with kube-apiserver.xz,
-#                            kubelet.xz, kube-controller-manager.xz, kube-scheduler.xz,
-#                            kube-proxy.xz and SHA256SUMS (checked, then decompressed once
-#                            into the state dir), or with the five binaries themselves
-#                            [../shared/realk8s/bin beside this checkout]
+#   PROBEMARKER_KUBE_BIN     required: a folder with the five Kubernetes server binaries
+#                            (kube-apiserver, kubelet, kube-controller-manager,
+#                            kube-scheduler, kube-proxy) of one release, 1.28 or later: the
+#                            `server/bin/` of an official release's
+#                            kubernetes-server-linux-amd64 archive. Nothing is provided
+#                            with the project; each binary's --version is checked
 #   PROBEMARKER_CLUSTER_DIR  all state: binaries, pki, kubeconfigs, logs, etcd, containerd
 #                            [/tmp/probemarker-cluster]
 #   PROBEMARKER_CLUSTER_BRIDGE / _CIDR   the bridge this script makes and its subnet
 #                            [pmk0, 10.246.0.0/24]; its first address is the API server's and
-#                            the kubelet's only address: nothing listens on the host's NICs
+#                            the kubelet's only address: nothing listens on the host's NICs.
+#                            up adds blackhole routes for 10.246.0.0/16 and the subnet that
+#                            stay after down, so that an address of a cluster that is down
+#                            fails on this host and is never routed off it
 #   PROBEMARKER_CLUSTER_PORT_BASE   the API server's port; etcd uses +1..+3 and the node's
 #                            components take 10300.. (kubelet 10300, its healthz 10301,
 #                            controller-manager 10302, scheduler 10303, kube-proxy healthz
@@ -54,11 +60,12 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 R=${PROBEMARKER_CLUSTER_DIR:-/tmp/probemarker-cluster}
-BIN_SRC=${PROBEMARKER_KUBE_BIN:-$REPO/../shared/realk8s/bin}
+BIN=${PROBEMARKER_KUBE_BIN:-}
 BR=${PROBEMARKER_CLUSTER_BRIDGE:-pmk0}
 CIDR=${PROBEMARKER_CLUSTER_CIDR:-10.246.0.0/24}
 NODE_IP=$(awk -F'[./]' '{print $1"."$2"."$3"."$4+1}' <<<"$CIDR")
 PLEN=${CIDR#*/}
+HARNESS_RANGE=10.246.0.0/16 # blackholed by up, kept after down
 SERVICE_CIDR=10.96.0.0/12 SERVICE_IP=10.96.0.1 # the `kubernetes` Service, in the serving cert
 API_PORT=${PROBEMARKER_CLUSTER_PORT_BASE:-6470}
 ETCD_PORT=$((API_PORT + 1))
@@ -136,26 +143,23 @@ packages() {
       DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
 }
 
-binaries() { # sets BIN
-  local b
-  if [[ -f $BIN_SRC/SHA256SUMS && -f $BIN_SRC/kubelet.xz ]]; then
-    BIN=$R/bin
-    # decompressed once; the copy of SHA256SUMS in $R/bin says which archives they came from
-    if ! cmp -s "$BIN_SRC/SHA256SUMS" "$BIN/SHA256SUMS"; then
-      say "checking $BIN_SRC/*.xz against SHA256SUMS and decompressing them into $BIN"
-      (cd "$BIN_SRC" && sha256sum --quiet -c SHA256SUMS) || die "$BIN_SRC/*.xz do not match its SHA256SUMS"
-      mkdir -p "$BIN"
-      for b in "${COMPONENTS[@]}"; do
-        xz -dc "$BIN_SRC/$b.xz" >"$BIN/$b.tmp" && chmod 755 "$BIN/$b.tmp" && mv "$BIN/$b.tmp" "$BIN/$b"
-      done
-      cp "$BIN_SRC/SHA256SUMS" "$BIN/SHA256SUMS"
-    fi
-  else
-    BIN=$BIN_SRC
-  fi
+binaries() { # checks BIN: the five binaries of one release, 1.28 or later
+  local b version first="" minor
+  [[ -n $BIN ]] || die "no Kubernetes binaries: set PROBEMARKER_KUBE_BIN to a folder with kube-apiserver, kubelet, kube-controller-manager, kube-scheduler and kube-proxy of one release >= 1.28 (an official release's server/bin/; docs/development.md)"
   for b in "${COMPONENTS[@]}"; do
-    [[ -x $BIN/$b ]] || die "no $b in $BIN_SRC: set PROBEMARKER_KUBE_BIN to a folder with the five Kubernetes binaries (or NAME.xz and SHA256SUMS)"
+    [[ -x $BIN/$b ]] || die "no executable $b in PROBEMARKER_KUBE_BIN=$BIN: it needs the five server binaries of one Kubernetes release >= 1.28 (server/bin/ of kubernetes-server-linux-amd64)"
   done
+  for b in "${COMPONENTS[@]}"; do
+    version=$("$BIN/$b" --version 2>/dev/null | head -n 1) || true
+    [[ $version =~ ^Kubernetes\ v1\.([0-9]+)\.[0-9]+ ]] ||
+      die "$BIN/$b --version printed '${version:0:80}', not 'Kubernetes v1.MINOR.PATCH': PROBEMARKER_KUBE_BIN needs an official release's server binaries"
+    minor=${BASH_REMATCH[1]}
+    ((minor >= 28)) || die "$BIN/$b is ${version#Kubernetes }: the cluster needs Kubernetes 1.28 or later (PROBEMARKER_KUBE_BIN)"
+    [[ -z $first || $version == "$first" ]] ||
+      die "PROBEMARKER_KUBE_BIN=$BIN mixes releases: kube-apiserver is ${first#Kubernetes }, $b is ${version#Kubernetes }"
+    first=$version
+  done
+  echo "$first"
 }
 
 grpc_python() {
@@ -176,7 +180,16 @@ host_state() { # what up changes on the host, recorded once so that down can und
   [[ -e /var/lib/kubelet || -f $R/host/var-lib-kubelet ]] || touch "$R/host/var-lib-kubelet"
 }
 
+blackhole() { # PREFIX: a route that drops what no more specific route takes, kept after down
+  # The bridge's own route (a /24 inside the /16, or the subnet itself at a lower metric)
+  # wins while the cluster is up; once down deletes the bridge, a client holding a stale
+  # kubeconfig or pod address gets an error on this host instead of a route off it.
+  ip route show type blackhole "$1" | grep -q . || ip route add blackhole "$1" metric 4000
+}
+
 network() {
+  blackhole "$HARNESS_RANGE"
+  blackhole "$CIDR"
   # The bridge exists before anything listens on it: the API server and the kubelet bind
   # to its address, and the CNI bridge plugin adopts it (same name, same gateway).
   ip link show "$BR" >/dev/null 2>&1 || { ip link add "$BR" type bridge && touch "$R/host/bridge"; }
@@ -396,6 +409,7 @@ other_kubelet() { # a kubelet not ours holds the one device-plugin socket of thi
 up() {
   need_root up
   command -v kubectl >/dev/null || die "kubectl is not on PATH"
+  binaries >/dev/null
   if [[ -d $R && -n $(ls -A "$R") && ! -f $R/.cluster.sh ]]; then
     die "$R is not empty and was not made by this script: set PROBEMARKER_CLUSTER_DIR to a new folder"
   fi
@@ -405,7 +419,7 @@ up() {
   fi
   mkdir -p "$R/logs" && touch "$R/.cluster.sh"
   packages
-  binaries
+  printf '%s\n' "$BIN" >"$R/kube-bin"
   host_state
   network
   cri
@@ -417,7 +431,7 @@ up() {
 
 restart_apiserver() {
   need_root restart-apiserver
-  binaries
+  binaries >/dev/null
   stop apiserver
   apiserver
 }
@@ -481,6 +495,9 @@ status() {
 down() {
   need_root down
   [[ -f $R/.cluster.sh ]] || { say "no cluster in $R: nothing to do"; return; }
+  # The kubeconfigs name the bridge's address, which is gone after down: none stays to
+  # be read by a client later, however down ends (the blackhole routes stay too).
+  trap 'rm -f "$R"/kubeconfig "$R"/*.kubeconfig' EXIT
   local ns=() i
   # The kubelet tears pods down (CNI DEL, unmounts) only while it and the API server
   # run; without the controllers nothing recreates them.
@@ -499,8 +516,9 @@ down() {
       grep -o '/var/run/netns/cni-[0-9a-f-]*' | sort -u)
   fi
   stop kubelet proxy
-  local proxy=$R/bin/kube-proxy
-  [[ -x $proxy ]] || proxy=$BIN_SRC/kube-proxy
+  # kube-proxy of the release up ran (PROBEMARKER_KUBE_BIN then, recorded in $R/kube-bin)
+  local proxy
+  proxy=${BIN:-$(cat "$R/kube-bin" 2>/dev/null || true)}/kube-proxy
   [[ -x $proxy ]] && { "$proxy" --cleanup >/dev/null 2>&1 || true; }
   [[ -f $R/cri/containerd.toml ]] && { bash "$REPO/hack/cri-runtime.sh" stop "$R/cri" || true; }
   for i in "${ns[@]}"; do [[ -e $i ]] && { umount "$i" 2>/dev/null || true; rm -f "$i"; }; done
@@ -543,6 +561,7 @@ usage() {
 }
 
 case ${1:-} in
+  binaries) binaries ;;
   up) up ;;
   load-image) load_image "${2:-}" ;;
   unload-image) unload_image "${2:-}" ;;

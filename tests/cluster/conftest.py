@@ -3,10 +3,12 @@
 The cluster is `hack/cluster.sh`'s (a kubelet, containerd + runc, the control plane, a
 CNI bridge), the image is `hack/build-image.sh`'s, loaded into the node's containerd,
 and the add-on is installed with `kubectl apply -k` on an overlay, as
-docs/installation.md tells users. The tests skip, naming what is missing, without
-root, kubectl, podman or the Kubernetes binaries (`$PROBEMARKER_KUBE_BIN`, default
-`../shared/realk8s/bin`); with PROBEMARKER_TEST_REQUIRE_CLUSTER=1 (CI) they fail
-instead. docs/development.md ("A real cluster") says how to run them.
+docs/installation.md tells users. Kubernetes is the user's: the server binaries of a
+release >= 1.28 in the folder `$PROBEMARKER_KUBE_BIN` (nothing is provided with the
+project). Without that variable every test skips, naming it; with it, they skip,
+naming what is missing, without root, kubectl, podman or the binaries, and with
+PROBEMARKER_TEST_REQUIRE_CLUSTER=1 (CI) they fail instead. docs/development.md ("A
+real cluster") says how to run them.
 
 - `cluster`: the running cluster (brought up for this package, taken down after it;
   PROBEMARKER_TEST_CLUSTER_KEEP=1 keeps it for the next run) with the image loaded;
@@ -38,8 +40,15 @@ from tests.cluster.install import (
 )
 from tests.cluster.kube import REPO, create_namespace
 
+NO_BINARIES = (
+    "PROBEMARKER_KUBE_BIN is not set: the cluster suite needs the server binaries of a "
+    'Kubernetes release >= 1.28 (docs/development.md, "A real cluster")'
+)
+
 
 def _why_not() -> str | None:
+    if KUBE_BIN is None:
+        return NO_BINARIES
     if os.geteuid() != 0:
         return "not root: the cluster runs a kubelet and containerd (hack/cluster.sh up)"
     for tool, why in (
@@ -49,9 +58,11 @@ def _why_not() -> str | None:
         if shutil.which(tool) is None:
             return f"{why} is not installed"
     names = ("kube-apiserver", "kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy")
-    if not all((KUBE_BIN / f"{n}.xz").exists() or (KUBE_BIN / n).exists() for n in names):
+    missing = [n for n in names if not os.access(KUBE_BIN / n, os.X_OK)]
+    if missing:
         return (
-            f"no Kubernetes binaries in {KUBE_BIN}: set PROBEMARKER_KUBE_BIN (docs/development.md)"
+            f"PROBEMARKER_KUBE_BIN={KUBE_BIN} has no executable {', '.join(missing)}: it needs "
+            "the five server binaries of one Kubernetes release >= 1.28 (docs/development.md)"
         )
     return None
 
@@ -71,13 +82,15 @@ def _available() -> None:
 
 
 def _skip_without_a_cluster() -> None:
-    """Skip (or fail, in CI) when there is no real cluster to bring up. Called first by
-    `cluster` too: pytest sets up a package-scoped fixture before a function-scoped
-    autouse one, so without it `hack/cluster.sh up` ran before the skip (and errored
-    in a worktree whose ../shared/realk8s/bin does not exist)."""
+    """Skip when there is no real cluster to bring up, or fail when the user asked for
+    one (PROBEMARKER_TEST_REQUIRE_CLUSTER=1 with PROBEMARKER_KUBE_BIN set: a machine
+    without Kubernetes binaries, as CI's, skips whatever that variable says). Called
+    first by `cluster` too: pytest sets up a package-scoped fixture before a
+    function-scoped autouse one, so without it `hack/cluster.sh up` ran before the
+    skip."""
     if WHY_NOT is None:
         return
-    if os.environ.get("PROBEMARKER_TEST_REQUIRE_CLUSTER") == "1":
+    if KUBE_BIN is not None and os.environ.get("PROBEMARKER_TEST_REQUIRE_CLUSTER") == "1":
         pytest.fail(f"PROBEMARKER_TEST_REQUIRE_CLUSTER=1, but no real cluster: {WHY_NOT}")
     pytest.skip(f"no real cluster: {WHY_NOT}")
 

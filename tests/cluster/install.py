@@ -8,17 +8,22 @@ the image renamed to the one loaded into the node, the `node-scope` component, a
 for the `cri` backend the `cri` component with the hostPath of this node's socket
 (not containerd's default path; the path inside the pod stays, as docs/cri.md shows
 for other sockets). `Cluster` is hack/cluster.sh's cluster, read from its state
-folder; `Addon` installs the overlay with `kubectl apply -k` and waits for the
-rollout.
+folder, and only once its API server answers on an address of this host
+(`reachable`: a cluster that is down sends nothing off the machine); `Addon` installs
+the overlay with `kubectl apply -k` and waits for the rollout.
 """
 
 from __future__ import annotations
 
+import errno
+import ipaddress
 import os
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -29,22 +34,89 @@ from tests.podfields import condition
 IMAGE_NAME = "localhost/probemarker"
 IMAGE = f"{IMAGE_NAME}:{__version__}"
 STATE = Path(os.environ.get("PROBEMARKER_CLUSTER_DIR", "/tmp/probemarker-cluster"))
-KUBE_BIN = Path(os.environ.get("PROBEMARKER_KUBE_BIN", REPO.parent / "shared" / "realk8s" / "bin"))
+# The user's Kubernetes server binaries (docs/development.md); none without it
+KUBE_BIN_SETTING = os.environ.get("PROBEMARKER_KUBE_BIN", "")
+KUBE_BIN = Path(KUBE_BIN_SETTING) if KUBE_BIN_SETTING else None
+
+
+class ClusterDown(SystemExit):
+    """hack/cluster.sh's cluster is not up: one line saying what is missing and the fix.
+    A SystemExit, so that a bench meeting it ends with that line (exit status 1) and no
+    traceback; in the suite it fails the test that needed the cluster."""
+
+    def __str__(self) -> str:
+        return str(self.code)
+
+
+def reachable(kubeconfig: Path, *, timeout: float = 2.0) -> None:
+    """Raise ClusterDown unless the kubeconfig's API server listens on an address of
+    this host. The address is checked first by binding a socket to it, which sends
+    nothing: the harness's addresses (its bridge, 10.246.0.0/16) route off the machine
+    once the bridge is gone, so a stale kubeconfig must fail here, not on the wire."""
+    fix = "start it with `hack/cluster.sh up` (docs/development.md)"
+    try:
+        config = yaml.safe_load(kubeconfig.read_text())
+    except FileNotFoundError:
+        raise ClusterDown(f"the cluster is down: no {kubeconfig}; {fix}") from None
+    server = _server(config)
+    if server is None:
+        raise ClusterDown(f"the cluster is down: {kubeconfig} names no server; {fix}")
+    url = urlsplit(server)
+    host, port = url.hostname or "", url.port or 443
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise ClusterDown(
+            f"{kubeconfig}: server {server} is not an address of this host; {fix}"
+        ) from None
+    if not _is_local(address):
+        raise ClusterDown(
+            f"the cluster is down: {server} (in {kubeconfig}) is no address of this host "
+            f"(its bridge is gone); {fix}"
+        )
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as error:
+        why = error.strerror or type(error).__name__
+        raise ClusterDown(
+            f"the cluster is down: nothing answers at {server} ({why}); {fix}"
+        ) from None
+
+
+def _server(config: Any) -> str | None:
+    """The current context's cluster server in a kubeconfig, or None."""
+    if not isinstance(config, dict):
+        return None
+    contexts = {c.get("name"): c.get("context") or {} for c in config.get("contexts") or []}
+    clusters = {c.get("name"): c.get("cluster") or {} for c in config.get("clusters") or []}
+    context = contexts.get(config.get("current-context")) or {}
+    server = clusters.get(context.get("cluster"), {}).get("server")
+    return server if isinstance(server, str) else None
+
+
+def _is_local(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether `address` is assigned on this host: a bind succeeds only then."""
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((str(address), 0))
+        except OSError as error:
+            if error.errno == errno.EADDRNOTAVAIL:
+                return False
+            raise
+    return True
 
 
 def run_script(*args: str, timeout: float) -> str:
-    """`hack/cluster.sh ARGS` on STATE with KUBE_BIN; its stdout (fails on an error)."""
+    """`hack/cluster.sh ARGS` on STATE with the user's PROBEMARKER_KUBE_BIN; its stdout
+    (fails on an error)."""
     done = subprocess.run(
         ["bash", str(SCRIPT), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
-        env={
-            **os.environ,
-            "PROBEMARKER_KUBE_BIN": str(KUBE_BIN),
-            "PROBEMARKER_CLUSTER_DIR": str(STATE),
-        },
+        env={**os.environ, "PROBEMARKER_CLUSTER_DIR": str(STATE)},
     )
     assert done.returncode == 0, f"hack/cluster.sh {' '.join(args)}: {done.stderr[-3000:]}"
     return done.stdout
@@ -58,7 +130,9 @@ class Cluster:
 
     @classmethod
     def at(cls, state: Path) -> Cluster:
-        """The cluster hack/cluster.sh keeps in `state`."""
+        """The cluster hack/cluster.sh keeps in `state`, once its API server answers on
+        this host (ClusterDown, one line, before any request otherwise)."""
+        reachable(state / "kubeconfig")
         return cls(Kubectl(state / "kubeconfig"), state, AuditLog(state / "logs" / "audit.log"))
 
     def socket(self) -> Path:

@@ -3,7 +3,7 @@ level kube-apiserver fails it, and only then. The starting point is the DaemonSe
 pod spec (manifests/daemonset.yaml), which passes `restricted`; each case changes one
 thing. The reasons are the API server's words.
 
-Cross-checked once against a real kube-apiserver 1.32 (../shared/realk8s/): each case's
+Cross-checked once against a real kube-apiserver 1.32 (a bare control plane): each case's
 spec created as a Pod with `kubectl create --dry-run=server` in a namespace with
 `warn: baseline` and one with `warn: restricted`, the reasons read from the warning.
 All agreed but where the API server changes or refuses the spec before Pod Security
