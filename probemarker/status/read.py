@@ -152,7 +152,8 @@ def reader_failed(exit_code: int, stderr: str) -> str:
             "the daemon's image has no `probemarker status --local` (a release older than "
             "the status command): upgrade the DaemonSet to this probemarker's image"
         )
-    return f"probemarker status --local: {said[0]}"
+    # The command names itself in its own error line (cli.py): named once, not twice.
+    return f"probemarker status --local: {said[0].removeprefix('probemarker status --local: ')}"
 
 
 async def _ask(client: KubeClient, raw: Mapping[str, Any], options: StatusOptions) -> NodeStatus:

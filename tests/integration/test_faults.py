@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 
 from probemarker.sim.exec.runners import ExecReply
-from tests.integration.world import World, flag, labels_of, marker, running_daemon
+from tests.integration.world import World, eventually, flag, labels_of, marker, running_daemon
 
 
 async def test_500_and_429_for_a_while_then_results_land(world: World) -> None:
@@ -78,3 +78,42 @@ async def test_a_conflict_rereads_the_pod_and_lands(world: World) -> None:
         await world.wait_pod("g", lambda p: labels_of(p).get("idle") == "yes")
         assert daemon.writer.stats.rereads == 2
         assert world.sim.accounting.count(verb="get", resource="pods", subresource="") == 2
+
+
+async def test_an_api_server_restart_writes_nothing_on_steady_pods(world: World) -> None:
+    """The daemon's side of tests/cluster/test_disruption.py's API server restart: the
+    server goes away (connections refused, watches cut) while probes run (Unknown: their
+    execs cannot connect), and comes back with its history; the daemon watches again,
+    writes nothing and changes no pod, and follows a change afterwards."""
+    names = ("g0", "g1")
+    for name in names:
+        await world.create_pod(name, labels={"app": "game"})
+    await world.apply_marker(marker("m", probes=[flag("idle", condition="game.io/idle")]))
+    async with running_daemon(world.sim) as daemon:
+        for name in names:
+            await world.wait_pod(name, lambda p: labels_of(p).get("idle") == "yes")
+        await eventually(lambda: daemon.writer.depth == 0)
+        writes = world.pod_writes()
+        versions = {n: world.pod(n)["metadata"]["resourceVersion"] for n in names}
+        unknown = daemon.engine.stats.runs[("exec", "Unknown")]
+        watches = [daemon.pods.counters.watches, daemon.markers.counters.watches]
+
+        async def probes_fail_to_connect() -> None:
+            await eventually(lambda: daemon.engine.stats.runs[("exec", "Unknown")] >= unknown + 2)
+
+        with anyio.fail_after(20):
+            await world.sim.faults.outage(0, during=probes_fail_to_connect)
+        await eventually(  # both informers watch again
+            lambda: (
+                daemon.pods.counters.watches > watches[0]
+                and daemon.markers.counters.watches > watches[1]
+            ),
+            within=20,
+        )
+        await world.script.wait_calls(2 * len(names))  # every probe ran again since
+        await eventually(lambda: daemon.writer.depth == 0)
+        assert world.pod_writes() == writes
+        assert {n: world.pod(n)["metadata"]["resourceVersion"] for n in names} == versions
+        world.script.set("g0", "app", "check", ExecReply(1, b"busy\n"))
+        await world.wait_pod("g0", lambda p: labels_of(p).get("idle") == "no")
+        assert world.pod_writes() == writes + 1

@@ -1,11 +1,13 @@
 """Races and the pod lifecycle (issue 15), the real daemon against the sim: a pod
 re-created under the same name while a write to it is on its way, a terminating or
-finished pod, a renamed probe and a re-created marker (no readiness gap), chatty probe
-output, a refused write, a copied ownership record."""
+finished pod, a renamed probe, a re-created marker (no readiness gap) and a marker
+deleted while its probe runs, chatty probe output, a refused write, a copied ownership
+record."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -171,6 +173,73 @@ async def test_a_marker_deleted_and_re_created_keeps_its_keys(world: World) -> N
             await world.script.wait_calls(2)  # the re-created marker's probe runs
             assert world.pod_writes() == writes
     assert all(labels_of(p).get("a") == "yes" and status_of(p) == "True" for p in seen)
+
+
+@dataclass
+class Stalling(Script):
+    """A script whose command `word`, once set, is held until `release`: a run in
+    flight for as long as the test needs."""
+
+    word: str | None = None
+    stalled: anyio.Event = field(default_factory=anyio.Event)
+    release: anyio.Event = field(default_factory=anyio.Event)
+
+    async def answer(self, request: ExecRequest) -> ExecReply:
+        reply = await super().answer(request)
+        if self.word is not None and request.command[:1] == (self.word,):
+            self.stalled.set()
+            await self.release.wait()
+        return reply
+
+    def runs(self, word: str) -> int:
+        return sum(1 for _, _, command in self.calls if command[:1] == (word,))
+
+
+async def test_a_marker_deleted_while_its_probe_runs_cleans_up_and_drops_the_late_result(
+    world: World,
+) -> None:
+    """A marker deleted while its probe's command runs: what it wrote is removed, and
+    the run's result, which arrives after (a failure, which would be a transition),
+    writes nothing, raises no event and books no next run; another marker on the pod
+    runs on untouched."""
+    world.script = script = Stalling()
+    await world.create_pod("g", labels={"app": "game"})
+    await world.apply_marker(
+        marker("m", probes=[flag("idle", command="idle", condition=READY, timeout=5)])
+    )
+    await world.apply_marker(marker("other", probes=[flag("up", command="up")]))
+    async with running_daemon(world.sim) as daemon:
+        await world.wait_pod(
+            "g", lambda p: status_of(p) == "True" and {"idle", "up"} <= set(labels_of(p))
+        )
+        script.set("g", "app", "idle", ExecReply(1, b"", b"late\n"))
+        script.word = "idle"
+        with anyio.fail_after(5):
+            await script.stalled.wait()  # m's run is in flight
+        dropped = daemon.engine.stats.dropped_results
+        await world.delete_marker("m")
+        pod = await world.wait_pod(
+            "g",
+            lambda p: (
+                "idle" not in labels_of(p)
+                and status_of(p) is None
+                and '"m#idle"' not in annotations_of(p).get(OWNED, "")
+            ),
+        )
+        assert labels_of(pod) == {"app": "game", "up": "yes"}
+        writes, runs = world.pod_writes(), script.runs("idle")
+        script.release.set()
+        # Two more runs of the other marker's probe: time for a write of the late result.
+        await script.wait_calls(2)
+        await eventually(lambda: daemon.writer.depth == 0)
+        assert daemon.engine.stats.dropped_results == dropped + 1
+        assert world.pod_writes() == writes
+        assert script.runs("idle") == runs  # the dead marker is not run again
+        assert daemon.engine.probe_count == 1
+    pod = world.pod("g")
+    assert labels_of(pod) == {"app": "game", "up": "yes"}
+    assert condition(pod, READY) is None
+    assert world.events("ProbeFailed") == []
 
 
 class Chatty(Script):

@@ -12,7 +12,7 @@ import signal
 import aiohttp
 
 from tests import plain_install
-from tests.integration.test_signals import DaemonProcess
+from tests.integration.process import DaemonProcess
 from tests.integration.world import World, flag, labels_of, marker
 
 

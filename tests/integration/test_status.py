@@ -1,6 +1,8 @@
 """`probemarker status` against the real daemon on the sim (issue 34): what the daemon
 holds, on its status socket and through pods/exec into a daemon pod, agrees with
-the pods; a node whose daemon is missing, not running or unreachable is named."""
+the pods; a node whose daemon is missing, not running or unreachable is named; and the
+whole path as processes (`probemarker run` with its socket, the admin's `probemarker
+status` execing `probemarker status --local` into the daemon's pod)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -19,9 +22,10 @@ from kubernetes_asyncio import client
 from probemarker.daemon.app import Daemon
 from probemarker.daemon.settings import RunSettings
 from probemarker.observe.snapshot import SNAPSHOT_VERSION
-from probemarker.sim.exec.runners import ExecIO, ExecReply, ExecRequest
+from probemarker.sim.exec.runners import DEFAULT_PATH, ExecIO, ExecReply, ExecRequest
 from probemarker.status.read import StatusOptions, read_cluster, read_local_socket, read_socket
 from probemarker.status.render import exit_code, render_json, render_text
+from tests.integration import process
 from tests.integration.world import (
     NS,
     World,
@@ -287,3 +291,78 @@ async def through_exec(world: World, daemon: Daemon) -> None:
         (refused,) = await read_cluster(StatusOptions(node="node-1"), settings)
         assert refused.problem is not None
         assert "get and create on pods/exec in namespace probemarker-system" in refused.problem
+
+
+async def test_status_reads_a_daemon_process_through_pods_exec(
+    world: World, tmp_path: Path
+) -> None:
+    """The path tests/cluster/test_status.py takes, but for the kubelet: `probemarker
+    run` as a process, its socket set as the DaemonSet sets it (PROBEMARKER_STATUS_SOCKET);
+    the admin's `probemarker status --kubeconfig K --node N` execs into the daemon's
+    pod, whose container (a host process of the sim, with the container's env) runs
+    `probemarker status --local`, which reads that socket."""
+    socket = str(tmp_path / "status.sock")
+    shim = tmp_path / "bin" / "probemarker"  # the image's `probemarker` on the PATH
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m probemarker "$@"\n')
+    shim.chmod(0o755)
+    world.script.set("waits", "app", "check", ExecReply(1, b"", b"not yet\n"))
+    for name in ("waits", "done"):
+        await world.create_pod(name, labels={"app": "game"})
+    await world.apply_marker(marker("m", probes=[flag("idle", failure=100)]))
+    await world.core.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=DAEMONS))
+    )
+    container_env = {
+        "PROBEMARKER_STATUS_SOCKET": socket,
+        "PATH": f"{shim.parent}:{DEFAULT_PATH}",
+        "PYTHONPATH": ROOT,
+    }
+    body: Any = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "probemarker-x",
+            "namespace": DAEMONS,
+            "labels": {"app.kubernetes.io/name": "probemarker"},
+        },
+        "spec": {
+            "nodeName": "node-1",
+            "containers": [{
+                "name": "probemarker",
+                "image": "pm:1",
+                "env": [{"name": k, "value": v} for k, v in container_env.items()],
+            }],
+        },
+    }  # fmt: skip
+    await world.core.create_namespaced_pod(DAEMONS, body)
+    await world.sim.kubelet.wait_running(DAEMONS, "probemarker-x")
+    daemon_env = {"PROBEMARKER_STATUS_SOCKET": socket, "PYTHONPATH": ROOT}
+    async with process.daemon(world.sim.kubeconfig_path, env=daemon_env) as proc:
+        await proc.wait_event("daemon.ready")
+        await world.wait_pod("done", lambda p: labels_of(p).get("idle") == "yes")
+        await world.script.wait_calls(2)  # `waits` has failed at least once more
+        with anyio.fail_after(60):
+            done = await anyio.run_process(
+                [sys.executable, "-m", "probemarker", "status", "--kubeconfig",
+                 str(world.sim.kubeconfig_path), "--node", "node-1", "-o", "json"],
+                check=False, env={**process.environment(), "PYTHONPATH": ROOT},
+            )  # fmt: skip
+        proc.signal(signal.SIGTERM)
+        assert await proc.exit_code(within=15) == 0, proc.outline()
+    assert done.returncode == 1, done.stderr  # `waits` is not decided
+    ((node,),) = [json.loads(done.stdout)["nodes"]]
+    assert (node["node"], node["daemon"], node["problem"]) == (
+        "node-1",
+        f"{DAEMONS}/probemarker-x",
+        None,
+    )
+    found = rows(node)
+    assert set(found) == {("waits", "m/idle"), ("done", "m/idle")}
+    waits = found[("waits", "m/idle")]
+    assert waits["state"] is None
+    assert (waits["count"]["result"], waits["count"]["threshold"]) == ("Failed", 100)
+    assert waits["last"]["message"] == "not yet"
+    assert found[("done", "m/idle")]["state"] == "Succeeded"
+    execs = world.sim.accounting.count(subresource="exec", namespace=DAEMONS)
+    assert execs == 1  # one exec into the daemon's pod: the admin's

@@ -115,3 +115,10 @@ def test_a_reader_that_fails_in_the_daemons_container_says_why(
     from probemarker.status.read import reader_failed
 
     assert problem in reader_failed(exit_code, stderr)
+
+
+def test_the_readers_own_error_line_is_named_once() -> None:
+    from probemarker.status.read import reader_failed
+
+    said = "probemarker status --local: status socket /x: not found\n"
+    assert reader_failed(1, said) == "probemarker status --local: status socket /x: not found"
