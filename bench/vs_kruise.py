@@ -1,24 +1,33 @@
-"""probemarker beside OpenKruise v1.5.4's PodProbeMarker on the project's real node
-(hack/cluster.sh): the same marker, the same pods, the same flips, measured in one run.
+"""probemarker beside OpenKruise's PodProbeMarker on the project's real node
+(hack/cluster.sh): the same marker, the same pods, the same flips, measured in one run,
+for each Kruise release the user brings (none: probemarker alone).
 
-Needs root, the cluster up and probemarker's image loaded (docs/development.md,
-"Measured against Kruise"):
+Needs root, the cluster up and probemarker's image loaded, and for each Kruise either its
+released manager image loaded into the node's containerd and the release's config/, or a
+folder of its two programs and config/ (docs/development.md, "Measured against Kruise";
+bench/kruise.py says what each form holds):
 
     hack/cluster.sh up && hack/build-image.sh --no-verify && hack/cluster.sh load-image
-    python bench/vs_kruise.py                     # 20 pods, 20 flips a pod
-    python bench/vs_kruise.py --pods 5 --flips 5 --json /tmp/vs.json
+    python bench/vs_kruise.py                     # probemarker alone: 20 pods, 20 flips a pod
+    python bench/vs_kruise.py --kruise v1.5.4=image:docker.io/openkruise/kruise-manager:v1.5.4,config=/src/kruise-1.5.4/config
+    python bench/vs_kruise.py --kruise v1.5.4=/k/1.5.4 --kruise 'v1.5.4+#2007=/k/2007' --pods 5 --flips 5 --json /tmp/vs.json
 
-It installs Kruise (bench/kruise.py: image, config/default, webhooks) and probemarker
-(tests/cluster/install.py's overlay, exec backend `api`, then `cri`), and removes Kruise
-at the end, whatever happened. Then, for each system in turn (Kruise, probemarker with
-the `api` backend, probemarker with the `cri` backend), in a namespace of its own:
+`--kruise LABEL=SOURCE` is repeatable, one table column a label. Every SOURCE is checked
+before anything is installed. probemarker is installed first (tests/cluster/install.py's
+overlay) and measured with its `api` exec backend, then its `cri` backend (`--systems`),
+with no Kruise installed; then each Kruise in turn is installed (bench/kruise.py: image,
+config/default, webhooks), measured with probemarker installed and idle (`api`
+backend), and removed, whatever happened (two releases share their CRDs and namespace:
+one at a time; `--keep-kruise` keeps the last one). The output and the JSON say which Kruise ran: its
+label and SOURCE, the image and image ID its manager ran, and the version the manager's
+program records, when it records one. Each system, in a namespace of its own:
 
 - `--pods` busybox pods and one marker, the same spec in `apps.kruise.io/v1alpha1` and
   `probemarker.io/v1alpha1`: exec `sh -c SCRIPT` in the pod, period 1 s, timeout 1 s,
   thresholds 1, label `vs.bench/answer: yes|no` and the condition `vs.bench/answer`.
-  The other system stays installed and idle (no marker of its own), so the API
-  server's figures and the audit log's counts of one system are not mixed with the
-  other's probing.
+  probemarker stays installed and idle (no marker of its own) while a Kruise is
+  measured, so the API server's figures and the audit log's counts of one system are
+  not mixed with the other's probing.
 - The answer is a function of time: SCRIPT counts the moments in the pod's /tmp/flips
   (the node's uptime in centiseconds, which the host and every container read alike
   from /proc/uptime) that have passed, and succeeds when the count is even. Each pod
@@ -52,6 +61,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shlex
 import statistics
 import sys
 import tempfile
@@ -67,6 +77,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import kruise
 from bench.cri_exec import stat_cpu
+from probemarker import __version__
 from tests.cluster.install import STATE, Addon, Cluster
 from tests.cluster.kube import (
     DAEMON_USER,
@@ -86,7 +97,9 @@ SCRIPT = (
     "read up _ </proc/uptime; now=${up%.*}${up#*.}; n=0; for t in $(cat /tmp/flips 2>/dev/null); "
     'do [ "$now" -ge "$t" ] && n=$((n+1)); done; [ $((n % 2)) -eq 0 ]'
 )
-SYSTEMS = ("kruise", "probemarker-api", "probemarker-cri")
+PROBEMARKER_SYSTEMS = ("probemarker-api", "probemarker-cri")
+DEFAULT_SYSTEMS = ",".join(PROBEMARKER_SYSTEMS)
+ALONE = "no Kruise given: probemarker alone"
 IDENTITIES = {
     "kruise": (kruise.MANAGER_USER, kruise.DAEMON_USER),
     "probemarker": (DAEMON_USER,),
@@ -280,20 +293,6 @@ def working_set_mib(usage: int, memory_stat: str) -> float:
 # -- the node: processes and cgroups ---------------------------------------------------
 
 
-def pids_of(argv0: Sequence[str]) -> list[int]:
-    """PIDs whose argv starts with `argv0`."""
-    wanted = "\0".join(argv0).encode()
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "cmdline").read_bytes().startswith(wanted):
-                    out.append(int(entry.name))
-            except OSError:
-                continue
-    return out
-
-
 AGENTS = {
     "kruise": (("/manager",), ("/kruise-daemon",)),
     "probemarker": (("/opt/probemarker/bin/python3", "/opt/probemarker/bin/probemarker", "run"),),
@@ -311,7 +310,7 @@ def _cgroup(pid: int, controller: str) -> Path:
 def _groups(system: str) -> list[int]:
     pids = []
     for argv0 in AGENTS[system]:
-        found = pids_of(argv0)
+        found = kruise.pids_of(argv0)
         if len(found) != 1:
             raise SystemExit(
                 f"{system}: {len(found)} processes {' '.join(argv0)} on the node, expected 1"
@@ -404,6 +403,50 @@ class Phase:
         return count_requests(events, IDENTITIES[self.system], namespaces=namespaces)
 
 
+@dataclass(frozen=True)
+class Column:
+    """One system measured: a column of the table, a key of the JSON's results."""
+
+    name: str  # "kruise LABEL", "probemarker-api", "probemarker-cri"
+    system: str  # "kruise" or "probemarker": whose identities, processes and API group
+    namespace: str  # its pods' and markers'
+    backend: str = ""  # probemarker's exec backend
+    source: kruise.Source | None = None  # the Kruise the user brought
+
+
+def parse_systems(text: str) -> list[str]:
+    """`--systems`: which of probemarker's backends to measure (none: only Kruise)."""
+    wanted = [name for name in text.split(",") if name]
+    if any(name == "kruise" or name.startswith("kruise ") for name in wanted):
+        raise SystemExit(
+            "--systems: Kruise is measured when given, by --kruise LABEL=SOURCE; "
+            f"--systems chooses among {', '.join(PROBEMARKER_SYSTEMS)}"
+        )
+    if unknown := sorted(set(wanted) - set(PROBEMARKER_SYSTEMS)):
+        raise SystemExit(
+            f"--systems: unknown {unknown}; choose from {', '.join(PROBEMARKER_SYSTEMS)}"
+        )
+    return [name for name in PROBEMARKER_SYSTEMS if name in wanted]
+
+
+def plan(sources: Sequence[kruise.Source], systems: Sequence[str]) -> list[Column]:
+    """The columns in the table's order: each Kruise as given, then probemarker's."""
+    out = [
+        Column(f"kruise {source.label}", "kruise", f"vs-kruise-{index}", source=source)
+        for index, source in enumerate(sources, 1)
+    ]
+    for name in systems:
+        backend = name.removeprefix("probemarker-")
+        out.append(Column(name, "probemarker", f"vs-probemarker-{backend}", backend=backend))
+    return out
+
+
+def measure_order(columns: Sequence[Column]) -> list[Column]:
+    """probemarker's first, with no Kruise installed; then each Kruise in turn (installed,
+    measured, removed), so that the last can stay (--keep-kruise) with nothing after it."""
+    return sorted(columns, key=lambda column: column.system == "kruise")
+
+
 def _exec(kubectl: Kubectl, namespace: str, pod: str, script: str) -> None:
     kubectl.run("-n", namespace, "exec", pod, "--", "sh", "-c", script, timeout=30)
 
@@ -420,12 +463,13 @@ def _watch(kubectl: Kubectl, namespace: str) -> Iterator[Watch]:
         yield watch
 
 
-def measure(cluster: Cluster, addon: Addon, name: str, args: argparse.Namespace) -> dict[str, Any]:
+def measure(
+    cluster: Cluster, addon: Addon, column: Column, args: argparse.Namespace
+) -> dict[str, Any]:
     kubectl = cluster.kubectl
-    system = "kruise" if name == "kruise" else "probemarker"
-    namespace = f"vs-{name}"
+    system, namespace = column.system, column.namespace
     if system == "probemarker":
-        addon.use(name.split("-")[1])
+        addon.use(column.backend)
     create_namespace(kubectl, namespace, fresh=True)
     names = [f"p{i:03d}" for i in range(args.pods)]
     pods = [
@@ -449,7 +493,7 @@ def measure(cluster: Cluster, addon: Addon, name: str, args: argparse.Namespace)
             out["start_writes_by_resource"] = started.writes
             if system == "probemarker":  # what its log says it did meanwhile
                 out["start_daemon_log"] = _log_events(kubectl, start.seconds)
-            round_, flipped = _flips(cluster, watch, namespace, names, args)
+            round_, flipped = _flips(cluster, watch, system, namespace, names, args)
             # quiet: after the flips, nothing flipping, the rate each figure is taken over
             with Phase(cluster, system) as quiet:
                 time.sleep(QUIET_SECONDS)
@@ -516,7 +560,12 @@ def _all_marked(kubectl: Kubectl, namespace: str, value: str, *, timeout: float)
 
 
 def _flips(
-    cluster: Cluster, watch: Watch, namespace: str, names: Sequence[str], args: argparse.Namespace
+    cluster: Cluster,
+    watch: Watch,
+    system: str,
+    namespace: str,
+    names: Sequence[str],
+    args: argparse.Namespace,
 ) -> tuple[Phase, dict[str, Any]]:
     kubectl = cluster.kubectl
     plan = schedule(args.flips, args.seed)
@@ -538,7 +587,6 @@ def _flips(
         )
     time.sleep(wait)
     last = monotonic(base + max(plan[i][-1] for i in range(len(names))))
-    system = "kruise" if namespace == "vs-kruise" else "probemarker"
     with Phase(cluster, system) as round_:
         time.sleep(max(0.0, last + SETTLE_SECONDS - time.monotonic()))
     memory = cgroup_memory_mib(system)
@@ -716,7 +764,8 @@ ROWS = (
 
 
 def table(results: Mapping[str, Mapping[str, Any]]) -> str:
-    systems = [s for s in SYSTEMS if s in results]
+    """The figures, one column a system, in `results`' order."""
+    systems = list(results)
     lines = [f"| | {' | '.join(systems)} |", "|---|" + "---|" * len(systems)]
     for key, title in ROWS:
         lines.append(
@@ -725,51 +774,143 @@ def table(results: Mapping[str, Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def command_line(args: argparse.Namespace) -> str:
+    """The command that measures the same again."""
+    words = ["python", "bench/vs_kruise.py", "--pods", str(args.pods), "--flips",
+             str(args.flips), "--seed", str(args.seed)]  # fmt: skip
+    if args.systems != DEFAULT_SYSTEMS:
+        words += ["--systems", args.systems]
+    for value in args.kruise:
+        words += ["--kruise", value]
+    return shlex.join(words)
+
+
+def document(
+    args: argparse.Namespace,
+    *,
+    server: str,
+    ran: Sequence[Mapping[str, Any]],
+    results: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The JSON: what ran (Kubernetes, probemarker, each Kruise as kruise.identity says,
+    none: probemarker alone), the command, and the figures by column."""
+    return {
+        "kubernetes": server,
+        "probemarker": f"{__version__} (this checkout)",
+        "kruise": [dict(one) for one in ran],
+        "probemarker_alone": not ran,
+        "note": None if ran else ALONE,
+        "pods": args.pods,
+        "flips": args.flips,
+        "seed": args.seed,
+        "command": command_line(args),
+        "results": {name: dict(figures) for name, figures in results.items()},
+    }
+
+
+def report(doc: Mapping[str, Any]) -> str:
+    """The printed answer: what ran, the table, the command."""
+    lines = [f"Kubernetes {doc['kubernetes']}, one node; probemarker {doc['probemarker']}"]
+    if doc["kruise"]:
+        lines += [kruise.describe(ran) for ran in doc["kruise"]]
+        lines.append(
+            "each Kruise installed, measured and removed in turn, probemarker installed and "
+            "idle meanwhile; probemarker measured with no Kruise installed"
+        )
+    else:
+        lines.append(ALONE)
+    lines.append(
+        f"{doc['pods']} pods a system, {doc['flips']} flips a pod, "
+        "exec probe period 1 s, thresholds 1"
+    )
+    return "\n".join([*lines, "", table(doc["results"]), "", f"command: {doc['command']}"])
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=20)
     parser.add_argument("--flips", type=int, default=20)
     parser.add_argument("--seed", type=int, default=32)
-    parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument(
+        "--kruise",
+        action="append",
+        default=[],
+        metavar="LABEL=SOURCE",
+        help="a Kruise release to measure, repeatable: LABEL=image:REF,config=DIR (an image "
+        "in the node's containerd, the release's config/) or LABEL=DIR (a folder of its "
+        "manager, kruise-daemon and config/); none: probemarker alone",
+    )
+    parser.add_argument(
+        "--systems",
+        default=DEFAULT_SYSTEMS,
+        help=f"probemarker's backends to measure, of {DEFAULT_SYSTEMS} ('': none)",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument(
-        "--keep-kruise", action="store_true", help="do not remove Kruise at the end"
+        "--keep-kruise", action="store_true", help="do not remove the last Kruise at the end"
     )
-    args = parser.parse_args()
-    wanted = args.systems.split(",")
-    if unknown := set(wanted) - set(SYSTEMS):
-        parser.error(f"--systems: unknown {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
+    args = parser.parse_args(argv)
     if not 1 <= args.pods <= 1000 or args.flips < 1:
         parser.error("--pods 1..1000 and --flips 1 or more")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    sources = kruise.parse_sources(args.kruise)
+    for source in sources:
+        kruise.check_source(source)
+    columns = plan(sources, parse_systems(args.systems))
+    if not columns:
+        raise SystemExit("nothing to measure: --systems '' and no --kruise LABEL=SOURCE")
     cluster = Cluster.at(STATE)
+    if (other := kruise.installed(cluster)) is not None:
+        raise SystemExit(
+            f"Kruise {other['label']} is installed (an earlier --keep-kruise?): "
+            "python bench/kruise.py remove removes it"
+        )
+    if any(not source.built for source in sources):
+        listing = kruise.node_images(cluster)
+        for source in sources:
+            kruise.check_loaded(source, listing)
+    given = ", ".join(f"Kruise {source.label}" for source in sources)
+    print(f"== probemarker, then {given}" if sources else f"== {ALONE}", file=sys.stderr)
     versions = cluster.kubectl.json("version")
     addon = Addon(cluster, Path(tempfile.mkdtemp()))
+    ordered = measure_order(columns)
+    last_kruise = next((c for c in reversed(ordered) if c.source is not None), None)
     results: dict[str, dict[str, Any]] = {}
+    ran: dict[str, dict[str, Any]] = {}
     try:
         addon.use("api")
-        kruise.install(cluster)
-        for name in wanted:
-            print(f"== {name}", file=sys.stderr)
-            results[name] = measure(cluster, addon, name, args)
-            print(json.dumps(results[name]), file=sys.stderr)
+        for column in ordered:
+            print(f"== {column.name}", file=sys.stderr)
+            if column.source is None:
+                results[column.name] = measure(cluster, addon, column, args)
+            else:
+                addon.use("api")  # idle meanwhile, as it is installed by default
+                keep = args.keep_kruise and column is last_kruise
+                try:
+                    ran[column.name] = kruise.install(cluster, column.source)
+                    results[column.name] = measure(cluster, addon, column, args)
+                finally:
+                    if not keep:
+                        kruise.remove(cluster)
+                if keep:
+                    print(f"kept: Kruise {column.source.label} (python bench/kruise.py "
+                          "remove removes it)", file=sys.stderr)  # fmt: skip
+            print(json.dumps(results[column.name]), file=sys.stderr)
     finally:
-        if not args.keep_kruise:
-            kruise.remove(cluster)
         addon.use("api")
-    command = (
-        f"python bench/vs_kruise.py --pods {args.pods} --flips {args.flips} --seed {args.seed}"
+    doc = document(
+        args,
+        server=versions.get("serverVersion", {}).get("gitVersion", "?"),
+        ran=[ran[c.name] for c in columns if c.name in ran],
+        results={c.name: results[c.name] for c in columns},
     )
-    server = versions.get("serverVersion", {}).get("gitVersion", "?")
-    print(
-        f"Kubernetes {server}, one node; OpenKruise {kruise.VERSION}; probemarker (this checkout)"
-    )
-    print(
-        f"{args.pods} pods a system, {args.flips} flips a pod, exec probe period 1 s, thresholds 1\n"
-    )
-    print(table(results))
-    print(f"\ncommand: {command}")
+    print(report(doc))
     if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        args.json.write_text(json.dumps(doc, indent=2) + "\n")
 
 
 if __name__ == "__main__":
