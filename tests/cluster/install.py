@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
 import yaml
 
 from probemarker import __version__
@@ -37,6 +38,21 @@ STATE = Path(os.environ.get("PROBEMARKER_CLUSTER_DIR", "/tmp/probemarker-cluster
 # The user's Kubernetes server binaries (docs/development.md); none without it
 KUBE_BIN_SETTING = os.environ.get("PROBEMARKER_KUBE_BIN", "")
 KUBE_BIN = Path(KUBE_BIN_SETTING) if KUBE_BIN_SETTING else None
+
+
+# The node-scope component needs the token's node name (ServiceAccountTokenPodNodeInfo,
+# beta in 1.30) and ValidatingAdmissionPolicy v1 (1.30); MutatingAdmissionPolicy exists
+# from 1.32 (docs/installation.md).
+NODE_SCOPE_MINOR = 30
+MUTATING_POLICY_MINOR = 32
+
+
+def needs_release(cluster: Cluster, minor: int, what: str) -> None:
+    """Skip (never fail, even with PROBEMARKER_TEST_REQUIRE_CLUSTER) what the cluster's
+    release does not have, naming the release and the need."""
+    have = cluster.minor()
+    if have < minor:
+        pytest.skip(f"{what} needs Kubernetes 1.{minor} or later; this cluster is 1.{have}")
 
 
 class ClusterDown(SystemExit):
@@ -135,6 +151,12 @@ class Cluster:
         reachable(state / "kubeconfig")
         return cls(Kubectl(state / "kubeconfig"), state, AuditLog(state / "logs" / "audit.log"))
 
+    def minor(self) -> int:
+        """The API server's minor release (28 for Kubernetes 1.28): the suite runs on
+        any release from 1.28, and what a release lacks is skipped by name."""
+        version = self.kubectl.json("version")["serverVersion"]
+        return int(str(version["minor"]).rstrip("+"))
+
     def socket(self) -> Path:
         """containerd's socket (hack/cri-runtime.sh keeps it under /run for a long state dir)."""
         short = self.state / "cri" / "short-run-dir"
@@ -162,7 +184,10 @@ class Addon:
         if backend == self.backend:
             return
         socket = self.cluster.socket()
-        (self.folder / "kustomization.yaml").write_text(overlay(self.folder, backend, socket))
+        node_scope = self.cluster.minor() >= NODE_SCOPE_MINOR
+        (self.folder / "kustomization.yaml").write_text(
+            overlay(self.folder, backend, socket, node_scope=node_scope)
+        )
         self.cluster.kubectl.run("apply", "-k", str(self.folder), timeout=120)
         self.rolled_out()
         self.backend = backend
@@ -210,11 +235,13 @@ class Addon:
         return old, new
 
 
-def overlay(folder: Path, backend: str, socket: Path) -> str:
+def overlay(folder: Path, backend: str, socket: Path, *, node_scope: bool = True) -> str:
+    """The overlay's kustomization.yaml; `node_scope` adds that component, as
+    docs/installation.md says to on Kubernetes 1.30 and later."""
     if backend not in ("api", "cri"):
         raise ValueError(f"backend {backend!r}: api or cri")
     manifests = os.path.relpath(REPO / "manifests", folder)
-    components = [f"{manifests}/components/node-scope"]
+    components = [f"{manifests}/components/node-scope"] if node_scope else []
     patches = []
     if backend == "cri":
         components.append(f"{manifests}/components/cri")

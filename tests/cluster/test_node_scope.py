@@ -18,10 +18,15 @@ import urllib.request
 
 import pytest
 
-from tests.cluster.install import Addon, Cluster
+from tests.cluster.install import NODE_SCOPE_MINOR, Addon, Cluster, needs_release
 from tests.cluster.kube import busybox_pod, pod_ready
 
 pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(autouse=True)
+def _release(cluster: Cluster) -> None:
+    needs_release(cluster, NODE_SCOPE_MINOR, "the node-scope component (the token's node name)")
 
 
 def _token(cluster: Cluster, uid: str) -> str:

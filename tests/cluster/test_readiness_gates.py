@@ -29,7 +29,7 @@ import yaml
 
 from probemarker.api.parse import parse_marker
 from probemarker.match.match import selector_matches
-from tests.cluster.install import Addon, Cluster
+from tests.cluster.install import MUTATING_POLICY_MINOR, Addon, Cluster, needs_release
 from tests.cluster.kube import (
     REPO,
     Kubectl,
@@ -42,6 +42,12 @@ from tests.cluster.kube import (
 from tests.podfields import condition
 
 pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(autouse=True)
+def _release(cluster: Cluster) -> None:
+    needs_release(cluster, MUTATING_POLICY_MINOR, "MutatingAdmissionPolicy (readiness gates)")
+
 
 GATE = "probemarker.test/gate"
 PLAIN = "probemarker.test/not-injected"
