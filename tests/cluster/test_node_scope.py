@@ -24,8 +24,9 @@ from tests.cluster.kube import busybox_pod, pod_ready
 pytestmark = pytest.mark.timeout(600)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def _release(cluster: Cluster) -> None:
+    """Module-scoped: before the module's own fixtures install anything."""
     needs_release(cluster, NODE_SCOPE_MINOR, "the node-scope component (the token's node name)")
 
 

@@ -44,8 +44,9 @@ from tests.podfields import condition
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def _release(cluster: Cluster) -> None:
+    """Module-scoped: before the module's own fixtures install anything."""
     needs_release(cluster, MUTATING_POLICY_MINOR, "MutatingAdmissionPolicy (readiness gates)")
 
 
