@@ -4,7 +4,7 @@ Stage: edge (pure; no I/O). Input: one `NodeStatus` per node asked (the daemon's
 document, observe/snapshot.py, or the reason there is none). Output: text for the
 terminal (`render_text`: one row a probe, like `kubectl get`), JSON with a versioned
 shape (`render_json`), and the exit code (`exit_code`: 0 when every probe shown is
-decided and its pod written, 1 otherwise).
+decided and its pod written, and every row was sent, 1 otherwise).
 
 Everything a pod, a marker or a probe's output put into the document is printed with
 control characters escaped (`api.fields.printable`; JSON through `printable_json`), and
@@ -35,7 +35,7 @@ __all__ = [
     "select",
 ]
 
-LIST_VERSION = "probemarker.io/status-list/v1"  # the shape `-o json` prints
+LIST_VERSION = "probemarker.io/status-list/v2"  # the shape `-o json` prints
 CELL = 60  # characters of a MESSAGE cell
 PROBLEM = 400  # characters of a node's problem (a daemon's error, its stderr, its answer)
 COLUMNS = ("POD", "MARKER/PROBE", "STATE", "COUNT", "LAST", "NEXT", "MESSAGE")
@@ -52,15 +52,18 @@ class NodeStatus:
     problem: str | None = None
     document: Mapping[str, Any] | None = None
     pods: tuple[Mapping[str, Any], ...] = field(default=())
+    # the daemon's count of what did not fit its answer: {"namespace", "pods", "probes"}
+    omitted: tuple[Mapping[str, Any], ...] = field(default=())
 
     @classmethod
     def answered(
         cls, node: str, daemon: str, document: Mapping[str, Any], problem: str | None = None
     ) -> NodeStatus:
         pods = tuple(p for p in _list(document.get("pods")) if isinstance(p, Mapping))
+        omitted = tuple(o for o in _list(document.get("omitted")) if isinstance(o, Mapping))
         if problem is None and document.get("ready") is False:
             problem = "the daemon is not ready: its informers have not synced"
-        return cls(node, daemon, problem, document, pods)
+        return cls(node, daemon, problem, document, pods, omitted)
 
 
 def document_problem(document: object) -> str | None:
@@ -81,12 +84,20 @@ def document_problem(document: object) -> str | None:
 
 
 def select(
-    pods: Iterable[Mapping[str, Any]], *, pod: str | None, marker: str | None
+    pods: Iterable[Mapping[str, Any]],
+    *,
+    pod: str | None,
+    marker: str | None,
+    namespace: str | None = None,
 ) -> tuple[Mapping[str, Any], ...]:
-    """The pods (and probes) the filters keep: `pod` NS/NAME, `marker` NS/NAME."""
+    """The pods (and probes) the filters keep: `pod` NS/NAME, `marker` NS/NAME, the
+    pods of `namespace`. The daemon applies them already; this keeps a reader honest
+    with a daemon that did not (one older than a filter)."""
     kept = []
     for item in pods:
         if pod is not None and f"{item.get('namespace')}/{item.get('name')}" != pod:
+            continue
+        if namespace is not None and item.get("namespace") != namespace:
             continue
         probes = [p for p in _list(item.get("probes")) if isinstance(p, Mapping)]
         if marker is not None:
@@ -208,6 +219,15 @@ def _shown(nodes: Sequence[NodeStatus]) -> int:
     )
 
 
+def _omitted_line(node: NodeStatus, item: Mapping[str, Any]) -> str:
+    namespace = _text(item.get("namespace"))
+    return (
+        f"  {_text(node.node)}: namespace {namespace}: {_text(item.get('pods'))} pods, "
+        f"{_text(item.get('probes'))} probes; see them with -n {namespace} (and --pod or "
+        "--marker)"
+    )
+
+
 def render_text(nodes: Sequence[NodeStatus], *, asked: str | None = None) -> str:
     """The table (a NODE column first when more than one node answered), then each
     pending write with what it waits for, then each node's problem. `asked`: the
@@ -247,6 +267,13 @@ def render_text(nodes: Sequence[NodeStatus], *, asked: str | None = None) -> str
         lines = ["No probes on the nodes asked."]
     if writes:
         lines += ["", "Pending writes:", *writes]
+    omitted = [_omitted_line(node, item) for node in nodes for item in node.omitted]
+    if omitted:
+        lines += [
+            "",
+            "Not shown (over the daemon's answer, shared by namespace; docs/cli.md):",
+            *omitted,
+        ]
     problems = [n for n in nodes if n.problem is not None]
     if problems:
         lines += ["", "Nodes:"]
@@ -259,7 +286,7 @@ def render_text(nodes: Sequence[NodeStatus], *, asked: str | None = None) -> str
 
 def render_json(nodes: Sequence[NodeStatus]) -> str:
     """`{"apiVersion": LIST_VERSION, "nodes": [{"node", "daemon", "problem", "ready",
-    "time", "pods"}]}`: each node's pods as its daemon's document has them."""
+    "time", "pods", "omitted"}]}`: each node's pods as its daemon's document has them."""
     body = {
         "apiVersion": LIST_VERSION,
         "nodes": [
@@ -270,6 +297,7 @@ def render_json(nodes: Sequence[NodeStatus]) -> str:
                 "ready": None if n.document is None else n.document.get("ready"),
                 "time": None if n.document is None else n.document.get("time"),
                 "pods": list(n.pods),
+                "omitted": list(n.omitted),
             }
             for n in nodes
         ],
@@ -279,13 +307,13 @@ def render_json(nodes: Sequence[NodeStatus]) -> str:
 
 
 def exit_code(nodes: Sequence[NodeStatus], *, asked: str | None = None) -> int:
-    """0 when every node answered and every probe shown is decided and its pod written;
-    1 otherwise, and when filters were given (`asked`) and match no probe: a pod the
-    daemon has not seen yet is not a pod labelled."""
+    """0 when every node answered whole and every probe shown is decided and its pod
+    written; 1 otherwise, and when filters were given (`asked`) and match no probe: a
+    pod the daemon has not seen yet is not a pod labelled."""
     if asked is not None and _shown(nodes) == 0:
         return 1
     for node in nodes:
-        if node.problem is not None or node.document is None:
+        if node.problem is not None or node.document is None or node.omitted:
             return 1
         for pod in node.pods:
             if pod.get("write") is not None:

@@ -116,7 +116,8 @@ async def agrees(world: World, daemon: Daemon) -> None:
     assert missing["last"] is None
     ok = found[("nosidecar", "m/idle")]
     assert ok["state"] == "Succeeded"
-    assert ok["last"]["values"] == {"labels": {"idle": "yes"}, "annotations": {}}
+    assert ok["last"]["values"]["labels"]["idle"]["value"] == "yes"
+    assert ok["last"]["values"]["annotations"] == {}
     assert all(p["write"] is None for p in document["pods"])  # every pod written
     # Filters: the daemon answers only what was asked.
     only = await status_of(socket, pod=f"{NS}/waits", marker=f"{NS}/m")
@@ -184,7 +185,7 @@ async def command(world: World, daemon: Daemon) -> None:
     assert not any("elsewhere" in line for line in lines)
     assert filtered.returncode == 0, filtered.stderr  # decided and written
     shown = json.loads(filtered.stdout)
-    assert shown["apiVersion"] == "probemarker.io/status-list/v1"
+    assert shown["apiVersion"] == "probemarker.io/status-list/v2"
     ((pod,),) = [n["pods"] for n in shown["nodes"]]
     assert [r["probe"] for r in pod["probes"]] == ["idle"]
     # --local (what runs in the daemon's container) prints the daemon's answer as it is

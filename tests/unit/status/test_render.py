@@ -106,10 +106,19 @@ def test_several_nodes_get_a_node_column_and_problems_are_named() -> None:
         (doc(row(), write={"changes": {}, "waits": "WriteBudget"}), 1),  # not written
         (doc(row(), ready=False), 1),  # a daemon that has not synced
         (doc(), 0),  # nothing shown, nothing undecided
+        (doc(row(), omitted=[{"namespace": "hog", "pods": 3, "probes": 9}]), 1),  # rows not sent
     ],
 )
 def test_exit_codes(document: Any, code: int) -> None:
     assert exit_code([node(document)]) == code
+
+
+def test_rows_the_daemon_left_out_are_named_with_the_way_to_see_them() -> None:
+    omitted = [{"namespace": "hog", "pods": 40, "probes": 1280}]
+    nodes = [node(doc(row(), omitted=omitted))]
+    text = render_text(nodes)
+    assert "  n1: namespace hog: 40 pods, 1280 probes; see them with -n hog" in text
+    assert json.loads(render_json(nodes))["nodes"][0]["omitted"] == omitted
 
 
 def test_a_pending_write_says_what_and_why() -> None:
@@ -175,6 +184,8 @@ def test_filters_keep_the_pod_and_the_markers_probes() -> None:
     ]
     assert select(pods, pod="game/g-1", marker=None) == ()
     assert select(pods, pod=None, marker="game/none") == ()
+    assert len(select(pods, pod=None, marker=None, namespace="game")) == 1
+    assert select(pods, pod=None, marker=None, namespace="other") == ()
 
 
 def test_filters_that_match_nothing_are_not_a_success() -> None:
