@@ -174,8 +174,9 @@ def _add_status(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "decided state, the consecutive results counted towards the next threshold, the last "
         "run, the next run or why it does not run; then each pod's pending write and what it "
         "waits for, then each node whose daemon is missing, not ready or unreachable. Exit 0: "
-        "every probe shown is decided and its pod written; 1: otherwise; 2: a usage error. "
-        "See docs/cli.md.",
+        "settled (every probe shown decided, or waiting for nothing but a change in the "
+        "cluster: a container the pod lacks, a pod terminating; no pending write); 1: "
+        "otherwise; 2: a usage error. See docs/cli.md.",
     )
     status.add_argument("--node", metavar="NODE", help="only this node's daemon")
     status.add_argument(

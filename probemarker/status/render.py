@@ -3,8 +3,19 @@
 Stage: edge (pure; no I/O). Input: one `NodeStatus` per node asked (the daemon's
 document, observe/snapshot.py, or the reason there is none). Output: text for the
 terminal (`render_text`: one row a probe, like `kubectl get`), JSON with a versioned
-shape (`render_json`), and the exit code (`exit_code`: 0 when every probe shown is
-decided and its pod written, and every row was sent, 1 otherwise).
+shape (`render_json`), and the exit code (`exit_code`: 0 when the nodes asked are
+settled, 1 otherwise).
+
+Settled (`settled`): nothing shown will change without a new event from the API
+server (a pod, a marker, a container that starts or stops). A probe is settled when it
+is decided, or when it cannot run until such an event: its pod lacks the container
+(a pod's containers never change: `ContainerMissing` is settled, a container not yet
+created or started is not), the pod is being deleted or has finished (probing stopped,
+nothing is written to it, SPEC §3: shown as `Terminating`, `Finished`), or it cannot run
+here (`CannotRun`: a named port the container does not declare, a kind this build
+lacks; it stays so until the marker changes). A pending write is never settled, nor is
+a probe counting toward its first threshold, one waiting for its initial delay or for
+a held command, nor an answer the daemon cut (`omitted`: its rows are not shown).
 
 Everything a pod, a marker or a probe's output put into the document is printed with
 control characters escaped (`api.fields.printable`; JSON through `printable_json`), and
@@ -33,12 +44,18 @@ __all__ = [
     "render_json",
     "render_text",
     "select",
+    "settled",
 ]
 
 LIST_VERSION = "probemarker.io/status-list/v2"  # the shape `-o json` prints
 CELL = 60  # characters of a MESSAGE cell
 PROBLEM = 400  # characters of a node's problem (a daemon's error, its stderr, its answer)
 COLUMNS = ("POD", "MARKER/PROBE", "STATE", "COUNT", "LAST", "NEXT", "MESSAGE")
+# Why a probe does not run (engine/seen.py `Waiting`) that only a new event from the API
+# server changes: a pod, a marker or the daemon's own image.
+SETTLED_WAITS = frozenset({"ContainerMissing", "PodTerminating", "PodFinished", "CannotRun"})
+# What STATE shows for a pod that is no longer probed (SPEC §3: it keeps what it shows).
+STOPPED = {"PodTerminating": "Terminating", "PodFinished": "Finished"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +164,23 @@ def decided(probe: Mapping[str, Any]) -> bool:
     return isinstance(probe.get("state"), str)
 
 
+def _waits(probe: Mapping[str, Any]) -> str | None:
+    waiting = _map(probe.get("waiting"))
+    reason = None if waiting is None else waiting.get("reason")
+    return reason if isinstance(reason, str) else None
+
+
+def settled(probe: Mapping[str, Any]) -> bool:
+    """Whether nothing about `probe` changes without a new event (module docstring)."""
+    return decided(probe) or _waits(probe) in SETTLED_WAITS
+
+
+def _state_text(probe: Mapping[str, Any]) -> str:
+    if decided(probe):
+        return _text(probe.get("state"))
+    return STOPPED.get(_waits(probe) or "", "<none>")
+
+
 def _row(pod: Mapping[str, Any], probe: Mapping[str, Any], now: datetime | None) -> list[str]:
     marker = _text(probe.get("marker")).rpartition("/")[2]
     count = _map(probe.get("count")) or {}
@@ -179,7 +213,7 @@ def _row(pod: Mapping[str, Any], probe: Mapping[str, Any], now: datetime | None)
     return [
         f"{_text(pod.get('namespace'))}/{_text(pod.get('name'))}",
         f"{marker}/{_text(probe.get('probe'))}",
-        _text(probe.get("state")) if decided(probe) else "<none>",
+        _state_text(probe),
         count_text,
         last_text,
         next_text,
@@ -307,9 +341,9 @@ def render_json(nodes: Sequence[NodeStatus]) -> str:
 
 
 def exit_code(nodes: Sequence[NodeStatus], *, asked: str | None = None) -> int:
-    """0 when every node answered whole and every probe shown is decided and its pod
-    written; 1 otherwise, and when filters were given (`asked`) and match no probe: a
-    pod the daemon has not seen yet is not a pod labelled."""
+    """0 when every node answered whole and is settled: every probe shown `settled`, no
+    pending write; 1 otherwise, and when filters were given (`asked`) and match no
+    probe: a pod the daemon has not seen yet is not a pod labelled."""
     if asked is not None and _shown(nodes) == 0:
         return 1
     for node in nodes:
@@ -318,6 +352,6 @@ def exit_code(nodes: Sequence[NodeStatus], *, asked: str | None = None) -> int:
         for pod in node.pods:
             if pod.get("write") is not None:
                 return 1
-            if not all(isinstance(p, Mapping) and decided(p) for p in _list(pod.get("probes"))):
+            if not all(isinstance(p, Mapping) and settled(p) for p in _list(pod.get("probes"))):
                 return 1
     return 0
