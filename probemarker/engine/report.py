@@ -98,8 +98,8 @@ class Reporter:
     def conflict(self, pod: PodView, conflict: Conflict) -> None:
         winner, loser = shown(conflict.winner_value), shown(conflict.loser_value)
         note = (
-            f"{conflict.kind} {conflict.key!r}: {conflict.winner} sets {str(winner)!r}, "
-            f"{conflict.loser} sets {str(loser)!r}; {conflict.winner} wins (owners are "
+            f"{conflict.kind} {conflict.key!r}: {conflict.winner} sets {winner.quoted()}, "
+            f"{conflict.loser} sets {loser.quoted()}; {conflict.winner} wins (owners are "
             "ordered by marker name, then probe name). Make the markers agree."
         )
         log.warning("write.conflict", pod=f"{pod.namespace}/{pod.name}", detail=note)
@@ -117,7 +117,7 @@ class Reporter:
         value = shown(bad.value)
         note = (
             f"{bad.owner.marker}/{bad.owner.probe}: {bad.kind} {bad.key!r} would be "
-            f"{str(value)!r} from the probe's answer, but {bad.problem}; not written, the key "
+            f"{value.quoted()} from the probe's answer, but {bad.problem}; not written, the key "
             "keeps its last valid value. Make the probe answer a valid value, or change the "
             "markerPolicy value."
         )

@@ -69,11 +69,12 @@ class Shown:
     def short_digest(self) -> str:
         return self.digest[:DIGEST_CHARS]
 
-    def __str__(self) -> str:
-        """One line for a log or a note: the text, and when it was cut, what it is."""
+    def quoted(self) -> str:
+        """For a note: the text quoted, and when it was cut, what the whole value is,
+        outside the quotes (`'abc'... (380928 bytes, sha256 3f1c0a9d2b7e)`)."""
         if not self.cut:
-            return self.text
-        return f"{self.text}... ({self.size} bytes, sha256 {self.short_digest})"
+            return repr(self.text)
+        return f"{self.text!r}... ({self.size} bytes, sha256 {self.short_digest})"
 
 
 def shown(pieces: Iterable[str] | str, *, limit: int = SHOWN_LIMIT) -> Shown:

@@ -53,5 +53,7 @@ def test_a_rendered_value_is_shown_from_its_pieces_without_being_built() -> None
     whole = answer * 372
     assert (seen.text, seen.size) == ("r" * SHOWN_LIMIT, len(whole))
     assert seen.digest == hashlib.sha256(whole.encode()).hexdigest()
-    assert str(seen) == f"{'r' * SHOWN_LIMIT}... ({len(whole)} bytes, sha256 {seen.digest[:12]})"
-    assert str(shown("short")) == "short"
+    assert seen.quoted() == (
+        f"'{'r' * SHOWN_LIMIT}'... ({len(whole)} bytes, sha256 {seen.digest[:12]})"
+    )
+    assert shown("short").quoted() == "'short'"
