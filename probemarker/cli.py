@@ -174,10 +174,17 @@ def _add_status(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "decided state, the consecutive results counted towards the next threshold, the last "
         "run, the next run or why it does not run; then each pod's pending write and what it "
         "waits for, then each node whose daemon is missing, not ready or unreachable. Exit 0: "
-        "every probe shown is decided and its pod written; 1: otherwise; 2: a usage error. "
-        "See docs/cli.md.",
+        "settled (every probe shown decided, or waiting for nothing but a change in the "
+        "cluster: a container the pod lacks, a pod terminating; no pending write); 1: "
+        "otherwise; 2: a usage error. See docs/cli.md.",
     )
     status.add_argument("--node", metavar="NODE", help="only this node's daemon")
+    status.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="only the probes of this namespace's pods (the daemon reads only them)",
+    )
     status.add_argument("--pod", metavar="NS/NAME", help="only this pod's probes")
     status.add_argument("--marker", metavar="NS/NAME", help="only this marker's probes")
     status.add_argument(
@@ -352,8 +359,7 @@ def status_command(args: argparse.Namespace) -> int:
     from probemarker.status.local import (
         StatusOptions,
         UsageError,
-        check_node,
-        check_ref,
+        check_options,
         print_local,
     )
 
@@ -361,6 +367,7 @@ def status_command(args: argparse.Namespace) -> int:
         node=args.node,
         pod=args.pod,
         marker=args.marker,
+        namespace=args.namespace,
         output=args.output,
         local=args.local,
         socket=args.socket,
@@ -368,9 +375,7 @@ def status_command(args: argparse.Namespace) -> int:
         daemon_selector=args.daemon_selector,
     )
     try:
-        check_node(args.node)
-        check_ref(args.pod, "--pod")
-        check_ref(args.marker, "--marker")
+        check_options(options)
     except UsageError as exc:
         sys.stderr.write(f"probemarker status: {printable(str(exc))}\n")
         return EXIT_UNREADABLE
@@ -417,7 +422,7 @@ def status_command(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     asked = " ".join(
         f"{flag} {value}"
-        for flag, value in (("--pod", args.pod), ("--marker", args.marker))
+        for flag, value in (("-n", args.namespace), ("--pod", args.pod), ("--marker", args.marker))
         if value
     )
     text = (

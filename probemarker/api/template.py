@@ -11,7 +11,9 @@ The grammar is Go template's, cut down to one action:
   action: every `{{` in a value must begin `{{.Result}}`. A lone `}}` is text, as in Go.
 - `render(value, result)` puts the result in (what `{{.Result}}` stands for is made
   from the probe's answer by `probe.output.result_text`); a value without an action
-  renders as itself.
+  renders as itself. `render_pieces` gives the same value as the pieces it is made
+  of, for a view that shows it cut (`kit.text.shown`): a 4 KiB value that repeats the
+  action renders hundreds of KB, which a view never needs to build.
 
 Whether a rendered value fits where it goes (a label value's alphabet and length, the
 pod's annotation room) is the desired state's question (`value_problem`), asked on
@@ -21,11 +23,12 @@ every render: the validator can only check that *some* result makes a valid valu
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Final
 
 from probemarker.api import rules
 
-__all__ = ["render", "template_problems", "uses_result"]
+__all__ = ["render", "render_pieces", "template_problems", "uses_result"]
 
 _ACTION: Final = re.compile(rules.RESULT_ACTION_RE)
 _OPEN: Final = "{{"
@@ -54,3 +57,13 @@ def template_problems(value: str) -> list[str]:
 def render(value: str, result: str) -> str:
     """`value` with every `{{.Result}}` replaced by `result` (`probe.output.result_text`)."""
     return _ACTION.sub(lambda _: result, value)
+
+
+def render_pieces(value: str, result: str) -> Iterator[str]:
+    """`render(value, result)` as the pieces it joins: the text around each action, and
+    `result` for each action, in order."""
+    parts = _ACTION.split(value)
+    yield parts[0]
+    for part in parts[1:]:
+        yield result
+        yield part

@@ -37,14 +37,13 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
 from typing import Any, TypeVar
 
 import anyio
 import structlog
 
 from probemarker.api import rules
-from probemarker.api.model import MarkerRef
 from probemarker.cri.client import RuntimeInfo
 from probemarker.daemon.assembly import client_settings, connect, exec_connections, probe_handlers
 from probemarker.daemon.settings import RunSettings
@@ -60,6 +59,7 @@ from probemarker.kube.write.events import EventRecorder
 from probemarker.kube.write.ratelimit import TokenBucket
 from probemarker.match.identity import ProbeKey
 from probemarker.observe.address import parse_listen_address
+from probemarker.observe.answer import PodPart, encode_answer, pod_parts
 from probemarker.observe.connections import ServerStats
 from probemarker.observe.descriptors import (
     connection_limits,
@@ -71,8 +71,8 @@ from probemarker.observe.health import Health, HealthSettings, Heartbeat
 from probemarker.observe.looperrors import LoopErrors
 from probemarker.observe.metrics import HTTPPool, InformerSnapshot, Snapshot, build_registry
 from probemarker.observe.serve import MetricsServer
-from probemarker.observe.snapshot import build_snapshot
-from probemarker.observe.statussocket import StatusSocket
+from probemarker.observe.snapshot import head_document, wall_times
+from probemarker.observe.statussocket import StatusRequest, StatusSocket
 from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.runner import ProbeRunner
 from probemarker.watch.markers import marker_projection, marker_resource
@@ -257,22 +257,24 @@ class Daemon:
             http=HTTPPool(idle=self.http.idle, limit=self.http.max_idle, stats=self.http.stats),
         )
 
-    def status(
-        self, pod: tuple[str, str] | None = None, marker: MarkerRef | None = None
-    ) -> dict[str, Any]:
-        """What the daemon holds of its node's pods (only `pod`, only `marker`'s probes
-        when given), for `probemarker status` (observe/snapshot.py); built only when
-        asked."""
-        seen = self.engine.inspect(pod=pod, marker=marker)
-        writes = {p.view.uid: self.writer.pending(p.view.uid, p.view, p.desired) for p in seen}
-        return build_snapshot(
-            node=self.settings.node,
-            ready=self.ready.is_set(),
-            pods=seen,
-            writes=writes,
-            wall_now=time.time(),
-            clock_now=self._clock.now(),
-        )
+    def status(self, request: StatusRequest) -> bytes:
+        """What the daemon holds of its node's pods (only those `request` asks for), for
+        `probemarker status` (observe/answer.py, observe/snapshot.py); built only when
+        asked, one pod at a time."""
+        wall_now, clock_now = time.time(), self._clock.now()
+
+        def pods() -> Iterator[PodPart]:
+            seen = self.engine.inspect(
+                pod=request.pod, marker=request.marker, namespace=request.namespace
+            )
+            return pod_parts(
+                seen,
+                lambda p: self.writer.pending(p.view.uid, p.view, p.desired),
+                wall_times(wall_now, clock_now),
+            )
+
+        head = head_document(node=self.settings.node, ready=self.ready.is_set(), wall_now=wall_now)
+        return encode_answer(head, pods)
 
     def _hold_changed(self, probe: Hashable) -> None:
         """A hold of a probe's command started or ended: the pod's record follows."""

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -469,17 +469,38 @@ class Engine:
     # -- what it holds, for `probemarker status` ---------------------------------------
 
     def inspect(
-        self, *, pod: tuple[str, str] | None = None, marker: MarkerRef | None = None
-    ) -> list[PodSeen]:
+        self,
+        *,
+        pod: tuple[str, str] | None = None,
+        marker: MarkerRef | None = None,
+        namespace: str | None = None,
+    ) -> Iterator[PodSeen]:
         """Every pod with a probe (or a marker that selects it and cannot probe it: a
         container it lacks, a pod terminating), by namespace/name; only `pod`
-        (namespace, name) and only `marker`'s probes when given. Read only when asked:
-        nothing here is kept or reported."""
+        (namespace, name), only `marker`'s probes, only `namespace`'s pods when given.
+        Read only when asked: nothing here is kept or reported.
+
+        One pod at a time, lazily: a pod's desired state (every value its probes render,
+        up to the 256 KiB of annotations a pod may hold) is built when its turn comes
+        and dropped by the caller before the next, so reading the status never holds
+        every pod's at once. A filtered question reads only the pods it names: its
+        namespace's (`marker` is in its pods' namespace), or the one pod."""
+        if pod is not None:
+            uid = self._uids.get(ObjectKey(*pod))
+            uids: Iterable[PodUID] = () if uid is None else (uid,)
+        elif marker is not None or namespace is not None:
+            within = marker.namespace if marker is not None else namespace
+            uids = self._by_namespace.get(within or "", ())
+        else:
+            uids = self._pods
+        entries = sorted(
+            (entry for uid in uids if (entry := self._pods.get(uid)) is not None),
+            key=lambda entry: (entry.view.namespace, entry.view.name),
+        )
         now = self._wall()
-        seen = []
-        for entry in self._pods.values():
+        for entry in entries:
             view = entry.view
-            if pod is not None and (view.namespace, view.name) != pod:
+            if namespace is not None and view.namespace != namespace:
                 continue
             rows = [
                 self._seen(key, probe, view, now)
@@ -489,10 +510,11 @@ class Engine:
             ]
             rows += self._not_probed(view, marker, now)
             if rows:
-                desired = self._desired(entry, view) if view.active else None
-                seen.append(PodSeen(view, tuple(rows), desired))
-        seen.sort(key=lambda p: (p.view.namespace, p.view.name))
-        return seen
+                # Not bound to a name here: this frame keeps no pod's desired state
+                # while the next pod's is built.
+                yield PodSeen(
+                    view, tuple(rows), self._desired(entry, view) if view.active else None
+                )
 
     def _seen(self, key: ProbeKey, probe: _Probe, view: PodView, now: float) -> ProbeSeen:
         spec = probe.spec

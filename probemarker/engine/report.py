@@ -10,6 +10,11 @@ Stage: decide/write -> the user (I/O through the `EventSink`, the client layer's
 (Warning) on the pod when a probe cannot run there (once per cause, not per run);
 `WriteRefused` (Warning) on the pod when the API server refuses part of a write.
 The recorder counts repeats into a series instead of creating new events. One log line per event, never one per probe run.
+
+A value rendered from `{{.Result}}` is the marker author's and the container's to
+make long (a 4 KiB template that repeats the action renders hundreds of KB): a log
+line and a note carry it as `kit.text.shown` shows it, its first characters with its
+size and digest, so neither grows with what a template renders.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import structlog
 
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeState
+from probemarker.kit.text import shown
 from probemarker.kube.write.events import ObjectRef
 from probemarker.match.identity import ProbeKey
 from probemarker.watch.pods import PodView
@@ -90,9 +96,10 @@ class Reporter:
         )
 
     def conflict(self, pod: PodView, conflict: Conflict) -> None:
+        winner, loser = shown(conflict.winner_value), shown(conflict.loser_value)
         note = (
-            f"{conflict.kind} {conflict.key!r}: {conflict.winner} sets {conflict.winner_value!r}, "
-            f"{conflict.loser} sets {conflict.loser_value!r}; {conflict.winner} wins (owners are "
+            f"{conflict.kind} {conflict.key!r}: {conflict.winner} sets {winner.quoted()}, "
+            f"{conflict.loser} sets {loser.quoted()}; {conflict.winner} wins (owners are "
             "ordered by marker name, then probe name). Make the markers agree."
         )
         log.warning("write.conflict", pod=f"{pod.namespace}/{pod.name}", detail=note)
@@ -107,10 +114,12 @@ class Reporter:
     def invalid_value(self, pod: PodView, bad: InvalidValue) -> None:
         """A value rendered from `{{.Result}}` cannot go on `pod`: its key keeps the
         last valid value (write/desired.py)."""
+        value = shown(bad.value)
         note = (
-            f"{bad.owner.marker}/{bad.owner.probe}: {bad.kind} {bad.key!r} would be {bad.value!r} from the probe's "
-            f"answer, but {bad.problem}; not written, the key keeps its last valid value. "
-            "Make the probe answer a valid value, or change the markerPolicy value."
+            f"{bad.owner.marker}/{bad.owner.probe}: {bad.kind} {bad.key!r} would be "
+            f"{value.quoted()} from the probe's answer, but {bad.problem}; not written, the key "
+            "keeps its last valid value. Make the probe answer a valid value, or change the "
+            "markerPolicy value."
         )
         log.warning(
             "write.invalid_result_value",
@@ -118,7 +127,9 @@ class Reporter:
             owner=str(bad.owner),
             kind=bad.kind,
             key=bad.key,
-            value=bad.value,
+            value=value.text,
+            value_bytes=value.size,
+            value_sha256=value.short_digest,
             problem=bad.problem,
         )
         self._sink.record(

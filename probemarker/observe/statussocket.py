@@ -1,9 +1,11 @@
 """The status socket: what the daemon holds, on a Unix socket inside its own pod.
 
 Stage: observe (I/O: a Unix socket server). Input: one request line per connection,
-`{"pod": "NS/NAME" | null, "marker": "NS/NAME" | null}` (an empty line: everything).
-Output: one JSON document, the snapshot (observe/snapshot.py), or `{"error": ...}`, then
-the connection is closed. `probemarker status --local` is the reader (status/read.py).
+`{"pod": "NS/NAME" | null, "marker": "NS/NAME" | null, "namespace": "NS" | null}` (an
+empty line, or a field left out: everything). Output: one JSON document, the answer
+(observe/answer.py), or `{"error": ...}`, then the connection is closed. `probemarker
+status --local` is the reader (status/read.py). The filters are applied by the daemon
+(engine.inspect reads only the pods asked about), not by the reader.
 
 Why a Unix socket (docs/security.md): the answer is not served to the cluster network
 (the metrics port is unchanged); it is read from inside the daemon's container, so
@@ -14,7 +16,9 @@ directory of its own (an emptyDir at /run/probemarker in the DaemonSet).
 Cost: the server is one listening socket; nothing is built, kept or counted while
 nobody asks. Bounds: a request line of at most `REQUEST_LIMIT` bytes within
 `REQUEST_WAIT` seconds, at most `CONNECTIONS` connections at once (more are told the
-daemon is busy and closed), `ANSWER_WAIT` seconds to take the answer.
+daemon is busy and closed), `ANSWER_WAIT` seconds to take the answer. Answers are built
+one at a time (the build does not await), so what readers at once hold is their
+answers' bytes, each within observe/answer.py's budget.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ import os
 import socket
 import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
 
 import orjson
 import structlog
@@ -56,8 +60,18 @@ BUSY = (
     + b"\n"
 )
 
-StatusRequest = tuple["tuple[str, str] | None", "MarkerRef | None"]
-Answer = Callable[["tuple[str, str] | None", "MarkerRef | None"], dict[str, Any]]
+
+@dataclass(frozen=True, slots=True)
+class StatusRequest:
+    """What a reader asks for: only `pod` (namespace, name), only `marker`'s probes,
+    only `namespace`'s pods; None: no such filter."""
+
+    pod: tuple[str, str] | None = None
+    marker: MarkerRef | None = None
+    namespace: str | None = None
+
+
+Answer = Callable[[StatusRequest], bytes]
 
 
 class StatusSocketError(Exception):
@@ -79,22 +93,34 @@ def _ref(value: object, field: str) -> tuple[str, str] | None:
     return namespace, name
 
 
+def _namespace(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or "/" in value:
+        raise RequestError(f"namespace must be a namespace's name or null, not {value!r}")
+    return value
+
+
 def parse_request(line: bytes) -> StatusRequest:
-    """(pod, marker) of a request line; RequestError when it is not one."""
+    """The request of a request line; RequestError when it is not one."""
     if not line.strip():
-        return None, None
+        return StatusRequest()
     try:
         body = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         raise RequestError(f"the request is not JSON: {exc}") from exc
-    if not isinstance(body, dict) or set(body) - {"pod", "marker"}:
-        raise RequestError('the request must be {"pod": ..., "marker": ...}')
+    if not isinstance(body, dict) or set(body) - {"pod", "marker", "namespace"}:
+        raise RequestError('the request must be {"pod": ..., "marker": ..., "namespace": ...}')
     marker = _ref(body.get("marker"), "marker")
-    return _ref(body.get("pod"), "pod"), None if marker is None else MarkerRef(*marker)
+    return StatusRequest(
+        pod=_ref(body.get("pod"), "pod"),
+        marker=None if marker is None else MarkerRef(*marker),
+        namespace=_namespace(body.get("namespace")),
+    )
 
 
 class StatusSocket:
-    """Serves `answer(pod, marker)` at `path` while entered (see the module docstring)."""
+    """Serves `answer(request)` at `path` while entered (see the module docstring)."""
 
     def __init__(self, path: str, answer: Answer) -> None:
         self.path = path
@@ -161,10 +187,10 @@ class StatusSocket:
     async def _respond(self, reader: asyncio.StreamReader) -> bytes:
         try:
             line = await asyncio.wait_for(reader.readline(), REQUEST_WAIT)
-            pod, marker = parse_request(line)
+            request = parse_request(line)
         except ValueError as exc:  # RequestError, or a line past REQUEST_LIMIT
             return orjson.dumps({"error": str(exc)}) + b"\n"
-        return orjson.dumps(self._answer(pod, marker)) + b"\n"
+        return self._answer(request)
 
 
 def _bound(path: str) -> socket.socket:

@@ -1,7 +1,7 @@
 """`probemarker status --local`: the reader that runs inside the daemon's container.
 
 Stage: edge (I/O: a blocking Unix socket). Input: `StatusOptions` (the command line,
-checked here: `check_ref`, `check_node`) and the environment. Output: the daemon's
+checked here: `check_options`) and the environment. Output: the daemon's
 answer on its socket, as it is (`read_answer`, `print_local`).
 
 Why a module of its own, on the standard library only: `status` runs this reader
@@ -33,7 +33,9 @@ __all__ = [
     "SOCKET_WAIT",
     "StatusOptions",
     "UsageError",
+    "check_namespace",
     "check_node",
+    "check_options",
     "check_ref",
     "print_local",
     "read_answer",
@@ -59,6 +61,7 @@ class StatusOptions:
     node: str | None = None
     pod: str | None = None  # NS/NAME
     marker: str | None = None  # NS/NAME
+    namespace: str | None = None  # only the pods of this namespace
     output: str = "text"
     local: bool = False
     socket: str | None = None
@@ -92,6 +95,20 @@ def check_ref(text: str | None, flag: str) -> None:
         )
 
 
+def check_namespace(text: str | None, flag: str, example: str) -> None:
+    """A namespace's name (a DNS label) or UsageError naming `flag` and the fix: an
+    empty one would ask the API server for `/namespaces//pods` (a 404) or the daemon for
+    no namespace at all."""
+    if text is None:
+        return
+    problems = dns1123_label_problems(text)
+    if problems:
+        raise UsageError(
+            f"{flag} '{printable(text)}': a namespace {problems[0]}; {example} "
+            "(kubectl get namespaces lists them)"
+        )
+
+
 def check_node(text: str | None) -> None:
     """A node's name (a DNS subdomain) or UsageError naming --node and the fix: an empty
     or malformed one would select other pods than a node's (`spec.nodeName=`)."""
@@ -105,9 +122,37 @@ def check_node(text: str | None) -> None:
         )
 
 
+def check_options(options: StatusOptions) -> None:
+    """UsageError, naming the flag and the fix, for any value no object can have, and
+    for `-n` with a `--pod` or `--marker` of another namespace."""
+    check_node(options.node)
+    check_namespace(options.namespace, "-n", "the namespace whose pods to show")
+    check_ref(options.pod, "--pod")
+    check_ref(options.marker, "--marker")
+    check_namespace(
+        options.daemon_namespace,
+        "--daemon-namespace",
+        "the namespace the DaemonSet runs in (probemarker-system by default)",
+    )
+    for flag, ref in (("--pod", options.pod), ("--marker", options.marker)):
+        if (
+            options.namespace is not None
+            and ref is not None
+            and not ref.startswith(f"{options.namespace}/")
+        ):
+            raise UsageError(
+                f"{flag} '{printable(ref)}' is not in namespace {options.namespace} (-n): "
+                "give one namespace, or leave -n out"
+            )
+
+
 def request_line(options: StatusOptions) -> bytes:
-    """The request the socket reads (observe/statussocket.py)."""
-    return json.dumps({"pod": options.pod, "marker": options.marker}).encode() + b"\n"
+    """The request the socket reads (observe/statussocket.py); the namespace only when
+    asked, so that a daemon older than `-n` still answers the rest."""
+    body: dict[str, str | None] = {"pod": options.pod, "marker": options.marker}
+    if options.namespace is not None:
+        body["namespace"] = options.namespace
+    return json.dumps(body).encode() + b"\n"
 
 
 def socket_path(options: StatusOptions, environ: Mapping[str, str]) -> str:

@@ -74,6 +74,8 @@ class ReadError(Exception):
 
 def _filters(options: StatusOptions) -> list[str]:
     args = []
+    if options.namespace is not None:
+        args += ["--namespace", options.namespace]
     if options.pod is not None:
         args += ["--pod", options.pod]
     if options.marker is not None:
@@ -99,7 +101,14 @@ def _parsed(node: str, daemon: str, text: str | bytes, options: StatusOptions) -
         return NodeStatus(node, daemon, problem=problem)
     kept = {
         **document,
-        "pods": list(select(document["pods"], pod=options.pod, marker=options.marker)),
+        "pods": list(
+            select(
+                document["pods"],
+                pod=options.pod,
+                marker=options.marker,
+                namespace=options.namespace,
+            )
+        ),
     }
     return NodeStatus.answered(node, daemon, kept)
 
@@ -144,9 +153,14 @@ def _daemon_problem(raw: Mapping[str, Any], container: str) -> tuple[bool, str |
 
 def reader_failed(exit_code: int, stderr: str) -> str:
     """Why `probemarker status --local` failed in a daemon's container: its last line of
-    stderr, or, from an image older than the command (its parser refuses `status` or
-    `--local`, exit 2), which image to run."""
+    stderr, or, from an image older than the command (its parser refuses `status`,
+    `--local` or `--namespace`, exit 2), which image to run."""
     said = stderr.strip().splitlines()[-1:] or [f"exit code {exit_code}"]
+    if exit_code == 2 and "unrecognized arguments: --namespace" in said[0]:
+        return (
+            "the daemon's image has no `probemarker status -n` (a release older than it): "
+            "upgrade the DaemonSet to this probemarker's image, or leave -n out"
+        )
     if exit_code == 2 and ("invalid choice: 'status'" in said[0] or "--local" in said[0]):
         return (
             "the daemon's image has no `probemarker status --local` (a release older than "

@@ -3,8 +3,19 @@
 Stage: edge (pure; no I/O). Input: one `NodeStatus` per node asked (the daemon's
 document, observe/snapshot.py, or the reason there is none). Output: text for the
 terminal (`render_text`: one row a probe, like `kubectl get`), JSON with a versioned
-shape (`render_json`), and the exit code (`exit_code`: 0 when every probe shown is
-decided and its pod written, 1 otherwise).
+shape (`render_json`), and the exit code (`exit_code`: 0 when the nodes asked are
+settled, 1 otherwise).
+
+Settled (`settled`): nothing shown will change without a new event from the API
+server (a pod, a marker, a container that starts or stops). A probe is settled when it
+is decided, or when it cannot run until such an event: its pod lacks the container
+(a pod's containers never change: `ContainerMissing` is settled, a container not yet
+created or started is not), the pod is being deleted or has finished (probing stopped,
+nothing is written to it, SPEC §3: shown as `Terminating`, `Finished`), or it cannot run
+here (`CannotRun`: a named port the container does not declare, a kind this build
+lacks; it stays so until the marker changes). A pending write is never settled, nor is
+a probe counting toward its first threshold, one waiting for its initial delay or for
+a held command, nor an answer the daemon cut (`omitted`: its rows are not shown).
 
 Everything a pod, a marker or a probe's output put into the document is printed with
 control characters escaped (`api.fields.printable`; JSON through `printable_json`), and
@@ -33,12 +44,18 @@ __all__ = [
     "render_json",
     "render_text",
     "select",
+    "settled",
 ]
 
-LIST_VERSION = "probemarker.io/status-list/v1"  # the shape `-o json` prints
+LIST_VERSION = "probemarker.io/status-list/v2"  # the shape `-o json` prints
 CELL = 60  # characters of a MESSAGE cell
 PROBLEM = 400  # characters of a node's problem (a daemon's error, its stderr, its answer)
 COLUMNS = ("POD", "MARKER/PROBE", "STATE", "COUNT", "LAST", "NEXT", "MESSAGE")
+# Why a probe does not run (engine/seen.py `Waiting`) that only a new event from the API
+# server changes: a pod, a marker or the daemon's own image.
+SETTLED_WAITS = frozenset({"ContainerMissing", "PodTerminating", "PodFinished", "CannotRun"})
+# What STATE shows for a pod that is no longer probed (SPEC §3: it keeps what it shows).
+STOPPED = {"PodTerminating": "Terminating", "PodFinished": "Finished"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,15 +69,18 @@ class NodeStatus:
     problem: str | None = None
     document: Mapping[str, Any] | None = None
     pods: tuple[Mapping[str, Any], ...] = field(default=())
+    # the daemon's count of what did not fit its answer: {"namespace", "pods", "probes"}
+    omitted: tuple[Mapping[str, Any], ...] = field(default=())
 
     @classmethod
     def answered(
         cls, node: str, daemon: str, document: Mapping[str, Any], problem: str | None = None
     ) -> NodeStatus:
         pods = tuple(p for p in _list(document.get("pods")) if isinstance(p, Mapping))
+        omitted = tuple(o for o in _list(document.get("omitted")) if isinstance(o, Mapping))
         if problem is None and document.get("ready") is False:
             problem = "the daemon is not ready: its informers have not synced"
-        return cls(node, daemon, problem, document, pods)
+        return cls(node, daemon, problem, document, pods, omitted)
 
 
 def document_problem(document: object) -> str | None:
@@ -81,12 +101,20 @@ def document_problem(document: object) -> str | None:
 
 
 def select(
-    pods: Iterable[Mapping[str, Any]], *, pod: str | None, marker: str | None
+    pods: Iterable[Mapping[str, Any]],
+    *,
+    pod: str | None,
+    marker: str | None,
+    namespace: str | None = None,
 ) -> tuple[Mapping[str, Any], ...]:
-    """The pods (and probes) the filters keep: `pod` NS/NAME, `marker` NS/NAME."""
+    """The pods (and probes) the filters keep: `pod` NS/NAME, `marker` NS/NAME, the
+    pods of `namespace`. The daemon applies them already; this keeps a reader honest
+    with a daemon that did not (one older than a filter)."""
     kept = []
     for item in pods:
         if pod is not None and f"{item.get('namespace')}/{item.get('name')}" != pod:
+            continue
+        if namespace is not None and item.get("namespace") != namespace:
             continue
         probes = [p for p in _list(item.get("probes")) if isinstance(p, Mapping)]
         if marker is not None:
@@ -136,6 +164,23 @@ def decided(probe: Mapping[str, Any]) -> bool:
     return isinstance(probe.get("state"), str)
 
 
+def _waits(probe: Mapping[str, Any]) -> str | None:
+    waiting = _map(probe.get("waiting"))
+    reason = None if waiting is None else waiting.get("reason")
+    return reason if isinstance(reason, str) else None
+
+
+def settled(probe: Mapping[str, Any]) -> bool:
+    """Whether nothing about `probe` changes without a new event (module docstring)."""
+    return decided(probe) or _waits(probe) in SETTLED_WAITS
+
+
+def _state_text(probe: Mapping[str, Any]) -> str:
+    if decided(probe):
+        return _text(probe.get("state"))
+    return STOPPED.get(_waits(probe) or "", "<none>")
+
+
 def _row(pod: Mapping[str, Any], probe: Mapping[str, Any], now: datetime | None) -> list[str]:
     marker = _text(probe.get("marker")).rpartition("/")[2]
     count = _map(probe.get("count")) or {}
@@ -168,7 +213,7 @@ def _row(pod: Mapping[str, Any], probe: Mapping[str, Any], now: datetime | None)
     return [
         f"{_text(pod.get('namespace'))}/{_text(pod.get('name'))}",
         f"{marker}/{_text(probe.get('probe'))}",
-        _text(probe.get("state")) if decided(probe) else "<none>",
+        _state_text(probe),
         count_text,
         last_text,
         next_text,
@@ -205,6 +250,15 @@ def _shown(nodes: Sequence[NodeStatus]) -> int:
         for pod in node.pods
         for probe in _list(pod.get("probes"))
         if isinstance(probe, Mapping)
+    )
+
+
+def _omitted_line(node: NodeStatus, item: Mapping[str, Any]) -> str:
+    namespace = _text(item.get("namespace"))
+    return (
+        f"  {_text(node.node)}: namespace {namespace}: {_text(item.get('pods'))} pods, "
+        f"{_text(item.get('probes'))} probes; see them with -n {namespace} (and --pod or "
+        "--marker)"
     )
 
 
@@ -247,6 +301,13 @@ def render_text(nodes: Sequence[NodeStatus], *, asked: str | None = None) -> str
         lines = ["No probes on the nodes asked."]
     if writes:
         lines += ["", "Pending writes:", *writes]
+    omitted = [_omitted_line(node, item) for node in nodes for item in node.omitted]
+    if omitted:
+        lines += [
+            "",
+            "Not shown (over the daemon's answer, shared by namespace; docs/cli.md):",
+            *omitted,
+        ]
     problems = [n for n in nodes if n.problem is not None]
     if problems:
         lines += ["", "Nodes:"]
@@ -259,7 +320,7 @@ def render_text(nodes: Sequence[NodeStatus], *, asked: str | None = None) -> str
 
 def render_json(nodes: Sequence[NodeStatus]) -> str:
     """`{"apiVersion": LIST_VERSION, "nodes": [{"node", "daemon", "problem", "ready",
-    "time", "pods"}]}`: each node's pods as its daemon's document has them."""
+    "time", "pods", "omitted"}]}`: each node's pods as its daemon's document has them."""
     body = {
         "apiVersion": LIST_VERSION,
         "nodes": [
@@ -270,6 +331,7 @@ def render_json(nodes: Sequence[NodeStatus]) -> str:
                 "ready": None if n.document is None else n.document.get("ready"),
                 "time": None if n.document is None else n.document.get("time"),
                 "pods": list(n.pods),
+                "omitted": list(n.omitted),
             }
             for n in nodes
         ],
@@ -279,17 +341,17 @@ def render_json(nodes: Sequence[NodeStatus]) -> str:
 
 
 def exit_code(nodes: Sequence[NodeStatus], *, asked: str | None = None) -> int:
-    """0 when every node answered and every probe shown is decided and its pod written;
-    1 otherwise, and when filters were given (`asked`) and match no probe: a pod the
-    daemon has not seen yet is not a pod labelled."""
+    """0 when every node answered whole and is settled: every probe shown `settled`, no
+    pending write; 1 otherwise, and when filters were given (`asked`) and match no
+    probe: a pod the daemon has not seen yet is not a pod labelled."""
     if asked is not None and _shown(nodes) == 0:
         return 1
     for node in nodes:
-        if node.problem is not None or node.document is None:
+        if node.problem is not None or node.document is None or node.omitted:
             return 1
         for pod in node.pods:
             if pod.get("write") is not None:
                 return 1
-            if not all(isinstance(p, Mapping) and decided(p) for p in _list(pod.get("probes"))):
+            if not all(isinstance(p, Mapping) and settled(p) for p in _list(pod.get("probes"))):
                 return 1
     return 0

@@ -8,7 +8,7 @@ import pytest
 
 from probemarker.api import rules
 from probemarker.api.fields import matches
-from probemarker.api.template import render, template_problems, uses_result
+from probemarker.api.template import render, render_pieces, template_problems, uses_result
 
 
 @pytest.mark.parametrize(
@@ -76,6 +76,7 @@ def test_label_template_pattern(value: str, valid: bool) -> None:
 )
 def test_render(template: str, result: str, rendered: str) -> None:
     assert render(template, result) == rendered
+    assert "".join(render_pieces(template, result)) == rendered
 
 
 def test_the_action_pattern_is_the_same_for_python_and_the_crd() -> None:

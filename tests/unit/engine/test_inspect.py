@@ -88,7 +88,7 @@ async def test_a_probe_short_of_its_threshold_shows_its_count_and_last_run() -> 
         await rig.tick(2)
         (key,) = rig.engine._probes
         await until(lambda: rig.engine.dispatcher.due(key) is not None)
-        (pod,) = rig.engine.inspect()
+        (pod,) = list(rig.engine.inspect())
         (probe,) = pod.probes
         assert probe.thresholds.decided is None
         assert (str(probe.thresholds.last), probe.thresholds.run) == ("Failed", 2)
@@ -113,15 +113,19 @@ async def test_a_held_command_and_a_missing_container_say_so() -> None:
         rig.engine.sync_pod(pod_entry().key, pod_entry())
         (key,) = rig.engine._probes
         rig.runner.busy_probes.add(key)  # type: ignore[union-attr]
-        (pod,) = rig.engine.inspect()
+        (pod,) = list(rig.engine.inspect())
         reasons = {(p.key.marker.name, p.key.container): p.waiting for p in pod.probes}
         assert reasons == {
             ("m", "app"): Waiting.COMMAND_HELD,
             ("side", "sidecar"): Waiting.CONTAINER_MISSING,
         }
-        assert [p.key.marker for p in rig.engine.inspect(marker=MARKER)[0].probes] == [MARKER]
-        assert rig.engine.inspect(pod=("ns", "other")) == []
-        assert len(rig.engine.inspect(pod=("ns", "g"))) == 1
+        assert [p.key.marker for p in next(rig.engine.inspect(marker=MARKER)).probes] == [MARKER]
+        assert list(rig.engine.inspect(pod=("ns", "other"))) == []
+        assert len(list(rig.engine.inspect(pod=("ns", "g")))) == 1
+        # -n: only that namespace's pods are read (issue 40)
+        assert [p.view.name for p in rig.engine.inspect(namespace="ns")] == ["g"]
+        assert list(rig.engine.inspect(namespace="other")) == []
+        assert list(rig.engine.inspect(pod=("ns", "g"), namespace="other")) == []
 
 
 async def test_a_terminating_pod_shows_its_probes_as_stopped_and_no_write() -> None:
@@ -131,7 +135,7 @@ async def test_a_terminating_pod_shows_its_probes_as_stopped_and_no_write() -> N
         raw["metadata"]["deletionTimestamp"] = "2027-01-01T00:00:00Z"
         entry = entry_of(raw, pod_projection)
         rig.engine.sync_pod(entry.key, entry)
-        (pod,) = rig.engine.inspect()
+        (pod,) = list(rig.engine.inspect())
         assert [p.waiting for p in pod.probes] == [Waiting.POD_TERMINATING]
         assert pod.desired is None
         assert rig.engine.probe_count == 0  # nothing was started to answer

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import orjson
 import pytest
 
+from probemarker.api import rules
 from probemarker.api.model import ExecAction, MarkerPolicy, MarkerRef, ProbeSpec, ProbeState, Timing
 from probemarker.decide.decide import Decision, ThresholdState
 from probemarker.engine.seen import LastRun, PodSeen, ProbeSeen, Waiting
+from probemarker.kit.text import SHOWN_LIMIT
 from probemarker.match.identity import ProbeKey
-from probemarker.observe.snapshot import SNAPSHOT_VERSION, build_snapshot, time_text
+from probemarker.observe.snapshot import PROBE_BYTES, SNAPSHOT_VERSION, build_snapshot, time_text
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.watch.pods import PodUID, pod_view
 from probemarker.write.desired import DesiredPod, InvalidValue
@@ -40,7 +43,7 @@ VIEW = pod_view(pod_projection(pod_raw()))
 def snapshot(probe: ProbeSeen, *, write: PendingWrite | None = None, desired: Any = None) -> Any:
     pod = PodSeen(VIEW, (probe,), desired)
     return build_snapshot(
-        node="n1", ready=True, pods=[pod], writes={VIEW.uid: write}, wall_now=WALL, clock_now=CLOCK
+        node="n1", ready=True, pods=[(pod, write)], wall_now=WALL, clock_now=CLOCK
     )
 
 
@@ -95,13 +98,22 @@ def test_the_count_is_towards_the_threshold_of_its_result(
     assert row["count"] == count
 
 
+def shown_value(text: str) -> dict[str, Any]:
+    return {
+        "value": text,
+        "bytes": len(text.encode()),
+        "sha256": hashlib.sha256(text.encode()).hexdigest()[:12],
+    }
+
+
 def test_the_last_run_renders_its_values_and_names_what_is_refused() -> None:
     last = LastRun(WALL - 3, 0.0123456, Outcome.succeeded("Idle Now\x1b[31m", answer="bad value!"))
     thresholds = ThresholdState(
         last=Result.SUCCEEDED, run=2, decided=Decision(ProbeState.SUCCEEDED, "ok", "bad value!")
     )
     refused = InvalidValue(KEY.owner, "label", "idle", "bad value!", "must be a label value")
-    desired = DesiredPod({}, {}, {}, {}, (), invalid=(refused,))
+    other = InvalidValue(KEY.owner, "label", "gone", "was bad", "must be a label value")
+    desired = DesiredPod({}, {}, {}, {}, (), invalid=(refused, other))
     probe = ProbeSeen(KEY, SPEC, "exec", thresholds, last=last, due=CLOCK + 7)
     (row,) = snapshot(probe, desired=desired)["pods"][0]["probes"]
     assert row["state"] == "Succeeded"
@@ -112,14 +124,16 @@ def test_the_last_run_renders_its_values_and_names_what_is_refused() -> None:
         "result": "Succeeded",
         "duration": 0.012,
         "message": "Idle Now",  # cleaned as a condition message is
-        "values": {"labels": {"idle": "bad value!"}, "annotations": {}},
+        "values": {"labels": {"idle": shown_value("bad value!")}, "annotations": {}},
         "refused": [
+            # the value `values` shows is not repeated
+            {"kind": "label", "key": "idle", "problem": "must be a label value", "value": None},
             {
                 "kind": "label",
-                "key": "idle",
-                "value": "bad value!",
+                "key": "gone",
                 "problem": "must be a label value",
-            }
+                "value": shown_value("was bad"),
+            },
         ],
     }
 
@@ -129,7 +143,7 @@ def test_a_run_without_an_answer_keeps_the_states_value() -> None:
     decided = Decision(ProbeState.SUCCEEDED, "ok", "yes")
     probe = ProbeSeen(KEY, SPEC, "exec", ThresholdState(decided=decided), last=last)
     (row,) = snapshot(probe)["pods"][0]["probes"]
-    assert row["last"]["values"] == {"labels": {"idle": "yes"}, "annotations": {}}
+    assert row["last"]["values"] == {"labels": {"idle": shown_value("yes")}, "annotations": {}}
 
 
 def test_an_unknown_run_renders_no_values() -> None:
@@ -173,3 +187,72 @@ def test_a_pending_write_says_what_and_until_when() -> None:
         "until": time_text(WALL + 9.5),
         "scope": "FULL",
     }
+
+
+def largest_row() -> dict[str, Any]:
+    """The largest row there is: names at their bounds (a probe's name escaped), one
+    policy's 32 labels and 32 annotations with 317-character keys and values that
+    render 380 KB, shown; the other policy's 64 keys refused with values of their own;
+    messages of 1 KiB that JSON escapes twice over; counts of 20 digits."""
+    keys = [f"{'k' * 253}/{state}{i:02}{'n' * 60}" for state in "sf" for i in range(64)]
+    assert all(len(k) == rules.MAX_QUALIFIED_NAME_LENGTH for k in keys)
+    template = "\x01{{.Result}}" * 341  # 4092 bytes; a control character costs 6 as JSON
+
+    def policy(state: ProbeState, mine: list[str]) -> MarkerPolicy:
+        return MarkerPolicy(
+            state,
+            labels=dict.fromkeys(mine[:32], template),
+            annotations=dict.fromkeys(mine[32:], template),
+        )
+
+    key = ProbeKey(PodUID("pu"), "c" * 63, MarkerRef("n" * 63, "m" * 253), "\x01" * 63)
+    spec = ProbeSpec(
+        name=key.probe,
+        container_name=key.container,
+        handler=ExecAction(("check",)),
+        timing=Timing(),
+        policies=(
+            policy(ProbeState.SUCCEEDED, keys[:64]),
+            policy(ProbeState.FAILED, keys[64:]),
+        ),
+    )
+    message = '"' * 1024
+    answer = "\u00e9" * 512  # 1 KiB of UTF-8: what {{.Result}} stands for at most
+    problem = "p" * 1000
+    refused = tuple(
+        InvalidValue(key.owner, "label" if i < 32 else "annotation", k, "\x02" * 9000, problem)
+        for i, k in enumerate(keys[64:])
+    )
+    thresholds = ThresholdState(
+        last=Result.SUCCEEDED,
+        run=10**19,
+        decided=Decision(ProbeState.FAILED, message, "x"),
+    )
+    probe = ProbeSeen(
+        key,
+        spec,
+        "tcpSocket",
+        thresholds,
+        last=LastRun(WALL, 123456.789, Outcome.succeeded(message, answer=answer)),
+        due=CLOCK + 1,
+        running=True,
+        waiting=Waiting.CONTAINER_NOT_STARTED,
+        detail=message,
+        unknown_runs=10**19,
+    )
+    desired = DesiredPod({}, {}, {}, {}, (), invalid=refused)
+    (row,) = snapshot(probe, desired=desired)["pods"][0]["probes"]
+    return dict(row)
+
+
+def test_a_row_takes_at_most_probe_bytes_whatever_its_marker_renders() -> None:
+    row = largest_row()
+    size = len(orjson.dumps(row))
+    assert size <= PROBE_BYTES
+    assert size > PROBE_BYTES * 0.85  # the bound is the largest row, not a guess far above it
+    values = row["last"]["values"]["annotations"]
+    assert len(values) == 32
+    for value in values.values():
+        assert value["bytes"] == 341 * (1 + 1024)  # the whole value, never built
+        assert len(orjson.dumps(value["value"])) - 2 <= SHOWN_LIMIT
+    assert len(row["last"]["refused"]) == 64

@@ -16,6 +16,7 @@ from probemarker.api.model import MarkerRef
 from probemarker.observe.statussocket import (
     REQUEST_LIMIT,
     RequestError,
+    StatusRequest,
     StatusSocket,
     StatusSocketError,
     parse_request,
@@ -25,10 +26,11 @@ from probemarker.observe.statussocket import (
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        (b"", (None, None)),
-        (b"\n", (None, None)),
-        (b'{"pod": "ns/web-0"}\n', (("ns", "web-0"), None)),
-        (b'{"marker": "ns/m", "pod": null}', (None, MarkerRef("ns", "m"))),
+        (b"", StatusRequest()),
+        (b"\n", StatusRequest()),
+        (b'{"pod": "ns/web-0"}\n', StatusRequest(pod=("ns", "web-0"))),
+        (b'{"marker": "ns/m", "pod": null}', StatusRequest(marker=MarkerRef("ns", "m"))),
+        (b'{"namespace": "ns", "pod": null}', StatusRequest(namespace="ns")),
     ],
 )
 def test_requests(line: bytes, expected: Any) -> None:
@@ -44,6 +46,8 @@ def test_requests(line: bytes, expected: Any) -> None:
         (b'{"pod": "web-0"}', "pod must be NAMESPACE/NAME"),
         (b'{"marker": 3}', "marker must be"),
         (b'{"pod": "a/b/c"}', "pod must be"),
+        (b'{"namespace": ""}', "namespace must be a namespace's name"),
+        (b'{"namespace": "a/b"}', "namespace must be"),
     ],
 )
 def test_bad_requests_say_why(line: bytes, problem: str) -> None:
@@ -65,9 +69,9 @@ async def test_it_answers_each_request_and_is_only_the_users(tmp_path: Path) -> 
     path = str(tmp_path / "status.sock")
     asked: list[Any] = []
 
-    def answer(pod: Any, marker: Any) -> dict[str, Any]:
-        asked.append((pod, marker))
-        return {"pods": len(asked)}
+    def answer(request: StatusRequest) -> bytes:
+        asked.append(request)
+        return orjson.dumps({"pods": len(asked)})
 
     async with asyncio.timeout(10):
         async with StatusSocket(path, answer) as server:
@@ -76,7 +80,7 @@ async def test_it_answers_each_request_and_is_only_the_users(tmp_path: Path) -> 
             assert (await ask(path, b"nonsense\n"))["error"].startswith("the request is not JSON")
             too_long = await ask(path, b"x" * (REQUEST_LIMIT * 2) + b"\n")
             assert "error" in too_long
-            assert asked == [(("ns", "a"), None)]  # nothing built for a bad request
+            assert asked == [StatusRequest(pod=("ns", "a"))]  # nothing built for a bad request
             assert server.answered == 3
         assert not await anyio.Path(path).exists()
 
@@ -84,20 +88,20 @@ async def test_it_answers_each_request_and_is_only_the_users(tmp_path: Path) -> 
 async def test_a_stale_socket_is_replaced_and_anything_else_refused(tmp_path: Path) -> None:
     path = str(tmp_path / "status.sock")
     async with asyncio.timeout(10):
-        async with StatusSocket(path, lambda pod, marker: {}):
+        async with StatusSocket(path, lambda request: b"{}\n"):
             pass
         stale = await asyncio.start_unix_server(lambda r, w: None, path)  # left behind
         stale.close()
         await stale.wait_closed()
-        async with StatusSocket(path, lambda pod, marker: {"ok": True}):
+        async with StatusSocket(path, lambda request: b'{"ok": true}\n'):
             assert await ask(path, b"\n") == {"ok": True}
         await anyio.Path(path).write_text("not a socket")
         with pytest.raises(StatusSocketError, match=r"--status-socket .*not a socket"):
-            async with StatusSocket(path, lambda pod, marker: {}):
+            async with StatusSocket(path, lambda request: b"{}\n"):
                 pass
         missing = str(tmp_path / "no" / "such" / "dir.sock")
         with pytest.raises(StatusSocketError, match="cannot listen"):
-            async with StatusSocket(missing, lambda pod, marker: {}):
+            async with StatusSocket(missing, lambda request: b"{}\n"):
                 pass
 
 
@@ -119,7 +123,7 @@ async def test_the_umask_is_the_processs_own_again_before_the_first_await(
     try:
         async with asyncio.timeout(10):
             task = asyncio.create_task(meanwhile())
-            async with StatusSocket(path, lambda pod, marker: {}):
+            async with StatusSocket(path, lambda request: b"{}\n"):
                 await task
                 assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     finally:
@@ -137,7 +141,7 @@ async def test_a_reader_past_the_cap_is_told_the_daemon_is_busy(
     monkeypatch.setattr(statussocket, "CONNECTIONS", 1)
     path = str(tmp_path / "status.sock")
     async with asyncio.timeout(10):
-        async with StatusSocket(path, lambda pod, marker: {"ok": True}):
+        async with StatusSocket(path, lambda request: b'{"ok": true}\n'):
             _holder, holding = await asyncio.open_unix_connection(path)  # asks nothing yet
             try:
                 answer = await ask(path, b"\n")

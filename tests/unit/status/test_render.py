@@ -98,18 +98,63 @@ def test_several_nodes_get_a_node_column_and_problems_are_named() -> None:
     assert exit_code(nodes[:2]) == 0
 
 
+def waits(reason: str) -> dict[str, Any]:
+    """An undecided row that does not run, for `reason` (engine/seen.py `Waiting`)."""
+    return row(
+        state=None,
+        last=None,
+        count={"result": None, "runs": 0, "threshold": None},
+        waiting={"reason": reason, "message": "why"},
+    )
+
+
 @pytest.mark.parametrize(
     ("document", "code"),
     [
-        (doc(row()), 0),
-        (doc(row(state=None)), 1),  # not decided
-        (doc(row(), write={"changes": {}, "waits": "WriteBudget"}), 1),  # not written
-        (doc(row(), ready=False), 1),  # a daemon that has not synced
-        (doc(), 0),  # nothing shown, nothing undecided
+        pytest.param(doc(row()), 0, id="decided-and-written"),
+        pytest.param(doc(row(state=None)), 1, id="counting-toward-a-threshold"),
+        pytest.param(
+            doc(row(), write={"changes": {}, "waits": "WriteBudget"}), 1, id="pending-write"
+        ),
+        pytest.param(doc(row(), ready=False), 1, id="daemon-not-synced"),
+        pytest.param(doc(), 0, id="nothing-shown"),
+        # A pod whose spec lacks the container: only a new pod changes that (issue 40).
+        pytest.param(doc(row(), waits("ContainerMissing")), 0, id="container-missing-settled"),
+        pytest.param(doc(waits("PodTerminating")), 0, id="terminating-settled"),
+        pytest.param(doc(waits("PodFinished")), 0, id="finished-settled"),
+        pytest.param(doc(waits("CannotRun")), 0, id="cannot-run-until-the-marker-changes"),
+        pytest.param(doc(waits("ContainerNotCreated")), 1, id="container-not-created-yet"),
+        pytest.param(doc(waits("ContainerNotStarted")), 1, id="container-not-started-yet"),
+        pytest.param(doc(waits("InitialDelay")), 1, id="initial-delay"),
+        pytest.param(doc(waits("CommandHeld")), 1, id="command-held"),
+        pytest.param(
+            doc(row(), omitted=[{"namespace": "hog", "pods": 3, "probes": 9}]),
+            1,
+            id="rows-not-shown",
+        ),
     ],
 )
 def test_exit_codes(document: Any, code: int) -> None:
     assert exit_code([node(document)]) == code
+
+
+def test_a_pod_no_longer_probed_says_so_in_state() -> None:
+    """A terminating or finished pod keeps what it shows and gets no write (SPEC §3):
+    its rows say so, not `<none>` (nothing decided yet)."""
+    text = render_text(
+        [node(doc(waits("PodTerminating"))), node(doc(waits("PodFinished"), name="g-1"), "n2")]
+    )
+    states = [line.split()[3] for line in text.splitlines()[1:3]]
+    assert states == ["Terminating", "Finished"]
+    assert "<none>" not in text
+
+
+def test_rows_the_daemon_left_out_are_named_with_the_way_to_see_them() -> None:
+    omitted = [{"namespace": "hog", "pods": 40, "probes": 1280}]
+    nodes = [node(doc(row(), omitted=omitted))]
+    text = render_text(nodes)
+    assert "  n1: namespace hog: 40 pods, 1280 probes; see them with -n hog" in text
+    assert json.loads(render_json(nodes))["nodes"][0]["omitted"] == omitted
 
 
 def test_a_pending_write_says_what_and_why() -> None:
@@ -175,6 +220,8 @@ def test_filters_keep_the_pod_and_the_markers_probes() -> None:
     ]
     assert select(pods, pod="game/g-1", marker=None) == ()
     assert select(pods, pod=None, marker="game/none") == ()
+    assert len(select(pods, pod=None, marker=None, namespace="game")) == 1
+    assert select(pods, pod=None, marker=None, namespace="other") == ()
 
 
 def test_filters_that_match_nothing_are_not_a_success() -> None:

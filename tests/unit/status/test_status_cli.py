@@ -20,6 +20,13 @@ from probemarker.cli import main
         (["--marker", "ns/\x1b[31m"], "--marker 'ns/\\x1b[31m': the name must be"),
         (["--node", ""], "--node '': a node's name must be a DNS subdomain"),
         (["--node", "a,b"], "--node 'a,b': a node's name must be a DNS subdomain"),
+        # issue 40: an empty namespace was sent on, to a 404 (`/namespaces//pods`)
+        (["--daemon-namespace", ""], "--daemon-namespace '': a namespace must be a DNS label"),
+        (["--daemon-namespace", "Probemarker"], "--daemon-namespace 'Probemarker': a namespace"),
+        (["-n", ""], "-n '': a namespace must be a DNS label"),
+        (["-n", "a/b"], "-n 'a/b': a namespace must be a DNS label"),
+        (["-n", "web", "--pod", "game/g-0"], "--pod 'game/g-0' is not in namespace web (-n)"),
+        (["-n", "web", "--marker", "game/m"], "--marker 'game/m' is not in namespace web (-n)"),
     ],
 )
 def test_usage_errors_exit_2(
@@ -104,6 +111,11 @@ def test_the_reader_in_the_daemons_container_loads_no_event_loop_or_client(
             2,
             "probemarker: error: unrecognized arguments: --local\n",
             "the daemon's image has no `probemarker status --local`",
+        ),
+        (
+            2,
+            "probemarker: error: unrecognized arguments: --namespace web\n",
+            "the daemon's image has no `probemarker status -n`",
         ),
         (1, "probemarker status --local: status socket /x: not found\n", "socket /x: not found"),
         (137, "", "probemarker status --local: exit code 137"),
