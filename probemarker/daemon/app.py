@@ -37,7 +37,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
@@ -58,7 +58,6 @@ from probemarker.kube.watch.cache import ObjectKey
 from probemarker.kube.watch.informer import Informer
 from probemarker.kube.write.events import EventRecorder
 from probemarker.kube.write.ratelimit import TokenBucket
-from probemarker.match.identity import ProbeKey
 from probemarker.observe.address import parse_listen_address
 from probemarker.observe.connections import ServerStats
 from probemarker.observe.descriptors import (
@@ -74,6 +73,7 @@ from probemarker.observe.serve import MetricsServer
 from probemarker.observe.snapshot import build_snapshot
 from probemarker.observe.statussocket import StatusSocket
 from probemarker.probe.cri import CRIExecHandler
+from probemarker.probe.holds import CommandKey
 from probemarker.probe.runner import ProbeRunner
 from probemarker.watch.markers import marker_projection, marker_resource
 from probemarker.watch.pods import PodUID
@@ -274,10 +274,9 @@ class Daemon:
             clock_now=self._clock.now(),
         )
 
-    def _hold_changed(self, probe: Hashable) -> None:
-        """A hold of a probe's command started or ended: the pod's record follows."""
-        if isinstance(probe, ProbeKey):
-            self._mark(probe.pod_uid)
+    def _hold_changed(self, key: CommandKey) -> None:
+        """A hold of a command in a pod started or ended: the pod's record follows."""
+        self._mark(key.pod_uid)
 
     def _mark(self, uid: PodUID) -> None:
         """The engine's marks, to the writer; after shutdown there is no one to tell."""

@@ -336,8 +336,8 @@ def _probe_families(snap: Snapshot) -> list[Metric]:
             ),
             (
                 "probe_periods_skipped_total",
-                "Periods skipped: the probe's previous command may still run "
-                "(an exec stream held past its deadline).",
+                "Periods skipped: a previous run of the probe's command, by it or "
+                "another probe, may still run (an exec stream held past its deadline).",
                 engine.periods_skipped,
             ),
             (

@@ -30,9 +30,10 @@ from probemarker.observe.metrics import (
     build_registry,
     error_label,
 )
-from probemarker.probe.holds import CommandHolds
+from probemarker.probe.holds import CommandHolds, CommandKey
 from probemarker.probe.http import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
+from probemarker.watch.pods import PodUID
 from probemarker.write.writer import WriterStats
 
 Labels = tuple[tuple[str, str], ...]
@@ -407,10 +408,8 @@ def test_the_api_backend_shows_its_holds() -> None:
     holds = CommandHolds()
     holds.stats.held_total, holds.stats.lost, holds.stats.seeded = 5, 1, 2
     holds.stats.limit_hits.update({"time": 3})
-    assert holds.seed(
-        "p", HeldCommand(command="cmd", container="c1", started=int(time.time())),
-        command="cmd", container="c1",
-    )  # fmt: skip
+    held = HeldCommand(command="cmd", container="c1", started=int(time.time()))
+    assert holds.seed(CommandKey("ns", PodUID("pu"), "app", "cmd"), held, container="c1")
     samples = scrape(Parts(holds=holds))
     assert samples[("probemarker_exec_streams_held", ())] == 0
     assert samples[("probemarker_exec_commands_held", ())] == 1

@@ -1,0 +1,130 @@
+"""One node, many tenants (issue 40): no namespace slows, wedges or hides another's exec
+probes, and a command is never started twice at once in a container, whatever probe
+runs it.
+
+Each namespace here is a tenant: it has pods on the node and markers of its own.
+Commands hang as on a real cluster: they run on after their client has gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from probemarker.sim.exec.runners import ExecIO, ExecRequest
+from tests.integration.world import (
+    NS,
+    OWNED,
+    World,
+    flag,
+    labels_of,
+    marker,
+    running_daemon,
+)
+
+
+class Commands:
+    """A stream handler: `hang` sleeps 30 s (running on after its client has gone),
+    `slow` sleeps `slow` seconds the first time and none after, anything else exits 0
+    at once. Counts what runs at once."""
+
+    def __init__(self, *, slow: float = 0.0) -> None:
+        self.slow = slow
+        self.hanging = 0
+        self.most = 0
+        self.started: list[tuple[str, ...]] = []
+
+    async def __call__(self, request: ExecRequest, io: ExecIO) -> int:
+        self.started.append(request.command)
+        word = request.command[:1]
+        if word == ("hang",):
+            self.hanging += 1
+            self.most = max(self.most, self.hanging)
+            try:
+                await asyncio.sleep(30)
+            finally:
+                self.hanging -= 1
+        elif word == ("slow",) and self.started.count(request.command) == 1:
+            await asyncio.sleep(self.slow)
+        return 0
+
+
+async def create_pod_in(world: World, namespace: str, name: str, handler: Commands) -> None:
+    body: Any = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "game"}},
+        "spec": {
+            "nodeName": "node-1",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "app", "image": "game:1"}],
+        },
+    }
+    world.sim.exec_handlers.register_stream(namespace, name, "app", handler)
+    await world.core.create_namespaced_pod(namespace, body)
+    await world.sim.kubelet.wait_running(namespace, name)
+
+
+def owned(pod: dict[str, Any]) -> dict[str, Any]:
+    text = pod["metadata"].get("annotations", {}).get(OWNED)
+    return {} if text is None else dict(json.loads(text))
+
+
+async def test_a_renamed_probe_does_not_start_its_held_command_again(world: World) -> None:
+    """Issue 40, 2: each rename of a probe whose command hangs started one more copy."""
+    commands = Commands()
+    await create_pod_in(world, NS, "gs-1", commands)
+    hanging: dict[str, Any] = {"command": "hang", "timeout": 1, "period": 1}
+    await world.apply_marker(marker("m", probes=[flag("idle", **hanging)]))
+    async with running_daemon(world.sim, exec_hold_seconds=20) as daemon:
+        assert daemon.exec is not None
+        await world.wait_pod("gs-1", lambda p: labels_of(p).get("idle") == "no")
+        assert commands.hanging == 1
+        for name in ("idle-2", "idle-3"):  # the same command under a new name
+            await world.apply_marker(marker("m", probes=[flag(name, **hanging)]))
+            # the record follows: the new name's entry holds the command
+            await world.wait_pod("gs-1", lambda p: "h" in owned(p).get(f"m#{name}", {}))  # noqa: B023
+            await asyncio.sleep(2.5)  # two periods and more
+            assert commands.hanging == 1, "a renamed probe started its held command again"
+        assert daemon.exec.holds.held == 1
+    assert commands.most == 1
+
+
+async def test_a_probe_renamed_while_the_daemon_was_down_waits_for_the_held_command(
+    world: World,
+) -> None:
+    commands = Commands()
+    await create_pod_in(world, NS, "gs-1", commands)
+    hanging: dict[str, Any] = {"command": "hang", "timeout": 1, "period": 1}
+    await world.apply_marker(marker("m", probes=[flag("idle", **hanging)]))
+    async with running_daemon(world.sim, exec_hold_seconds=20):
+        await world.wait_pod("gs-1", lambda p: "h" in owned(p).get("m#idle", {}))
+    await world.apply_marker(marker("m", probes=[flag("renamed", **hanging)]))
+    async with running_daemon(world.sim, exec_hold_seconds=20) as daemon:
+        assert daemon.exec is not None
+        assert daemon.exec.holds.stats.seeded == 1  # from the old name's entry
+        await world.wait_pod("gs-1", lambda p: "h" in owned(p).get("m#renamed", {}))
+        await asyncio.sleep(2.5)
+        assert commands.hanging == 1
+    assert commands.most == 1
+
+
+async def test_two_probes_with_one_command_on_a_container_never_run_it_twice(
+    world: World,
+) -> None:
+    commands = Commands()
+    await create_pod_in(world, NS, "gs-1", commands)
+    probes = [flag(name, command="hang", timeout=1, period=1) for name in ("a", "b", "c")]
+    await world.apply_marker(marker("m", probes=probes))
+    async with running_daemon(world.sim, exec_hold_seconds=20) as daemon:
+        # the probe that ran first decides; the others wait for the command as it does
+        await world.wait_pod("gs-1", lambda p: "no" in labels_of(p).values())
+        await asyncio.sleep(3)
+        assert daemon.engine.stats.periods_skipped >= 3
+        pod = world.pod("gs-1")
+        record = owned(pod)
+        # one hold, named in the entry of every probe that runs the command
+        assert record["m#a"]["h"] == record["m#b"]["h"] == record["m#c"]["h"]
+    assert commands.most == 1
+    assert len(commands.started) == 1
