@@ -81,7 +81,9 @@ _HELP: Mapping[str, str] = {
     "restart of the daemon, counted from the hold's start on the pod's record, and only "
     "the limit ends it (docs/kube-exec.md)",
     "max_held_exec_streams": "api backend: timed-out exec streams kept open at once, "
-    "beside the --max-concurrent-probes runs (each an exec connection)",
+    "beside the --max-concurrent-probes runs (each an exec connection); shared by "
+    "namespace: one alone may hold all, and a namespace below its share (this divided "
+    "by the namespaces holding streams) takes one from the namespace holding the most",
     "write_qps": "pod status writes per second (client-side rate limit)",
     "write_burst": "pod status writes allowed in a burst",
     "event_qps": "event writes per second (a budget apart from the status writes)",

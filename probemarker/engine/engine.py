@@ -224,6 +224,11 @@ class Engine:
     def probe_count(self) -> int:
         return len(self._probes)
 
+    @property
+    def namespaces(self) -> frozenset[str]:
+        """The namespaces with pods on the node: the tenants of its shared budgets."""
+        return frozenset(ns for ns, uids in self._by_namespace.items() if uids)
+
     # -- markers -------------------------------------------------------------------------
 
     def sync_marker(self, key: ObjectKey, entry: Entry[Raw] | None) -> None:
@@ -274,7 +279,10 @@ class Engine:
         if pod is None:
             return
         self._uids.pop(pod.key, None)
-        self._by_namespace.get(pod.view.namespace, set()).discard(uid)
+        uids = self._by_namespace.get(pod.view.namespace, set())
+        uids.discard(uid)
+        if not uids:
+            self._by_namespace.pop(pod.view.namespace, None)
         for key in pod.probes:
             self._probes.pop(key, None)
             self.dispatcher.cancel(key)

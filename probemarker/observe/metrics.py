@@ -9,8 +9,13 @@ the global default one, so several daemons in one process (the tests) never coll
 Names follow Prometheus' conventions: the `probemarker_` prefix, `_total` on
 counters, seconds as the unit. Labels have a small fixed set of values (a probe kind,
 a result, a state, an informer, a verb, a resource, an HTTP code, an error class):
-never a pod, a namespace, a marker or a UID, so the number of series does not grow
-with the cluster. docs/operations.md lists every metric with example queries.
+never a pod, a marker or a UID, so the number of series does not grow with the
+cluster. The one exception is `namespace`, on the `probemarker_namespace_*` families
+only: what each namespace takes of a budget the namespaces share (issue 40), shown
+for the namespaces that have pods on the node now (`Snapshot.namespaces`) and no
+other, so their number is bounded by the node's pods (110 by default). Nothing a
+namespace holds past its last pod (a hold running out its limit) gets a series.
+docs/operations.md lists every metric with example queries.
 """
 
 from __future__ import annotations
@@ -89,6 +94,8 @@ class Snapshot:
     # the health and metrics server's connections (this very scrape's among them)
     server: ServerStats | None = None
     http: HTTPPool | None = None  # the httpGet probes' idle keep-alive connections
+    # the namespaces with pods on the node: the only values of the `namespace` label
+    namespaces: frozenset[str] = frozenset()
 
 
 def error_label(class_name: str) -> str:
@@ -136,7 +143,7 @@ def families(snap: Snapshot) -> list[Metric]:
             "event_loop_lag_seconds", "How late the event loop last woke a timer.", snap.loop_lag
         ),
         *_runtime_families(snap),
-        *_hold_families(snap.holds),
+        *_hold_families(snap.holds, snap.namespaces),
         *_server_families(snap.server),
         *_http_pool_families(snap.http),
     ]
@@ -166,12 +173,36 @@ def _http_pool_families(pool: HTTPPool | None) -> list[Metric]:
     ]
 
 
-def _hold_families(holds: CommandHolds | None) -> list[Metric]:
+def _by_namespace(
+    name: str, doc: str, values: Mapping[str, float], namespaces: frozenset[str]
+) -> GaugeMetricFamily:
+    """A gauge per namespace with pods on the node (0 where `values` has none); never a
+    namespace without (see the module docstring)."""
+    family = GaugeMetricFamily(P + "namespace_" + name, doc, labels=["namespace"])
+    for namespace in sorted(namespaces):
+        family.add_metric([namespace], values.get(namespace, 0))
+    return family
+
+
+def _hold_families(holds: CommandHolds | None, namespaces: frozenset[str]) -> list[Metric]:
     """api backend: exec streams held after their run's deadline (probe/holds.py)."""
     if holds is None:
         return []
     stats = holds.stats
     return [
+        _by_namespace(
+            "exec_streams_held",
+            "Exec streams held open after their deadline, by namespace: each namespace "
+            "may hold its share of --max-held-exec-streams, or all of them alone.",
+            holds.held_by_namespace(),
+            namespaces,
+        ),
+        _by_namespace(
+            "exec_commands_held",
+            "Exec commands that may still run, whose probes wait, by namespace.",
+            holds.holding_by_namespace(),
+            namespaces,
+        ),
         _gauge(
             "exec_streams_held",
             "Exec streams held open after their deadline, their command still running.",
@@ -185,9 +216,10 @@ def _hold_families(holds: CommandHolds | None) -> list[Metric]:
         _counter(
             "exec_hold_limits_total",
             "Held exec streams given up: limit=time (--exec-hold-seconds ran out), "
-            "limit=streams (--max-held-exec-streams were held already).",
+            "limit=streams (--max-held-exec-streams were held already, the namespace "
+            "at its share), limit=share (given up for another namespace's share).",
             ["limit"],
-            (((limit,), stats.limit_hits[limit]) for limit in ("time", "streams")),
+            (((limit,), stats.limit_hits[limit]) for limit in ("time", "streams", "share")),
         ),
         _gauge(
             "exec_commands_held",

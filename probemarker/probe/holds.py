@@ -37,6 +37,19 @@ counted from the recorded start, has passed. The api backend cannot see the comm
 end (nothing in `pods/exec` tells of a process started by another connection), so
 after a restart the limit alone ends it.
 
+Shared by every namespace on the node (issue 40), so fair by namespace (kit/shares.py):
+the `max_streams` held streams are work-conserving (one namespace alone may hold them
+all), and a namespace that finds them all held and holds fewer than its share
+(`max_streams // n`, n the namespaces holding streams and itself) takes one from the
+namespace holding the most: that namespace's oldest held stream is aborted and its
+command held by time alone, to the same end (`limit_hits["share"]`). A namespace at
+or above its share that finds them all held has its own command held by time
+(`limit_hits["streams"]`). So a namespace that hangs commands by the hundred holds
+its share of streams and waits out `limit` for the rest, and another namespace's
+command that outlives its timeout is always read to its end while that namespace
+holds no more than its share. Holds by time alone are bounded too (`_REMEMBERED` in
+all): past that, the namespace holding the most holds forgets its oldest.
+
 Invariants:
 - a key has at most one hold; `busy` is True while it lasts; `turn` lets one run of
   a key at a time go on, the others wait (FIFO) for it, before their own deadlines;
@@ -50,9 +63,9 @@ Invariants:
   (`stats.lost`);
 - at most `max_streams` streams are held at once (the client's exec pool has room for
   exactly that many beside the probe runs, `daemon.assembly.client_settings`): a
-  stream that finds no room is aborted at once, counted (`limit_hits["streams"]`),
-  and its key is held by time all the same (its command may still run, and nothing
-  tells when it ends);
+  stream that finds no room and cannot take one (above) is aborted at once, and its
+  key is held by time all the same (its command may still run, and nothing tells
+  when it ends);
 - held streams never take a probe run's slot (`--max-concurrent-probes`) nor a
   connection a run needs;
 - leaving the `async with` aborts every held stream (shutdown) without a `changed`
@@ -72,6 +85,7 @@ from typing import Protocol, Self
 import structlog
 
 from probemarker.kit.clock import MONOTONIC, Clock
+from probemarker.kit.shares import share, yielder
 from probemarker.match.identity import HeldCommand
 from probemarker.watch.pods import PodUID
 
@@ -123,7 +137,8 @@ class HoldStats:
     ended: int = 0  # of them, those whose command's end was seen
     lost: int = 0  # of them, those whose stream ended first: held on by time
     seeded: int = 0  # holds taken over from the pod's record after a restart
-    # "time": the limit ran out; "streams": no room for a stream
+    # "time": the limit ran out; "streams": no room for a stream (the namespace at its
+    # share); "share": a stream given up for another namespace's share
     limit_hits: Counter[str] = field(default_factory=Counter)
 
 
@@ -266,8 +281,9 @@ class CommandHolds:
                 "exec.hold_full",
                 command=str(key),
                 held=self.held,
+                namespace_held=self._streams[key.namespace],
                 hint="its command may still run; its probes wait out --exec-hold-seconds "
-                "(raise --max-held-exec-streams)",
+                "(the namespace holds its share of --max-held-exec-streams)",
             )
         self._drop(key)
         now = self._clock.now()
@@ -291,8 +307,43 @@ class CommandHolds:
         self._changed(key)
 
     def _room(self, namespace: str) -> bool:
-        """Whether one more stream may be held now."""
-        return self.held < self.settings.max_streams
+        """Whether `namespace` may hold one more stream now: there is room, or it is
+        below its share and the namespace holding the most gives one up."""
+        total = self.settings.max_streams
+        if self.held < total:
+            return True
+        giver = yielder(total, self._streams, namespace)
+        if giver is None:
+            return False
+        oldest = next(
+            (k for k in self._by_namespace.get(giver, ()) if self._holds[k].stream is not None),
+            None,
+        )
+        if oldest is None:  # cannot happen: the counts follow the holds
+            return False
+        self._yield(oldest, to=namespace)
+        return True
+
+    def _yield(self, key: CommandKey, *, to: str) -> None:
+        """Give `key`'s held stream up (for namespace `to`'s share): the command may still
+        run, so it stays held, by time alone, to the same end; the record stays."""
+        hold = self._holds[key]
+        stream, hold.stream = hold.stream, None
+        self._streams[key.namespace] -= 1
+        if hold.task is not None:
+            hold.task.cancel()
+        if stream is not None:
+            stream.abort()
+        self._hold_by_time(key, hold.container, hold.started, hold.until)
+        self.stats.limit_hits["share"] += 1
+        log.warning(
+            "exec.hold_yielded",
+            command=str(key),
+            to=to,
+            share=share(self.settings.max_streams, self._streams, key.namespace),
+            hint="its namespace held more than its share of --max-held-exec-streams: "
+            "its probes wait out --exec-hold-seconds",
+        )
 
     def _current(self, key: CommandKey, container: str) -> _Hold | None:
         hold = self._holds.get(key)
@@ -328,8 +379,12 @@ class CommandHolds:
             self._forget_one()
 
     def _forget_one(self) -> None:
-        """Past `_REMEMBERED` holds: the oldest hold by time is forgotten."""
-        oldest = next((k for k, h in self._holds.items() if h.stream is None), None)
+        """Past `_REMEMBERED` holds: the namespace holding the most forgets its oldest
+        hold by time, so no namespace can push another's holds out."""
+        namespace = max(self._by_namespace, key=lambda ns: (len(self._by_namespace[ns]), ns))
+        oldest = next(
+            (k for k in self._by_namespace[namespace] if self._holds[k].stream is None), None
+        )
         if oldest is not None:
             self._drop(oldest)
 
@@ -370,9 +425,9 @@ class CommandHolds:
         stream ended without the command's exit status: then it is held by time."""
         try:
             ended = await self._finish(key, stream)
-        finally:  # cancelled too (shutdown): the record stays
+        finally:  # cancelled too (shutdown, or given up for a share): the record stays
             stream.abort()
-            if hold.stream is stream:  # still counted
+            if hold.stream is stream:  # still counted: not given up meanwhile
                 hold.stream = None
                 self._streams[key.namespace] -= 1
                 if self._holds.get(key) is hold:

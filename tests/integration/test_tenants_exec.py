@@ -2,8 +2,9 @@
 probes, and a command is never started twice at once in a container, whatever probe
 runs it.
 
-Each namespace here is a tenant: it has pods on the node and markers of its own.
-Commands hang as on a real cluster: they run on after their client has gone.
+Each namespace here is a tenant: it has pods on the node and markers of its own. The
+flooding one hangs exec commands (they run on after their client has gone, as on a
+real cluster) by the dozen.
 """
 
 from __future__ import annotations
@@ -14,14 +15,20 @@ from typing import Any
 
 from probemarker.sim.exec.runners import ExecIO, ExecRequest
 from tests.integration.world import (
+    GROUP,
     NS,
     OWNED,
+    PLURAL,
+    VERSION,
     World,
+    eventually,
     flag,
     labels_of,
     marker,
     running_daemon,
 )
+
+FLOOD = "flood"  # the namespace that hangs commands
 
 
 class Commands:
@@ -50,6 +57,11 @@ class Commands:
         return 0
 
 
+async def create_namespace(world: World, namespace: str) -> None:
+    body: Any = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    await world.core.create_namespace(body)
+
+
 async def create_pod_in(world: World, namespace: str, name: str, handler: Commands) -> None:
     body: Any = {
         "apiVersion": "v1",
@@ -64,6 +76,11 @@ async def create_pod_in(world: World, namespace: str, name: str, handler: Comman
     world.sim.exec_handlers.register_stream(namespace, name, "app", handler)
     await world.core.create_namespaced_pod(namespace, body)
     await world.sim.kubelet.wait_running(namespace, name)
+
+
+async def apply_marker_in(world: World, namespace: str, body: dict[str, Any]) -> None:
+    body = {**body, "metadata": {**body["metadata"], "namespace": namespace}}
+    await world.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
 
 
 def owned(pod: dict[str, Any]) -> dict[str, Any]:
@@ -128,3 +145,34 @@ async def test_two_probes_with_one_command_on_a_container_never_run_it_twice(
         assert record["m#a"]["h"] == record["m#b"]["h"] == record["m#c"]["h"]
     assert commands.most == 1
     assert len(commands.started) == 1
+
+
+async def test_a_namespace_filling_the_held_streams_leaves_another_its_share(
+    world: World,
+) -> None:
+    """Issue 40, 1: a namespace filled the held streams with hanging commands; another
+    namespace's command that outlived its timeout by half a second was then held by
+    time for the whole limit, its probe Failed all that while (a readiness gate on it
+    kept its pod out of its Service for 10 minutes)."""
+    flood = Commands()
+    await create_namespace(world, FLOOD)
+    for i in range(4):
+        await create_pod_in(world, FLOOD, f"f-{i}", flood)
+    await apply_marker_in(
+        world, FLOOD, marker("m", probes=[flag("idle", command="hang", timeout=1, period=1)])
+    )
+    theirs = Commands(slow=1.5)
+    await create_pod_in(world, NS, "gs-1", theirs)
+    async with running_daemon(world.sim, exec_hold_seconds=30, max_held_exec_streams=4) as daemon:
+        assert daemon.exec is not None
+        holds = daemon.exec.holds
+        await eventually(lambda: holds.held == 4)  # every stream the flood's
+        await world.apply_marker(
+            marker("m", probes=[flag("ready", command="slow", timeout=1, period=1)])
+        )
+        # The timeout first, then the command ends (1.5 s): its probe runs again and passes.
+        await world.wait_pod("gs-1", lambda p: labels_of(p).get("ready") == "no", within=5)
+        await world.wait_pod("gs-1", lambda p: labels_of(p).get("ready") == "yes", within=5)
+        assert holds.stats.limit_hits["share"] == 1  # one flood stream gave way
+        assert holds.stats.ended >= 1
+        assert flood.most == 4  # the flood's commands: each still held, by time or stream

@@ -59,6 +59,7 @@ class Parts:
     server: ServerStats | None = field(default_factory=ServerStats)
     http: HTTPPool | None = None
     holds: CommandHolds | None = None
+    namespaces: frozenset[str] = frozenset()
 
     def snapshot(self) -> Snapshot:
         return Snapshot(
@@ -80,6 +81,7 @@ class Parts:
             server=self.server,
             http=self.http,
             holds=self.holds,
+            namespaces=self.namespaces,
         )
 
 
@@ -417,3 +419,19 @@ def test_the_api_backend_shows_its_holds() -> None:
     assert samples[("probemarker_exec_streams_lost_total", ())] == 1
     assert samples[("probemarker_exec_holds_seeded_total", ())] == 3
     assert samples[("probemarker_exec_hold_limits_total", (("limit", "time"),))] == 3
+
+
+def test_holds_by_namespace_only_for_namespaces_with_pods_on_the_node() -> None:
+    holds, wall = CommandHolds(), int(time.time())
+    for namespace, pod in (("a", "pa"), ("a", "pb"), ("gone", "pc")):
+        command = CommandKey(namespace, PodUID(pod), "app", "cmd")
+        held = HeldCommand(command="cmd", container="c1", started=wall)
+        assert holds.seed(command, held, container="c1")
+    samples = scrape(Parts(holds=holds, namespaces=frozenset({"a", "b"})))
+    commands = "probemarker_namespace_exec_commands_held"
+    assert {labels: v for (name, labels), v in samples.items() if name == commands} == {
+        (("namespace", "a"),): 2,
+        (("namespace", "b"),): 0,
+    }  # "gone" has no pod on the node: no series
+    streams = "probemarker_namespace_exec_streams_held"
+    assert samples[(streams, (("namespace", "a"),))] == 0

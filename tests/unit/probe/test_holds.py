@@ -1,6 +1,6 @@
 """probe/holds.py: one held command per command in a container, whatever probe runs
-it, bounded in time and in number, and carried over a restart of the daemon through
-the pod's record."""
+it, bounded in time and in number (fair by namespace), and carried over a restart of
+the daemon through the pod's record."""
 
 from __future__ import annotations
 
@@ -249,3 +249,81 @@ async def test_runs_of_one_command_take_turns_and_others_do_not_wait(rig: Rig) -
         release.set()
     assert order == ["a in", "c in", "c out", "a out", "b in", "b out"]
     assert not holds._turns  # nothing kept once no run holds or waits
+
+
+def streams_of(holds: CommandHolds, namespace: str, n: int) -> list[Stream]:
+    """`n` commands of `namespace` held on their streams (they never end by themselves)."""
+    streams = [Stream() for _ in range(n)]
+    for i, stream in enumerate(streams):
+        slot = holds.slot(key(f"{namespace}-{i}", namespace=namespace), "c1")
+        assert slot.admit()
+        slot.hold(stream)
+    return streams
+
+
+async def test_a_namespace_that_fills_the_streams_leaves_another_its_share() -> None:
+    """Issue 40, 1: one namespace held every stream with hanging commands; another's
+    command that outlived its timeout by a moment was held by time for the whole limit
+    (its probe Failed, its pod out of its Service for 10 minutes)."""
+    rig = Rig(max_streams=4)
+    async with rig.holds as holds:
+        flood = streams_of(holds, "a", 4)
+        theirs = key("b-0", namespace="b")
+        slot, stream = holds.slot(theirs, "c1"), Stream()
+        assert slot.admit()  # a's oldest stream gives way: b holds none, its share is 2
+        slot.hold(stream)
+        assert [s.aborted for s in flood] == [True, False, False, False]
+        assert holds.busy(key("a-0", namespace="a"), "c1")  # a's command may still run
+        assert holds.held_by_namespace() == {"a": 3, "b": 1}
+        assert holds.stats.limit_hits == {"share": 1}
+        stream.end.set()  # b's command ends a moment later: its probe runs again
+        await until(lambda: not holds.busy(theirs, "c1"))
+        rig.advance(599.0)
+        assert holds.busy(key("a-0", namespace="a"), "c1")  # to the end it had
+        rig.advance(1.0)
+        await until(lambda: not holds.busy(key("a-0", namespace="a"), "c1"))
+
+
+@pytest.mark.parametrize(
+    ("held_before", "asking", "held_after", "limit"),
+    [
+        pytest.param({"a": 3}, "a", {"a": 4}, None, id="room-left-alone"),
+        pytest.param({"a": 2, "b": 2}, "a", {"a": 2, "b": 2}, "streams", id="at-its-share-waits"),
+        pytest.param({"a": 3, "b": 1}, "b", {"a": 2, "b": 2}, "share", id="below-takes-from-most"),
+        pytest.param({"a": 3, "b": 1}, "c", {"a": 2, "b": 1, "c": 1}, "share", id="a-newcomer"),
+        pytest.param(
+            {"a": 2, "b": 1, "c": 1}, "c", {"a": 2, "b": 1, "c": 1}, "streams", id="1-of-4"
+        ),
+    ],
+)
+async def test_the_streams_are_shared_by_namespace(
+    held_before: dict[str, int], asking: str, held_after: dict[str, int], limit: str | None
+) -> None:
+    """Table: who holds the 4 streams before, who asks, who holds them after; `limit`:
+    the stream given up for the asking's share, or the asking's own command held
+    by time (it was at its share)."""
+    rig = Rig(max_streams=4)
+    async with rig.holds as holds:
+        for namespace, n in held_before.items():
+            streams_of(holds, namespace, n)
+        slot = holds.slot(key("new", namespace=asking), "c1")
+        assert slot.admit() is (limit != "streams")
+        if limit != "streams":
+            slot.hold(Stream())
+        assert holds.held_by_namespace() == held_after
+        assert holds.busy(key("new", namespace=asking), "c1")  # by stream or by time
+        assert holds.stats.limit_hits == ({} if limit is None else {limit: 1})
+
+
+async def test_holds_by_time_past_the_bound_are_forgotten_in_the_namespace_holding_most(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("probemarker.probe.holds._REMEMBERED", 4)
+    holds = rig.holds
+    theirs = key("b-0", namespace="b")
+    assert holds.seed(theirs, held(WALL), container="c1")  # the oldest of all
+    for i in range(4):
+        assert holds.seed(key(f"a-{i}", namespace="a"), held(WALL), container="c1")
+    assert holds.busy(theirs, "c1")  # a's flood forgot a's own oldest, not b's
+    assert not holds.busy(key("a-0", namespace="a"), "c1")
+    assert holds.holding_by_namespace() == {"a": 3, "b": 1}
