@@ -256,6 +256,8 @@ class Daemon:
             server=self.server_stats,
             http=HTTPPool(idle=self.http.idle, limit=self.http.max_idle, stats=self.http.stats),
             namespaces=self.engine.namespaces,
+            running_by_namespace=dispatcher.running_by_flow(),
+            waiting_by_namespace=dispatcher.waiting_by_flow(),
         )
 
     def status(

@@ -66,7 +66,9 @@ _HELP: Mapping[str, str] = {
     "$NODE_NAME (the downward API's usual name) is used",
     "namespaces": "comma-separated namespaces whose markers to watch",
     "marker_group": f"API group of the markers: {rules.GROUP} or {rules.KRUISE_GROUP}",
-    "max_concurrent_probes": "probe runs at once on this node",
+    "max_concurrent_probes": "probe runs at once on this node; one namespace takes at "
+    "most all but a quarter of them, and a freed slot goes to the namespace with the "
+    "fewest runs (docs/engine.md)",
     "exec_backend": "how exec probes run: api (pods/exec through the API server) or cri "
     "(ExecSync on the node's container runtime socket, --cri-endpoint; needs the cri extra "
     "and the socket mounted: docs/cri.md)",

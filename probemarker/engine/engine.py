@@ -212,6 +212,8 @@ class Engine:
             max_concurrent=self.settings.max_concurrent,
             tick=self.settings.tick,
             late_after=self.settings.late_after,
+            # The namespaces share the slots (issue 40): the marker's is the pod's.
+            flow=lambda key: key.marker.namespace,
         )
 
     def __repr__(self) -> str:
@@ -283,6 +285,7 @@ class Engine:
         uids.discard(uid)
         if not uids:
             self._by_namespace.pop(pod.view.namespace, None)
+            self.dispatcher.forget(pod.view.namespace)
         for key in pod.probes:
             self._probes.pop(key, None)
             self.dispatcher.cancel(key)

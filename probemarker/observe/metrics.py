@@ -10,16 +10,19 @@ Names follow Prometheus' conventions: the `probemarker_` prefix, `_total` on
 counters, seconds as the unit. Labels have a small fixed set of values (a probe kind,
 a result, a state, an informer, a verb, a resource, an HTTP code, an error class):
 never a pod, a marker or a UID, so the number of series does not grow with the
-cluster. The one exception is `namespace`, on the `probemarker_namespace_*` families
-only: what each namespace takes of a budget the namespaces share (issue 40), shown
-for the namespaces that have pods on the node now (`Snapshot.namespaces`) and no
+cluster. The one exception is `pod_namespace`, on the `probemarker_namespace_*`
+families only: what each namespace takes of a budget the namespaces share (issue 40),
+shown for the namespaces that have pods on the node now (`Snapshot.namespaces`) and no
 other, so their number is bounded by the node's pods (110 by default). Nothing a
-namespace holds past its last pod (a hold running out its limit) gets a series.
+namespace holds past its last pod (a hold running out its limit) gets a series. Not
+`namespace`: Prometheus' scrape sets that target label to the daemon's own namespace,
+and would rename ours `exported_namespace`.
 docs/operations.md lists every metric with example queries.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import platform
 import re
@@ -94,8 +97,11 @@ class Snapshot:
     # the health and metrics server's connections (this very scrape's among them)
     server: ServerStats | None = None
     http: HTTPPool | None = None  # the httpGet probes' idle keep-alive connections
-    # the namespaces with pods on the node: the only values of the `namespace` label
+    # the namespaces with pods on the node: the only values of the `pod_namespace` label
     namespaces: frozenset[str] = frozenset()
+    # probe runs in progress, and due runs waiting for a slot, by namespace
+    running_by_namespace: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    waiting_by_namespace: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
 def error_label(class_name: str) -> str:
@@ -136,6 +142,7 @@ def families(snap: Snapshot) -> list[Metric]:
     return [
         *_build_info(snap.exec_backend),
         *_probe_families(snap),
+        *_slot_families(snap),
         *_write_families(snap.writer, snap.write_depth),
         *_api_families(snap),
         *_event_families(snap.events),
@@ -174,14 +181,56 @@ def _http_pool_families(pool: HTTPPool | None) -> list[Metric]:
 
 
 def _by_namespace(
-    name: str, doc: str, values: Mapping[str, float], namespaces: frozenset[str]
-) -> GaugeMetricFamily:
-    """A gauge per namespace with pods on the node (0 where `values` has none); never a
-    namespace without (see the module docstring)."""
-    family = GaugeMetricFamily(P + "namespace_" + name, doc, labels=["namespace"])
+    name: str,
+    doc: str,
+    values: Mapping[str, float],
+    namespaces: frozenset[str],
+    *,
+    counter: bool = False,
+) -> Metric:
+    """A gauge (or a counter) per namespace with pods on the node (0 where `values` has
+    none); never a namespace without (see the module docstring)."""
+    kind = CounterMetricFamily if counter else GaugeMetricFamily
+    family = kind(P + "namespace_" + name, doc, labels=["pod_namespace"])
     for namespace in sorted(namespaces):
         family.add_metric([namespace], values.get(namespace, 0))
     return family
+
+
+def _slot_families(snap: Snapshot) -> list[Metric]:
+    """The probe slots (--max-concurrent-probes) by namespace: one namespace takes at
+    most all but a quarter of them, and a freed slot goes to the namespace with the
+    fewest runs (schedule/dispatcher.py)."""
+    dispatch, namespaces = snap.dispatch, snap.namespaces
+    return [
+        _by_namespace(
+            "probes_running",
+            "Probe runs in progress, by namespace (each at most --max-concurrent-probes "
+            "less a quarter).",
+            snap.running_by_namespace,
+            namespaces,
+        ),
+        _by_namespace(
+            "probes_waiting",
+            "Probe runs due and waiting for a slot, by namespace.",
+            snap.waiting_by_namespace,
+            namespaces,
+        ),
+        _by_namespace(
+            "probe_slot_waits",
+            "Runs that waited for a free slot (the cap, or their namespace's part of it), "
+            "by namespace.",
+            dispatch.slot_waits_by_flow,
+            namespaces,
+            counter=True,
+        ),
+        _by_namespace(
+            "probe_slot_wait_max_seconds",
+            "The longest wait for a free slot, by namespace.",
+            dispatch.slot_wait_max_by_flow,
+            namespaces,
+        ),
+    ]
 
 
 def _hold_families(holds: CommandHolds | None, namespaces: frozenset[str]) -> list[Metric]:

@@ -62,7 +62,20 @@ async def create_namespace(world: World, namespace: str) -> None:
     await world.core.create_namespace(body)
 
 
-async def create_pod_in(world: World, namespace: str, name: str, handler: Commands) -> None:
+class Busy:
+    """A stream handler whose command takes `seconds` (within its timeout); `code` is
+    its exit code."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.code = 0
+
+    async def __call__(self, request: ExecRequest, io: ExecIO) -> int:
+        await asyncio.sleep(self.seconds)
+        return self.code
+
+
+async def create_pod_in(world: World, namespace: str, name: str, handler: Commands | Busy) -> None:
     body: Any = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -176,3 +189,32 @@ async def test_a_namespace_filling_the_held_streams_leaves_another_its_share(
         assert holds.stats.limit_hits["share"] == 1  # one flood stream gave way
         assert holds.stats.ended >= 1
         assert flood.most == 4  # the flood's commands: each still held, by time or stream
+
+
+async def test_a_namespace_filling_the_slots_does_not_slow_another(world: World) -> None:
+    """Issue 40, 3: while a namespace's slow probes filled --max-concurrent-probes,
+    another namespace's runs queued behind their backlog (6.7 s slot waits, a flip's
+    p99 from 1.05 s to 3.15 s on the sim)."""
+    slow = Busy(2.9)  # each run takes a slot for 2.9 s, and comes due again at once
+    await create_namespace(world, FLOOD)
+    for i in range(24):
+        await create_pod_in(world, FLOOD, f"f-{i}", slow)
+    await apply_marker_in(world, FLOOD, marker("m", probes=[flag("busy", timeout=3, period=1)]))
+    theirs = Busy(0.0)
+    await create_pod_in(world, NS, "gs-1", theirs)
+    await world.apply_marker(marker("m", probes=[flag("ready", period=1)]))
+    async with running_daemon(world.sim, max_concurrent_probes=8) as daemon:
+        dispatcher = daemon.engine.dispatcher
+        await world.wait_pod("gs-1", lambda p: labels_of(p).get("ready") == "yes")
+        await eventually(lambda: dispatcher.waiting_by_flow().get(FLOOD, 0) >= 8)
+        assert dispatcher.running_by_flow()[FLOOD] == 6  # 8 less a quarter
+        flips = []
+        for code, label in ((1, "no"), (0, "yes"), (1, "no")):
+            theirs.code = code
+            started = asyncio.get_running_loop().time()
+            await world.wait_pod("gs-1", lambda p: labels_of(p).get("ready") == label)  # noqa: B023
+            flips.append(asyncio.get_running_loop().time() - started)
+        # a period (1 s) and the write: never the flood's backlog (3 to 6 s before)
+        assert max(flips) < 2.0, flips
+        assert dispatcher.stats.slot_wait_max_by_flow.get(NS, 0.0) < 0.2
+        assert dispatcher.stats.slot_waits_by_flow[FLOOD] > 0  # the flood waits for its own

@@ -60,6 +60,8 @@ class Parts:
     http: HTTPPool | None = None
     holds: CommandHolds | None = None
     namespaces: frozenset[str] = frozenset()
+    running_by_namespace: dict[str, int] = field(default_factory=dict)
+    waiting_by_namespace: dict[str, int] = field(default_factory=dict)
 
     def snapshot(self) -> Snapshot:
         return Snapshot(
@@ -82,6 +84,8 @@ class Parts:
             http=self.http,
             holds=self.holds,
             namespaces=self.namespaces,
+            running_by_namespace=self.running_by_namespace,
+            waiting_by_namespace=self.waiting_by_namespace,
         )
 
 
@@ -430,8 +434,28 @@ def test_holds_by_namespace_only_for_namespaces_with_pods_on_the_node() -> None:
     samples = scrape(Parts(holds=holds, namespaces=frozenset({"a", "b"})))
     commands = "probemarker_namespace_exec_commands_held"
     assert {labels: v for (name, labels), v in samples.items() if name == commands} == {
-        (("namespace", "a"),): 2,
-        (("namespace", "b"),): 0,
+        (("pod_namespace", "a"),): 2,
+        (("pod_namespace", "b"),): 0,
     }  # "gone" has no pod on the node: no series
     streams = "probemarker_namespace_exec_streams_held"
-    assert samples[(streams, (("namespace", "a"),))] == 0
+    assert samples[(streams, (("pod_namespace", "a"),))] == 0
+
+
+def test_slots_by_namespace_only_for_namespaces_with_pods_on_the_node() -> None:
+    parts = Parts(
+        namespaces=frozenset({"a", "b"}),
+        running_by_namespace={"a": 48, "gone": 1},
+        waiting_by_namespace={"a": 7},
+    )
+    parts.dispatch.slot_waits_by_flow.update({"a": 30, "b": 2, "gone": 5})
+    parts.dispatch.slot_wait_max_by_flow.update({"a": 2.5, "b": 0.05})
+    samples = scrape(parts)
+
+    def by_namespace(name: str) -> dict[str, float]:
+        return {dict(labels)["pod_namespace"]: v for (n, labels), v in samples.items() if n == name}
+
+    prefix = "probemarker_namespace_"
+    assert by_namespace(prefix + "probes_running") == {"a": 48, "b": 0}
+    assert by_namespace(prefix + "probes_waiting") == {"a": 7, "b": 0}
+    assert by_namespace(prefix + "probe_slot_waits_total") == {"a": 30, "b": 2}
+    assert by_namespace(prefix + "probe_slot_wait_max_seconds") == {"a": 2.5, "b": 0.05}
