@@ -254,7 +254,12 @@ class Daemon:
             if self._runtime_client is None
             else self._runtime_client.refused_for()[0],
             server=self.server_stats,
-            http=HTTPPool(idle=self.http.idle, limit=self.http.max_idle, stats=self.http.stats),
+            http=HTTPPool(
+                idle=self.http.idle,
+                limit=self.http.max_idle,
+                stats=self.http.stats,
+                idle_by_namespace=self.http.idle_by_namespace(),
+            ),
             namespaces=self.engine.namespaces,
             running_by_namespace=dispatcher.running_by_flow(),
             waiting_by_namespace=dispatcher.waiting_by_flow(),

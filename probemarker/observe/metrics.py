@@ -43,7 +43,7 @@ from probemarker.kube.watch.informertypes import InformerCounters
 from probemarker.kube.write.events import EventStats
 from probemarker.observe.connections import Eviction, ServerStats
 from probemarker.probe.holds import CommandHolds
-from probemarker.probe.http import PoolStats
+from probemarker.probe.httppool import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
 from probemarker.write.writer import WriterStats
 
@@ -73,6 +73,8 @@ class HTTPPool:
     idle: int  # idle connections held now
     limit: int  # idle connections kept at most
     stats: PoolStats
+    # idle connections held now, by the namespace of the pod probed
+    idle_by_namespace: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,15 +154,28 @@ def families(snap: Snapshot) -> list[Metric]:
         *_runtime_families(snap),
         *_hold_families(snap.holds, snap.namespaces),
         *_server_families(snap.server),
-        *_http_pool_families(snap.http),
+        *_http_pool_families(snap.http, snap.namespaces),
     ]
 
 
-def _http_pool_families(pool: HTTPPool | None) -> list[Metric]:
+def _http_pool_families(pool: HTTPPool | None, namespaces: frozenset[str]) -> list[Metric]:
     """The httpGet probes' keep-alive pool: a descriptor per idle connection."""
     if pool is None:
         return []
     return [
+        _by_namespace(
+            "http_probe_connections_idle",
+            "Idle httpGet keep-alive connections held now, by the namespace of the pod "
+            "probed: each namespace keeps its share of the limit, or all of it alone.",
+            pool.idle_by_namespace,
+            namespaces,
+        ),
+        _one(
+            "http_probe_connections_given_up_total",
+            "Idle httpGet connections closed so that a namespace below its share of the "
+            "idle limit could keep one.",
+            pool.stats.given_up,
+        ),
         _gauge(
             "http_probe_connections_idle",
             "Idle httpGet keep-alive connections held now (a file descriptor each).",

@@ -31,7 +31,7 @@ from probemarker.observe.metrics import (
     error_label,
 )
 from probemarker.probe.holds import CommandHolds, CommandKey
-from probemarker.probe.http import PoolStats
+from probemarker.probe.httppool import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
 from probemarker.watch.pods import PodUID
 from probemarker.write.writer import WriterStats
@@ -99,7 +99,13 @@ def scrape(parts: Parts) -> dict[tuple[str, Labels], float]:
 
 
 def _http_pool(p: Parts) -> None:
-    p.http = HTTPPool(idle=120, limit=128, stats=PoolStats(not_kept=17))
+    p.http = HTTPPool(
+        idle=120,
+        limit=128,
+        stats=PoolStats(not_kept=17, given_up=3),
+        idle_by_namespace={"a": 100, "b": 20},
+    )
+    p.namespaces = frozenset({"a", "c"})
 
 
 def _runs(p: Parts) -> None:
@@ -315,6 +321,10 @@ CASES: list[Any] = [
             s(P + "http_probe_connections_idle", 120),
             s(P + "http_probe_connections_idle_limit", 128),
             s(P + "http_probe_connections_not_kept_total", 17),
+            s(P + "http_probe_connections_given_up_total", 3),
+            # only namespaces with pods on the node: "b" has none now
+            s(P + "namespace_http_probe_connections_idle", 100, pod_namespace="a"),
+            s(P + "namespace_http_probe_connections_idle", 0, pod_namespace="c"),
         ],
         id="http-keepalive-pool",
     ),
