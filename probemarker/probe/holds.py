@@ -50,6 +50,9 @@ command that outlives its timeout is always read to its end while that namespace
 holds no more than its share. Holds by time alone are bounded too (`_REMEMBERED` in
 all): past that, the namespace holding the most holds forgets its oldest.
 
+Log lines (`exec.hold_*`) are bounded the same way: one a minute per event and
+namespace, saying how many were held back (`kit.repeats`); the counters count all.
+
 Invariants:
 - a key has at most one hold; `busy` is True while it lasts; `turn` lets one run of
   a key at a time go on, the others wait (FIFO) for it, before their own deadlines;
@@ -78,15 +81,17 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, Self
+from typing import Any, Protocol, Self
 
 import structlog
 
 from probemarker.kit.clock import MONOTONIC, Clock
+from probemarker.kit.repeats import Repeats
 from probemarker.kit.shares import share, yielder
 from probemarker.match.identity import HeldCommand
+from probemarker.probe.turns import Turns
 from probemarker.watch.pods import PodUID
 
 __all__ = ["CommandHolds", "CommandKey", "HoldSettings", "HoldSlot", "HoldStats", "Holdable"]
@@ -151,12 +156,6 @@ class _Hold:
     task: asyncio.Task[None] | None = None
 
 
-@dataclass(slots=True)
-class _Turn:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    users: int = 0  # the run that holds it and those waiting
-
-
 class HoldSlot:
     """The hold of one command, as the exec stream sees it."""
 
@@ -191,7 +190,10 @@ class CommandHolds:
         # Each namespace's keys, oldest first: what it holds, and what it gives up first.
         self._by_namespace: dict[str, dict[CommandKey, None]] = {}
         self._streams: Counter[str] = Counter()  # held streams, by namespace
-        self._turns: dict[CommandKey, _Turn] = {}
+        self._turns: Turns[CommandKey] = Turns()
+        # One line per event and namespace a minute: a namespace hanging commands by the
+        # hundred does not fill the log (the counters count every one).
+        self._repeats = Repeats(interval=60.0)
         self._group: asyncio.TaskGroup | None = None
 
     def __repr__(self) -> str:
@@ -233,22 +235,11 @@ class CommandHolds:
     def slot(self, key: CommandKey, container: str) -> HoldSlot:
         return HoldSlot(self, key, container)
 
-    @contextlib.asynccontextmanager
-    async def turn(self, key: CommandKey) -> AsyncIterator[None]:
+    def turn(self, key: CommandKey) -> contextlib.AbstractAsyncContextManager[None]:
         """Around one run of `key`'s command: a second run of it (another probe with the
         same argv on the same container) waits for the first to end, then finds the
-        command `busy` if it outlived its run."""
-        turn = self._turns.get(key)
-        if turn is None:
-            turn = self._turns[key] = _Turn()
-        turn.users += 1
-        try:
-            async with turn.lock:
-                yield
-        finally:
-            turn.users -= 1
-            if not turn.users:
-                del self._turns[key]
+        command `busy` if it outlived its run (probe/turns.py)."""
+        return self._turns.turn(key)
 
     def seed(self, key: CommandKey, held: HeldCommand, *, container: str) -> bool:
         """Hold `key`'s command in `container` by time, as the pod's record says
@@ -264,9 +255,10 @@ class CommandHolds:
             return False
         self._hold_by_time(key, container, held.started, self._clock.now() + (end - wall))
         self.stats.seeded += 1
-        log.info(
+        self._say(
             "exec.hold_seeded",
-            command=str(key),
+            key,
+            level="info",
             seconds=round(end - wall),
             hint="the pod's record says its command may still run: its probes wait",
         )
@@ -277,9 +269,9 @@ class CommandHolds:
             return True
         if self._group is not None:  # full (not entered: only a handler used bare, in tests)
             self.stats.limit_hits["streams"] += 1
-            log.warning(
+            self._say(
                 "exec.hold_full",
-                command=str(key),
+                key,
                 held=self.held,
                 namespace_held=self._streams[key.namespace],
                 hint="its command may still run; its probes wait out --exec-hold-seconds "
@@ -336,14 +328,21 @@ class CommandHolds:
             stream.abort()
         self._hold_by_time(key, hold.container, hold.started, hold.until)
         self.stats.limit_hits["share"] += 1
-        log.warning(
+        self._say(
             "exec.hold_yielded",
-            command=str(key),
+            key,
             to=to,
             share=share(self.settings.max_streams, self._streams, key.namespace),
             hint="its namespace held more than its share of --max-held-exec-streams: "
             "its probes wait out --exec-hold-seconds",
         )
+
+    def _say(self, event: str, key: CommandKey, *, level: str = "warning", **fields: Any) -> None:
+        """Log `event` of `key`, at most once a minute per event and namespace (the
+        line says how many were held back since the last)."""
+        extra = self._repeats.fields((event, key.namespace), self._clock.now())
+        if extra is not None:
+            getattr(log, level)(event, command=str(key), **fields, **extra)
 
     def _current(self, key: CommandKey, container: str) -> _Hold | None:
         hold = self._holds.get(key)
@@ -409,9 +408,9 @@ class CommandHolds:
 
     def _limit_hit(self, key: CommandKey) -> None:
         self.stats.limit_hits["time"] += 1
-        log.warning(
+        self._say(
             "exec.hold_limit",
-            command=str(key),
+            key,
             seconds=self.settings.limit,
             hint="its command may still run in the container; its probes start again",
         )
@@ -439,9 +438,10 @@ class CommandHolds:
         else:
             # The connection ended, not (as far as anyone can tell) the command.
             self.stats.lost += 1
-            log.info(
+            self._say(
                 "exec.hold_lost",
-                command=str(key),
+                key,
+                level="info",
                 hint="the stream ended without the command's exit status; its probes "
                 "wait out --exec-hold-seconds",
             )
@@ -457,7 +457,7 @@ class CommandHolds:
         except TimeoutError:
             return None
         except Exception as err:  # never let one stream take the others down
-            log.error("exec.hold_failed", command=str(key), error=repr(err))
+            self._say("exec.hold_failed", key, level="error", error=repr(err))
             return False
 
     async def __aenter__(self) -> Self:

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from structlog.testing import capture_logs
 
 from probemarker.match.identity import HeldCommand
 from probemarker.probe.holds import CommandHolds, CommandKey, HoldSettings
@@ -248,7 +249,7 @@ async def test_runs_of_one_command_take_turns_and_others_do_not_wait(rig: Rig) -
         assert "b in" not in order
         release.set()
     assert order == ["a in", "c in", "c out", "a out", "b in", "b out"]
-    assert not holds._turns  # nothing kept once no run holds or waits
+    assert len(holds._turns) == 0  # nothing kept once no run holds or waits
 
 
 def streams_of(holds: CommandHolds, namespace: str, n: int) -> list[Stream]:
@@ -327,3 +328,21 @@ async def test_holds_by_time_past_the_bound_are_forgotten_in_the_namespace_holdi
     assert holds.busy(theirs, "c1")  # a's flood forgot a's own oldest, not b's
     assert not holds.busy(key("a-0", namespace="a"), "c1")
     assert holds.holding_by_namespace() == {"a": 3, "b": 1}
+
+
+async def test_a_namespace_hanging_commands_by_the_hundred_logs_one_line_a_minute() -> None:
+    rig = Rig(max_streams=0)  # no room: every command held by time, with a warning
+    async with rig.holds as holds:
+        with capture_logs() as logs:
+            for i in range(100):
+                holds.slot(key(f"a-{i}", namespace="a"), "c1").admit()
+            holds.slot(key("b-0", namespace="b"), "c1").admit()
+            rig.advance(60.0)
+            holds.slot(key("a-100", namespace="a"), "c1").admit()
+    full = [line for line in logs if line["event"] == "exec.hold_full"]
+    assert [(line["command"].split("/")[0], line.get("held_back")) for line in full] == [
+        ("a", None),
+        ("b", None),  # another namespace's is not held back by a's
+        ("a", 99),
+    ]
+    assert holds.stats.limit_hits["streams"] == 102  # every one counted
