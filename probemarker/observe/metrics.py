@@ -42,6 +42,7 @@ from probemarker.engine.engine import EngineStats
 from probemarker.kube.watch.informertypes import InformerCounters
 from probemarker.kube.write.events import EventStats
 from probemarker.observe.connections import Eviction, ServerStats
+from probemarker.observe.namespaced import by_namespace, slot_families
 from probemarker.probe.holds import CommandHolds
 from probemarker.probe.httppool import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
@@ -144,7 +145,9 @@ def families(snap: Snapshot) -> list[Metric]:
     return [
         *_build_info(snap.exec_backend),
         *_probe_families(snap),
-        *_slot_families(snap),
+        *slot_families(
+            snap.dispatch, snap.running_by_namespace, snap.waiting_by_namespace, snap.namespaces
+        ),
         *_write_families(snap.writer, snap.write_depth),
         *_api_families(snap),
         *_event_families(snap.events),
@@ -163,7 +166,7 @@ def _http_pool_families(pool: HTTPPool | None, namespaces: frozenset[str]) -> li
     if pool is None:
         return []
     return [
-        _by_namespace(
+        by_namespace(
             "http_probe_connections_idle",
             "Idle httpGet keep-alive connections held now, by the namespace of the pod "
             "probed: each namespace keeps its share of the limit, or all of it alone.",
@@ -195,73 +198,20 @@ def _http_pool_families(pool: HTTPPool | None, namespaces: frozenset[str]) -> li
     ]
 
 
-def _by_namespace(
-    name: str,
-    doc: str,
-    values: Mapping[str, float],
-    namespaces: frozenset[str],
-    *,
-    counter: bool = False,
-) -> Metric:
-    """A gauge (or a counter) per namespace with pods on the node (0 where `values` has
-    none); never a namespace without (see the module docstring)."""
-    kind = CounterMetricFamily if counter else GaugeMetricFamily
-    family = kind(P + "namespace_" + name, doc, labels=["pod_namespace"])
-    for namespace in sorted(namespaces):
-        family.add_metric([namespace], values.get(namespace, 0))
-    return family
-
-
-def _slot_families(snap: Snapshot) -> list[Metric]:
-    """The probe slots (--max-concurrent-probes) by namespace: one namespace takes at
-    most all but a quarter of them, and a freed slot goes to the namespace with the
-    fewest runs (schedule/dispatcher.py)."""
-    dispatch, namespaces = snap.dispatch, snap.namespaces
-    return [
-        _by_namespace(
-            "probes_running",
-            "Probe runs in progress, by namespace (each at most --max-concurrent-probes "
-            "less a quarter).",
-            snap.running_by_namespace,
-            namespaces,
-        ),
-        _by_namespace(
-            "probes_waiting",
-            "Probe runs due and waiting for a slot, by namespace.",
-            snap.waiting_by_namespace,
-            namespaces,
-        ),
-        _by_namespace(
-            "probe_slot_waits",
-            "Runs that waited for a free slot (the cap, or their namespace's part of it), "
-            "by namespace.",
-            dispatch.slot_waits_by_flow,
-            namespaces,
-            counter=True,
-        ),
-        _by_namespace(
-            "probe_slot_wait_max_seconds",
-            "The longest wait for a free slot, by namespace.",
-            dispatch.slot_wait_max_by_flow,
-            namespaces,
-        ),
-    ]
-
-
 def _hold_families(holds: CommandHolds | None, namespaces: frozenset[str]) -> list[Metric]:
     """api backend: exec streams held after their run's deadline (probe/holds.py)."""
     if holds is None:
         return []
     stats = holds.stats
     return [
-        _by_namespace(
+        by_namespace(
             "exec_streams_held",
             "Exec streams held open after their deadline, by namespace: each namespace "
             "may hold its share of --max-held-exec-streams, or all of them alone.",
             holds.held_by_namespace(),
             namespaces,
         ),
-        _by_namespace(
+        by_namespace(
             "exec_commands_held",
             "Exec commands that may still run, whose probes wait, by namespace.",
             holds.holding_by_namespace(),
