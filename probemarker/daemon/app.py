@@ -37,7 +37,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import anyio
@@ -57,7 +57,6 @@ from probemarker.kube.watch.cache import ObjectKey
 from probemarker.kube.watch.informer import Informer
 from probemarker.kube.write.events import EventRecorder
 from probemarker.kube.write.ratelimit import TokenBucket
-from probemarker.match.identity import ProbeKey
 from probemarker.observe.address import parse_listen_address
 from probemarker.observe.answer import PodPart, encode_answer, pod_parts
 from probemarker.observe.connections import ServerStats
@@ -74,6 +73,7 @@ from probemarker.observe.serve import MetricsServer
 from probemarker.observe.snapshot import head_document, wall_times
 from probemarker.observe.statussocket import StatusRequest, StatusSocket
 from probemarker.probe.cri import CRIExecHandler
+from probemarker.probe.holds import CommandKey
 from probemarker.probe.runner import ProbeRunner
 from probemarker.watch.markers import marker_projection, marker_resource
 from probemarker.watch.pods import PodUID
@@ -254,7 +254,15 @@ class Daemon:
             if self._runtime_client is None
             else self._runtime_client.refused_for()[0],
             server=self.server_stats,
-            http=HTTPPool(idle=self.http.idle, limit=self.http.max_idle, stats=self.http.stats),
+            http=HTTPPool(
+                idle=self.http.idle,
+                limit=self.http.max_idle,
+                stats=self.http.stats,
+                idle_by_namespace=self.http.idle_by_namespace(),
+            ),
+            namespaces=self.engine.namespaces,
+            running_by_namespace=dispatcher.running_by_flow(),
+            waiting_by_namespace=dispatcher.waiting_by_flow(),
         )
 
     def status(self, request: StatusRequest) -> bytes:
@@ -276,10 +284,9 @@ class Daemon:
         head = head_document(node=self.settings.node, ready=self.ready.is_set(), wall_now=wall_now)
         return encode_answer(head, pods)
 
-    def _hold_changed(self, probe: Hashable) -> None:
-        """A hold of a probe's command started or ended: the pod's record follows."""
-        if isinstance(probe, ProbeKey):
-            self._mark(probe.pod_uid)
+    def _hold_changed(self, key: CommandKey) -> None:
+        """A hold of a command in a pod started or ended: the pod's record follows."""
+        self._mark(key.pod_uid)
 
     def _mark(self, uid: PodUID) -> None:
         """The engine's marks, to the writer; after shutdown there is no one to tell."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Hashable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Self
 
@@ -29,7 +29,7 @@ from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.grpc import GRPCHandler
 from probemarker.probe.handler import ProbeHandler
-from probemarker.probe.holds import CommandHolds, HoldSettings
+from probemarker.probe.holds import CommandHolds, CommandKey, HoldSettings
 from probemarker.probe.http import HTTPGetHandler
 from probemarker.probe.tcp import TCPSocketHandler
 
@@ -107,13 +107,13 @@ def probe_handlers(
     backend: Literal["api", "cri"] | None = None,
     network: bool = True,
     http_idle: int | None = None,
-    changed: Callable[[Hashable], None] = lambda probe: None,
+    changed: Callable[[CommandKey], None] = lambda key: None,
 ) -> ProbeHandlers:
     """The handlers these settings make.
 
     `backend`: how exec probes run (default: `settings.exec_backend`): "api" through
-    `pods/exec` with the holds of commands that outlive their timeout (`changed(probe)`:
-    a hold of the probe's command started or ended, probe/holds.py), "cri" through the
+    `pods/exec` with the holds of commands that outlive their timeout (`changed(key)`:
+    a hold of a command in a pod started or ended, probe/holds.py), "cri" through the
     runtime socket. `network`: whether httpGet, tcpSocket and grpc probes connect from
     here to the pod IP (the daemon; `check --direct`). `http_idle`: the keep-alive
     connections the httpGet handler may keep (None: its default)."""

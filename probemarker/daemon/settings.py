@@ -66,7 +66,9 @@ _HELP: Mapping[str, str] = {
     "$NODE_NAME (the downward API's usual name) is used",
     "namespaces": "comma-separated namespaces whose markers to watch",
     "marker_group": f"API group of the markers: {rules.GROUP} or {rules.KRUISE_GROUP}",
-    "max_concurrent_probes": "probe runs at once on this node",
+    "max_concurrent_probes": "probe runs at once on this node; one namespace takes at "
+    "most all but a quarter of them, and a freed slot goes to the namespace with the "
+    "fewest runs (docs/engine.md)",
     "exec_backend": "how exec probes run: api (pods/exec through the API server) or cri "
     "(ExecSync on the node's container runtime socket, --cri-endpoint; needs the cri extra "
     "and the socket mounted: docs/cri.md)",
@@ -81,7 +83,9 @@ _HELP: Mapping[str, str] = {
     "restart of the daemon, counted from the hold's start on the pod's record, and only "
     "the limit ends it (docs/kube-exec.md)",
     "max_held_exec_streams": "api backend: timed-out exec streams kept open at once, "
-    "beside the --max-concurrent-probes runs (each an exec connection)",
+    "beside the --max-concurrent-probes runs (each an exec connection); shared by "
+    "namespace: one alone may hold all, and a namespace below its share (this divided "
+    "by the namespaces holding streams) takes one from the namespace holding the most",
     "write_qps": "pod status writes per second (client-side rate limit)",
     "write_burst": "pod status writes allowed in a burst",
     "event_qps": "event writes per second (a budget apart from the status writes)",

@@ -15,11 +15,14 @@ Invariants:
   message of the same state waits in the writer for its refresh interval);
 - one run per probe at a time; its next run is scheduled when it ends, on its grid
   (`schedule.timing.next_due`): a slot that passed is skipped and counted, not drifted;
-- one command per probe in a container at a time: a period that comes due while the
-  probe's previous run of the same command may still run (an exec stream held past
-  its deadline, `probe.holds`) is skipped and counted (`periods_skipped`), producing
-  no outcome. The pod's record says so (`plan`), and a probe started on a pod whose
-  record says so is held likewise (a restarted daemon, issue 30);
+- one copy of a command in a container at a time, whatever probe runs it: runs of
+  one command on one container (two probes with the same argv) take turns (the
+  runner's `turn`), and a period that comes due while a previous run of the same
+  command may still run (an exec stream held past its deadline, `probe.holds`) is
+  skipped and counted (`periods_skipped`), producing no outcome. The pod's record
+  says so (`plan`, in the entry of every probe that runs it), and a probe started on
+  a pod whose record holds its command, in any probe's entry (a probe renamed while
+  the daemon was down), is held likewise (a restarted daemon, issue 30; issue 40);
 - a result of a run started with a command that has since changed is dropped;
   Unknown is never counted or written (SPEC §2);
 - a terminating or finished pod is not probed and gets no plan (`plan` is None): it
@@ -209,6 +212,8 @@ class Engine:
             max_concurrent=self.settings.max_concurrent,
             tick=self.settings.tick,
             late_after=self.settings.late_after,
+            # The namespaces share the slots (issue 40): the marker's is the pod's.
+            flow=lambda key: key.marker.namespace,
         )
 
     def __repr__(self) -> str:
@@ -220,6 +225,11 @@ class Engine:
     @property
     def probe_count(self) -> int:
         return len(self._probes)
+
+    @property
+    def namespaces(self) -> frozenset[str]:
+        """The namespaces with pods on the node: the tenants of its shared budgets."""
+        return frozenset(ns for ns, uids in self._by_namespace.items() if uids)
 
     # -- markers -------------------------------------------------------------------------
 
@@ -271,7 +281,11 @@ class Engine:
         if pod is None:
             return
         self._uids.pop(pod.key, None)
-        self._by_namespace.get(pod.view.namespace, set()).discard(uid)
+        uids = self._by_namespace.get(pod.view.namespace, set())
+        uids.discard(uid)
+        if not uids:
+            self._by_namespace.pop(pod.view.namespace, None)
+            self.dispatcher.forget(pod.view.namespace)
         for key in pod.probes:
             self._probes.pop(key, None)
             self.dispatcher.cancel(key)
@@ -300,6 +314,9 @@ class Engine:
                 # and the first slot of the new grid.
                 self.dispatcher.schedule(key, min(due, first_due(str(key), period, now)))
         record = parse_record(pod.view.annotations.value(OWNED_KEY), pod_uid=pod.view.uid)[0]
+        # Commands that may still run, whichever probe's entry names them: a hold is the
+        # command's in its container, so a probe renamed meanwhile is held all the same.
+        recorded = sorted({o.held for o in record.values() if o.held is not None}, key=str)
         for key in diff.start:
             spec = new[key]
             owned = record.get(key.owner)
@@ -312,9 +329,8 @@ class Engine:
             facts = pod.view.containers.get(key.container)
             if facts is not None:
                 thresholds = observe(thresholds, facts)
-                if owned is not None and owned.held is not None:
-                    # Its command may still run in the container (issue 30).
-                    self._runner.seed(spec.handler, key, owned.held, facts.container_id)
+                for held in recorded:  # its command may still run in the container
+                    self._runner.seed(spec.handler, key, held, facts.container_id)
             self._probes[key] = _Probe(spec, thresholds)
             period = spec.timing.period_seconds
             self.dispatcher.schedule(key, first_due(str(key), period, now))
@@ -329,34 +345,45 @@ class Engine:
             probe, pod = self._probes.get(key), self._pods.get(key.pod_uid)
             if probe is None or pod is None:
                 return
-            spec = probe.spec
-            kind = action_kind(spec.handler)
+            handler = probe.spec.handler
             facts = pod.view.containers.get(key.container)
-            wall = self._wall()
-            passage = gate(facts, spec.timing, now=wall)
+            passage = gate(facts, probe.spec.timing, now=self._wall())
             if passage is Gate.WAIT or facts is None:
                 return
-            if passage is Gate.RUN and self._runner.busy(spec.handler, key, facts.container_id):
-                # Its previous command may still run in the container (issue 23): no
-                # second one beside it. Skipped, not queued; the last outcome stands.
-                self.stats.periods_skipped += 1
+            if passage is not Gate.RUN:
+                await self._run_gated(key, probe, pod, facts, passage)
                 return
-            took = 0.0
-            if passage is Gate.NOT_RUNNING:
-                outcome = Outcome.failed(f"container {key.container} is not running")
-            elif (blocked := await self._blocked(key, probe, pod.view, facts)) is not None:
-                outcome = Outcome.unknown(blocked)
-            else:
-                target = probe_target(pod.view, key, facts)
-                started = self._clock.now()
-                outcome = await self._runner.run(spec, target)
-                took = self._clock.now() - started
-                self.stats.durations[kind].observe(took)
-            self.stats.runs[(kind, str(outcome.result))] += 1
-            probe.last = LastRun(wall, took, outcome)
-            self._apply(key, spec, outcome)
+            # Another probe's run of the same command on this container goes first.
+            async with self._runner.turn(handler, key, facts.container_id):
+                if self._runner.busy(handler, key, facts.container_id):
+                    # A previous run of its command may still run in the container
+                    # (issue 23): no second one beside it. Skipped, not queued; the last
+                    # outcome stands.
+                    self.stats.periods_skipped += 1
+                    return
+                await self._run_gated(key, probe, pod, facts, passage)
         finally:
             self._book_next(key, due)
+
+    async def _run_gated(
+        self, key: ProbeKey, probe: _Probe, pod: _Pod, facts: ContainerFacts, passage: Gate
+    ) -> None:
+        """Run `probe` past its gate (`passage`: RUN or NOT_RUNNING) and decide."""
+        spec, kind, wall = probe.spec, action_kind(probe.spec.handler), self._wall()
+        took = 0.0
+        if passage is Gate.NOT_RUNNING:
+            outcome = Outcome.failed(f"container {key.container} is not running")
+        elif (blocked := await self._blocked(key, probe, pod.view, facts)) is not None:
+            outcome = Outcome.unknown(blocked)
+        else:
+            target = probe_target(pod.view, key, facts)
+            started = self._clock.now()
+            outcome = await self._runner.run(spec, target)
+            took = self._clock.now() - started
+            self.stats.durations[kind].observe(took)
+        self.stats.runs[(kind, str(outcome.result))] += 1
+        probe.last = LastRun(wall, took, outcome)
+        self._apply(key, spec, outcome)
 
     async def _blocked(
         self, key: ProbeKey, probe: _Probe, view: PodView, facts: ContainerFacts

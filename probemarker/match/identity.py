@@ -9,8 +9,9 @@ ownership record names (the marker is always in the pod's namespace).
 ended (an exec whose stream outlived its timeout, probe/holds.py): which command
 (`command_digest` of its argv), in which instance of the container (`container_mark`
 of its ID: a restarted container has a new one, and its old processes are gone), and
-since when. The holds key by it in memory, and the pod's ownership record carries it
-across a restart of the daemon (write/ownership.py, member `h`).
+since when. The holds key a command by the container it runs in, never by the probe
+(`probe.holds.CommandKey`), and the pod's ownership record carries it across a restart
+of the daemon (write/ownership.py, member `h`).
 """
 
 from __future__ import annotations

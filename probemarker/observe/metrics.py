@@ -9,12 +9,20 @@ the global default one, so several daemons in one process (the tests) never coll
 Names follow Prometheus' conventions: the `probemarker_` prefix, `_total` on
 counters, seconds as the unit. Labels have a small fixed set of values (a probe kind,
 a result, a state, an informer, a verb, a resource, an HTTP code, an error class):
-never a pod, a namespace, a marker or a UID, so the number of series does not grow
-with the cluster. docs/operations.md lists every metric with example queries.
+never a pod, a marker or a UID, so the number of series does not grow with the
+cluster. The one exception is `pod_namespace`, on the `probemarker_namespace_*`
+families only: what each namespace takes of a budget the namespaces share (issue 40),
+shown for the namespaces that have pods on the node now (`Snapshot.namespaces`) and no
+other, so their number is bounded by the node's pods (110 by default). Nothing a
+namespace holds past its last pod (a hold running out its limit) gets a series. Not
+`namespace`: Prometheus' scrape sets that target label to the daemon's own namespace,
+and would rename ours `exported_namespace`.
+docs/operations.md lists every metric with example queries.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import platform
 import re
@@ -34,8 +42,9 @@ from probemarker.engine.engine import EngineStats
 from probemarker.kube.watch.informertypes import InformerCounters
 from probemarker.kube.write.events import EventStats
 from probemarker.observe.connections import Eviction, ServerStats
+from probemarker.observe.namespaced import by_namespace, slot_families
 from probemarker.probe.holds import CommandHolds
-from probemarker.probe.http import PoolStats
+from probemarker.probe.httppool import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
 from probemarker.write.writer import WriterStats
 
@@ -65,6 +74,8 @@ class HTTPPool:
     idle: int  # idle connections held now
     limit: int  # idle connections kept at most
     stats: PoolStats
+    # idle connections held now, by the namespace of the pod probed
+    idle_by_namespace: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +100,11 @@ class Snapshot:
     # the health and metrics server's connections (this very scrape's among them)
     server: ServerStats | None = None
     http: HTTPPool | None = None  # the httpGet probes' idle keep-alive connections
+    # the namespaces with pods on the node: the only values of the `pod_namespace` label
+    namespaces: frozenset[str] = frozenset()
+    # probe runs in progress, and due runs waiting for a slot, by namespace
+    running_by_namespace: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    waiting_by_namespace: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
 def error_label(class_name: str) -> str:
@@ -129,6 +145,9 @@ def families(snap: Snapshot) -> list[Metric]:
     return [
         *_build_info(snap.exec_backend),
         *_probe_families(snap),
+        *slot_families(
+            snap.dispatch, snap.running_by_namespace, snap.waiting_by_namespace, snap.namespaces
+        ),
         *_write_families(snap.writer, snap.write_depth),
         *_api_families(snap),
         *_event_families(snap.events),
@@ -136,17 +155,30 @@ def families(snap: Snapshot) -> list[Metric]:
             "event_loop_lag_seconds", "How late the event loop last woke a timer.", snap.loop_lag
         ),
         *_runtime_families(snap),
-        *_hold_families(snap.holds),
+        *_hold_families(snap.holds, snap.namespaces),
         *_server_families(snap.server),
-        *_http_pool_families(snap.http),
+        *_http_pool_families(snap.http, snap.namespaces),
     ]
 
 
-def _http_pool_families(pool: HTTPPool | None) -> list[Metric]:
+def _http_pool_families(pool: HTTPPool | None, namespaces: frozenset[str]) -> list[Metric]:
     """The httpGet probes' keep-alive pool: a descriptor per idle connection."""
     if pool is None:
         return []
     return [
+        by_namespace(
+            "http_probe_connections_idle",
+            "Idle httpGet keep-alive connections held now, by the namespace of the pod "
+            "probed: each namespace keeps its share of the limit, or all of it alone.",
+            pool.idle_by_namespace,
+            namespaces,
+        ),
+        _one(
+            "http_probe_connections_given_up_total",
+            "Idle httpGet connections closed so that a namespace below its share of the "
+            "idle limit could keep one.",
+            pool.stats.given_up,
+        ),
         _gauge(
             "http_probe_connections_idle",
             "Idle httpGet keep-alive connections held now (a file descriptor each).",
@@ -166,12 +198,25 @@ def _http_pool_families(pool: HTTPPool | None) -> list[Metric]:
     ]
 
 
-def _hold_families(holds: CommandHolds | None) -> list[Metric]:
+def _hold_families(holds: CommandHolds | None, namespaces: frozenset[str]) -> list[Metric]:
     """api backend: exec streams held after their run's deadline (probe/holds.py)."""
     if holds is None:
         return []
     stats = holds.stats
     return [
+        by_namespace(
+            "exec_streams_held",
+            "Exec streams held open after their deadline, by namespace: each namespace "
+            "may hold its share of --max-held-exec-streams, or all of them alone.",
+            holds.held_by_namespace(),
+            namespaces,
+        ),
+        by_namespace(
+            "exec_commands_held",
+            "Exec commands that may still run, whose probes wait, by namespace.",
+            holds.holding_by_namespace(),
+            namespaces,
+        ),
         _gauge(
             "exec_streams_held",
             "Exec streams held open after their deadline, their command still running.",
@@ -185,9 +230,10 @@ def _hold_families(holds: CommandHolds | None) -> list[Metric]:
         _counter(
             "exec_hold_limits_total",
             "Held exec streams given up: limit=time (--exec-hold-seconds ran out), "
-            "limit=streams (--max-held-exec-streams were held already).",
+            "limit=streams (--max-held-exec-streams were held already, the namespace "
+            "at its share), limit=share (given up for another namespace's share).",
             ["limit"],
-            (((limit,), stats.limit_hits[limit]) for limit in ("time", "streams")),
+            (((limit,), stats.limit_hits[limit]) for limit in ("time", "streams", "share")),
         ),
         _gauge(
             "exec_commands_held",
@@ -336,8 +382,8 @@ def _probe_families(snap: Snapshot) -> list[Metric]:
             ),
             (
                 "probe_periods_skipped_total",
-                "Periods skipped: the probe's previous command may still run "
-                "(an exec stream held past its deadline).",
+                "Periods skipped: a previous run of the probe's command, by it or "
+                "another probe, may still run (an exec stream held past its deadline).",
                 engine.periods_skipped,
             ),
             (

@@ -31,10 +31,12 @@ an exec.
 A command that outlives its run (a deadline passed without its status) keeps
 running in the container whatever the client does (docs/kube-exec.md), so its stream
 is held (`probe.holds.CommandHolds`, entered with the handler) until the command
-ends, and `busy` tells the engine to skip the probe's periods meanwhile. The hold is
-the command's, in that container instance: an edited command runs at the next period.
-`held` and `seed` carry it over a restart of the daemon, through the pod's ownership
-record. The outcome is decided at the deadline all the same.
+ends, and `busy` tells the engine to skip the periods of every probe that runs it
+meanwhile. The hold is the command's (its argv's digest) in that container instance,
+whatever probe runs it: a renamed probe, or two probes with one command, never start
+it twice at once (`turn` makes their runs take turns); an edited command runs at the
+next period. `held` and `seed` carry it over a restart of the daemon, through the
+pod's ownership record. The outcome is decided at the deadline all the same.
 
 A completed exit status decides whatever the connection does afterwards (a 1.30+
 server may drop TCP right after its close frame; the client sees 1006): the stream
@@ -43,7 +45,8 @@ layer already returns the status in that case.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import contextlib
+from collections.abc import Sequence
 from typing import Self
 
 from probemarker.api.model import ExecAction, Handler
@@ -56,9 +59,9 @@ from probemarker.kube.exec.execresult import (
     TransportFailure,
 )
 from probemarker.kube.exec.execstream import ExecSettings, run_exec
-from probemarker.match.identity import HeldCommand, command_digest, container_mark
+from probemarker.match.identity import HeldCommand, ProbeKey, command_digest, container_mark
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
-from probemarker.probe.holds import CommandHolds
+from probemarker.probe.holds import CommandHolds, CommandKey
 from probemarker.probe.limits import EXEC_GRACE, client_wait
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import choose_answer, choose_message, clean_message
@@ -102,22 +105,29 @@ class ExecHandler(OwnsConnections):
         """Seconds past the time limit a run may last (the client's wait, probe/limits.py)."""
         return self._grace
 
-    def busy(self, action: Handler, probe: Hashable, container_id: str) -> bool:
+    def busy(self, action: Handler, probe: ProbeKey, container_id: str) -> bool:
         return isinstance(action, ExecAction) and self.holds.busy(
-            probe, command_digest(action.command), container_mark(container_id)
+            _probe_command(probe, action.command), container_mark(container_id)
         )
 
-    def held(self, action: Handler, probe: Hashable, container_id: str) -> HeldCommand | None:
+    def held(self, action: Handler, probe: ProbeKey, container_id: str) -> HeldCommand | None:
         if not isinstance(action, ExecAction):
             return None
-        digest, container = command_digest(action.command), container_mark(container_id)
-        return self.holds.held_command(probe, digest, container)
+        key = _probe_command(probe, action.command)
+        return self.holds.held_command(key, container_mark(container_id))
 
-    def seed(self, action: Handler, probe: Hashable, held: HeldCommand, container_id: str) -> bool:
+    def seed(self, action: Handler, probe: ProbeKey, held: HeldCommand, container_id: str) -> bool:
         if not isinstance(action, ExecAction):
             return False
-        digest, container = command_digest(action.command), container_mark(container_id)
-        return self.holds.seed(probe, held, command=digest, container=container)
+        key = _probe_command(probe, action.command)
+        return self.holds.seed(key, held, container=container_mark(container_id))
+
+    def turn(
+        self, action: Handler, probe: ProbeKey, container_id: str
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        if not isinstance(action, ExecAction):
+            return contextlib.nullcontext()
+        return self.holds.turn(_probe_command(probe, action.command))
 
     async def __aenter__(self) -> Self:
         await self.holds.__aenter__()
@@ -129,7 +139,9 @@ class ExecHandler(OwnsConnections):
     async def run(self, action: Handler, target: ProbeTarget, *, time_limit: float) -> Outcome:
         if not isinstance(action, ExecAction):
             raise TypeError(f"ExecHandler runs exec actions, not {type(action).__name__}")
-        key = target.probe if target.probe is not None else (target.pod_uid, target.container)
+        key = CommandKey(
+            target.namespace, target.pod_uid, target.container, command_digest(action.command)
+        )
         result = await run_exec(
             self._client,
             namespace=target.namespace,
@@ -139,11 +151,16 @@ class ExecHandler(OwnsConnections):
             time_limit=time_limit,
             wait=client_wait(time_limit, self._grace),
             settings=self._settings,
-            holder=self.holds.slot(
-                key, command_digest(action.command), container_mark(target.container_id)
-            ),
+            holder=self.holds.slot(key, container_mark(target.container_id)),
         )
         return exec_outcome(result, time_limit=time_limit)
+
+
+def _probe_command(probe: ProbeKey, command: Sequence[str]) -> CommandKey:
+    """The command `probe` runs, in its container (the marker is in the pod's namespace)."""
+    return CommandKey(
+        probe.marker.namespace, probe.pod_uid, probe.container, command_digest(command)
+    )
 
 
 def exec_outcome(result: ExecResult, *, time_limit: float) -> Outcome:

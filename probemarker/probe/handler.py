@@ -11,6 +11,7 @@ run). Only a bug or cancellation escapes.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol, Self, runtime_checkable
@@ -33,8 +34,8 @@ class ProbeTarget:
     # The pod status value, `<runtime>://<id>`; only the cri exec backend reads it.
     container_id: str = ""
     ports: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
-    # The probe's identity (the engine's `ProbeKey`): a handler that may leave a command
-    # running keys it by this, so one probe never runs two at once (probe.holds).
+    # The probe's identity (the engine's `ProbeKey`), for messages; a command that may
+    # outlive its run is held by the command in the container, not by this (probe.holds).
     probe: Hashable | None = None
 
     def __str__(self) -> str:
@@ -49,19 +50,25 @@ class ProbeHandler(Protocol):
 
 @runtime_checkable
 class HoldsCommands(Protocol):
-    """A handler whose command may outlive its run (the api exec handler): says when
-    the probe's previous run of `action`'s command may still run in the container
-    whose ID is `container_id`, so its next period is skipped (`busy`); what the pod's
-    record is to say of it (`held`); and takes over what the record said of it when
-    the probe starts (`seed`), so a restart of the daemon does not forget it."""
+    """A handler whose command may outlive its run (the api exec handler): says when a
+    previous run of `action`'s command, by `probe` or any other probe on the same
+    container, may still run in the container whose ID is `container_id`, so the
+    probe's next period is skipped (`busy`); what the pod's record is to say of it
+    (`held`); takes over what the record said of it when the probe starts (`seed`), so
+    a restart of the daemon does not forget it; and makes the runs of one command in
+    one container take turns (`turn`, entered around a run before its deadlines)."""
 
-    def busy(self, action: Handler, probe: Hashable, container_id: str) -> bool: ...
+    def busy(self, action: Handler, probe: ProbeKey, container_id: str) -> bool: ...
 
-    def held(self, action: Handler, probe: Hashable, container_id: str) -> HeldCommand | None: ...
+    def held(self, action: Handler, probe: ProbeKey, container_id: str) -> HeldCommand | None: ...
 
     def seed(
-        self, action: Handler, probe: Hashable, held: HeldCommand, container_id: str
+        self, action: Handler, probe: ProbeKey, held: HeldCommand, container_id: str
     ) -> bool: ...
+
+    def turn(
+        self, action: Handler, probe: ProbeKey, container_id: str
+    ) -> AbstractAsyncContextManager[None]: ...
 
 
 class OwnsConnections:

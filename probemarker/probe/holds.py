@@ -1,13 +1,15 @@
-"""Exec commands that may still run after their probe's run ended: at most one per
-probe and command in a container, also across a restart of the daemon.
+"""Exec commands that may still run after their run ended: at most one copy of a command
+in a container instance, whatever probe runs it, also across a restart of the daemon.
 
-Stage: probe (owned by the api exec handler). Input: `slot(...).hold(stream)` from
-the exec stream when a run's deadline passed before the command's exit status;
-`seed(...)` from the engine when a probe starts on a pod whose ownership record says
-that a command of it may still run (write/ownership.py, member `h`). Output:
-`busy(...)` (the engine skips the period), `held(...)` (what the engine puts in the
-pod's record), a `changed(probe)` call when a hold starts or ends (the engine plans
-the pod again: the record follows, one write each), and counters (`HoldStats`).
+Stage: probe (owned by the api exec handler). Input: `turn(key)` around every run
+the engine makes (runs of one command in one container, by any probe, one at a time);
+`slot(key, ...).hold(stream)` from the exec stream when a run's deadline passed
+before the command's exit status; `seed(...)` from the engine when a probe starts on a
+pod whose ownership record says that its command may still run (write/ownership.py,
+member `h`). Output: `busy(...)` (the engine skips the period), `held_command(...)`
+(what the engine puts in the pod's record), a `changed(key)` call when a hold starts
+or ends (the engine plans the pod again: the record follows, one write each), and
+counters (`HoldStats`, and the counts by namespace for the metrics).
 
 Why: on a real cluster, closing an exec stream does not stop its command
 (containerd's streaming exec waits for the process whatever the client does;
@@ -15,23 +17,45 @@ docs/kube-exec.md), so a probe that started its next command while the last one
 still ran would pile one process per period into the container (issue 23: 13
 `sleep 30` at 24 s). A timed-out stream is therefore kept open, read and its output
 dropped past the 1 KiB caps, until the command ends (its status arrives); the
-probe's periods meanwhile are skipped by the engine.
+periods of every probe that runs that command in that container are skipped
+meanwhile.
 
-A hold belongs to the command it holds: it is keyed by (probe, `command_digest` of
-the argv), so an edited command runs at the next period beside the old one, which
+A hold belongs to the command in its container (`CommandKey`: namespace, pod UID,
+container name, `command_digest` of the argv), never to a probe (issue 40): a probe
+renamed, or a second probe with the same argv on the same container, finds the
+command held and waits, so the command is never started twice at once. An edited
+command is another command: it runs at the next period beside the old one, which
 stays held, bounded and counted, until it ends (issue 30); so does a deleted probe's.
-It also names the container instance (`container_mark` of its ID): a restarted
+A hold names the container instance too (`container_mark` of its ID): a restarted
 container has none of its old processes, so a hold of another instance holds nothing.
 
 Across a restart (issue 30): the daemon's memory goes with it, the command does not.
-So a hold is recorded on the pod when it starts (`held`), and the next daemon is
-`seed`ed from the record: the same probe with the same command in the same container
-instance is not run until the hold's limit, counted from the recorded start, has
-passed. The api backend cannot see the command end (nothing in `pods/exec` tells of a
-process started by another connection), so after a restart the limit alone ends it.
+So a hold is recorded on the pod when it starts (in the entry of every probe that
+runs the command), and the next daemon is `seed`ed from the record: the command in
+the same container instance is not run, by whatever probe, until the hold's limit,
+counted from the recorded start, has passed. The api backend cannot see the command
+end (nothing in `pods/exec` tells of a process started by another connection), so
+after a restart the limit alone ends it.
+
+Shared by every namespace on the node (issue 40), so fair by namespace (kit/shares.py):
+the `max_streams` held streams are work-conserving (one namespace alone may hold them
+all), and a namespace that finds them all held and holds fewer than its share
+(`max_streams // n`, n the namespaces holding streams and itself) takes one from the
+namespace holding the most: that namespace's oldest held stream is aborted and its
+command held by time alone, to the same end (`limit_hits["share"]`). A namespace at
+or above its share that finds them all held has its own command held by time
+(`limit_hits["streams"]`). So a namespace that hangs commands by the hundred holds
+its share of streams and waits out `limit` for the rest, and another namespace's
+command that outlives its timeout is always read to its end while that namespace
+holds no more than its share. Holds by time alone are bounded too (`_REMEMBERED` in
+all): past that, the namespace holding the most holds forgets its oldest.
+
+Log lines (`exec.hold_*`) are bounded the same way: one a minute per event and
+namespace, saying how many were held back (`kit.repeats`); the counters count all.
 
 Invariants:
-- a key has at most one hold; `busy` is True while it lasts;
+- a key has at most one hold; `busy` is True while it lasts; `turn` lets one run of
+  a key at a time go on, the others wait (FIFO) for it, before their own deadlines;
 - a hold lasts at most `limit` seconds (wall time) from its start, then ends and is
   counted (`limit_hits["time"]`): after that the command may still run, but a probe
   is never silenced for longer than the limit. A seeded hold ends at the recorded
@@ -41,10 +65,10 @@ Invariants:
   kubelet restart cuts it; the command runs on) is held on by time, to its limit
   (`stats.lost`);
 - at most `max_streams` streams are held at once (the client's exec pool has room for
-  exactly that many beside the probe runs, `daemon.assembly.client_settings`): a stream that
-  finds no room is aborted at once, counted (`limit_hits["streams"]`), and its key is
-  held by time all the same (its command may still run, and nothing tells when it
-  ends);
+  exactly that many beside the probe runs, `daemon.assembly.client_settings`): a
+  stream that finds no room and cannot take one (above) is aborted at once, and its
+  key is held by time all the same (its command may still run, and nothing tells
+  when it ends);
 - held streams never take a probe run's slot (`--max-concurrent-probes`) nor a
   connection a run needs;
 - leaving the `async with` aborts every held stream (shutdown) without a `changed`
@@ -54,24 +78,41 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, Self
+from typing import Any, Protocol, Self
 
 import structlog
 
 from probemarker.kit.clock import MONOTONIC, Clock
+from probemarker.kit.repeats import Repeats
+from probemarker.kit.shares import share, yielder
 from probemarker.match.identity import HeldCommand
+from probemarker.probe.turns import Turns
+from probemarker.watch.pods import PodUID
 
-__all__ = ["CommandHolds", "HoldSettings", "HoldSlot", "HoldStats", "Holdable"]
+__all__ = ["CommandHolds", "CommandKey", "HoldSettings", "HoldSlot", "HoldStats", "Holdable"]
 
 log = structlog.get_logger(__name__)
 
-_REMEMBERED = 65536  # keys held by time alone (a node runs far fewer probes)
+_REMEMBERED = 65536  # keys held at once, by time or stream (a node runs far fewer probes)
 
-Key = tuple[Hashable, str]  # (the probe, the command_digest of its command)
+
+@dataclass(frozen=True, slots=True, order=True)
+class CommandKey:
+    """A command (`command_digest` of its argv) in one container of one pod: what a hold
+    holds, whatever probe ran it."""
+
+    namespace: str
+    pod_uid: PodUID
+    container: str  # the container's name; the hold names its instance
+    command: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.pod_uid}/{self.container}@{self.command}"
 
 
 class Holdable(Protocol):
@@ -101,7 +142,9 @@ class HoldStats:
     ended: int = 0  # of them, those whose command's end was seen
     lost: int = 0  # of them, those whose stream ended first: held on by time
     seeded: int = 0  # holds taken over from the pod's record after a restart
-    limit_hits: Counter[str] = field(default_factory=Counter)  # "time", "streams"
+    # "time": the limit ran out; "streams": no room for a stream (the namespace at its
+    # share); "share": a stream given up for another namespace's share
+    limit_hits: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass(slots=True)
@@ -109,16 +152,16 @@ class _Hold:
     container: str  # container_mark of the instance it runs in
     started: int  # wall time, whole seconds
     until: float  # the clock's time it ends at the latest
-    stream: bool  # a stream is read for the command's end (else: held by time)
+    stream: Holdable | None  # read for the command's end (None: held by time alone)
     task: asyncio.Task[None] | None = None
 
 
 class HoldSlot:
-    """The hold of one probe's command, as the exec stream sees it."""
+    """The hold of one command, as the exec stream sees it."""
 
     __slots__ = ("_container", "_holds", "_key")
 
-    def __init__(self, holds: CommandHolds, key: Key, container: str) -> None:
+    def __init__(self, holds: CommandHolds, key: CommandKey, container: str) -> None:
         self._holds, self._key, self._container = holds, key, container
 
     def admit(self) -> bool:
@@ -138,52 +181,71 @@ class CommandHolds:
         settings: HoldSettings | None = None,
         clock: Clock = MONOTONIC,
         wall: Callable[[], float] = time.time,
-        changed: Callable[[Hashable], None] = lambda probe: None,
+        changed: Callable[[CommandKey], None] = lambda key: None,
     ) -> None:
         self.settings = settings or HoldSettings()
         self._clock, self._wall, self._changed = clock, wall, changed
         self.stats = HoldStats()
-        self._holds: dict[Key, _Hold] = {}
-        self._streams = 0
+        self._holds: dict[CommandKey, _Hold] = {}
+        # Each namespace's keys, oldest first: what it holds, and what it gives up first.
+        self._by_namespace: dict[str, dict[CommandKey, None]] = {}
+        self._streams: Counter[str] = Counter()  # held streams, by namespace
+        self._turns: Turns[CommandKey] = Turns()
+        # One line per event and namespace a minute: a namespace hanging commands by the
+        # hundred does not fill the log (the counters count every one).
+        self._repeats = Repeats(interval=60.0)
         self._group: asyncio.TaskGroup | None = None
 
     def __repr__(self) -> str:
         return (
-            f"CommandHolds(held={self._streams}, by_time={len(self._holds) - self._streams}, "
+            f"CommandHolds(held={self.held}, by_time={len(self._holds) - self.held}, "
             f"limit={self.settings.limit:g}s)"
         )
 
     @property
     def held(self) -> int:
         """Streams held now."""
-        return self._streams
+        return self._streams.total()
 
     @property
     def holding(self) -> int:
         """Commands held now: streams, and commands held by time alone."""
         return len(self._holds)
 
-    def busy(self, probe: Hashable, command: str, container: str) -> bool:
-        """Whether `probe`'s `command` may still run in the container instance
-        `container` (a `container_mark`)."""
-        return self._current((probe, command), container) is not None
+    def held_by_namespace(self) -> dict[str, int]:
+        """Streams held now, by namespace (those holding any)."""
+        return {ns: n for ns, n in self._streams.items() if n > 0}
 
-    def held_command(self, probe: Hashable, command: str, container: str) -> HeldCommand | None:
-        """What the pod's record says of `probe`'s `command` while it is held."""
-        hold = self._current((probe, command), container)
+    def holding_by_namespace(self) -> dict[str, int]:
+        """Commands held now, by namespace (those holding any)."""
+        return {ns: len(keys) for ns, keys in self._by_namespace.items() if keys}
+
+    def busy(self, key: CommandKey, container: str) -> bool:
+        """Whether `key`'s command may still run in the container instance `container`
+        (a `container_mark`)."""
+        return self._current(key, container) is not None
+
+    def held_command(self, key: CommandKey, container: str) -> HeldCommand | None:
+        """What the pod's record says of `key`'s command while it is held."""
+        hold = self._current(key, container)
         if hold is None or not hold.container:
             return None
-        return HeldCommand(command=command, container=hold.container, started=hold.started)
+        return HeldCommand(command=key.command, container=hold.container, started=hold.started)
 
-    def slot(self, probe: Hashable, command: str, container: str) -> HoldSlot:
-        return HoldSlot(self, (probe, command), container)
+    def slot(self, key: CommandKey, container: str) -> HoldSlot:
+        return HoldSlot(self, key, container)
 
-    def seed(self, probe: Hashable, held: HeldCommand, *, command: str, container: str) -> bool:
-        """Hold `probe`'s `command` in `container` by time, as the pod's record says
+    def turn(self, key: CommandKey) -> contextlib.AbstractAsyncContextManager[None]:
+        """Around one run of `key`'s command: a second run of it (another probe with the
+        same argv on the same container) waits for the first to end, then finds the
+        command `busy` if it outlived its run (probe/turns.py)."""
+        return self._turns.turn(key)
+
+    def seed(self, key: CommandKey, held: HeldCommand, *, container: str) -> bool:
+        """Hold `key`'s command in `container` by time, as the pod's record says
         (`held`); False when the record speaks of another command or container
         instance, of a hold whose limit has passed, or the key is held already."""
-        key = (probe, command)
-        if held.command != command or not container or held.container != container:
+        if held.command != key.command or not container or held.container != container:
             return False
         if key in self._holds:
             return False
@@ -193,112 +255,182 @@ class CommandHolds:
             return False
         self._hold_by_time(key, container, held.started, self._clock.now() + (end - wall))
         self.stats.seeded += 1
-        log.info(
+        self._say(
             "exec.hold_seeded",
-            probe=str(probe),
+            key,
+            level="info",
             seconds=round(end - wall),
-            hint="the pod's record says its command may still run: the probe waits",
+            hint="the pod's record says its command may still run: its probes wait",
         )
         return True
 
-    def admit(self, key: Key, container: str) -> bool:
-        if self._group is not None and self._streams < self.settings.max_streams:
+    def admit(self, key: CommandKey, container: str) -> bool:
+        if self._group is not None and self._room(key.namespace):
             return True
         if self._group is not None:  # full (not entered: only a handler used bare, in tests)
             self.stats.limit_hits["streams"] += 1
-            log.warning(
+            self._say(
                 "exec.hold_full",
-                probe=str(key[0]),
-                held=self._streams,
-                hint="its command may still run; the probe waits out --exec-hold-seconds "
-                "(raise --max-held-exec-streams)",
+                key,
+                held=self.held,
+                namespace_held=self._streams[key.namespace],
+                hint="its command may still run; its probes wait out --exec-hold-seconds "
+                "(the namespace holds its share of --max-held-exec-streams)",
             )
         self._drop(key)
         now = self._clock.now()
         self._hold_by_time(key, container, int(self._wall()), now + self.settings.limit)
-        self._changed(key[0])
+        self._changed(key)
         return False
 
-    def hold(self, key: Key, container: str, stream: Holdable) -> None:
+    def hold(self, key: CommandKey, container: str, stream: Holdable) -> None:
         """Keep `stream` until its command ends or the limit (after `admit()`)."""
         existing = self._holds.get(key)
-        if self._group is None or (existing is not None and existing.stream):
+        if self._group is None or (existing is not None and existing.stream is not None):
             stream.abort()  # cannot happen after admit(); never leak a connection
             return
         self._drop(key)  # a hold by time only, whose end came meanwhile
         self.stats.held_total += 1
         now = self._clock.now()
-        hold = _Hold(container, int(self._wall()), now + self.settings.limit, stream=True)
-        self._holds[key] = hold
-        self._streams += 1
+        hold = _Hold(container, int(self._wall()), now + self.settings.limit, stream=stream)
+        self._put(key, hold)
+        self._streams[key.namespace] += 1
         hold.task = self._group.create_task(self._keep(key, hold, stream))
-        self._changed(key[0])
+        self._changed(key)
 
-    def _current(self, key: Key, container: str) -> _Hold | None:
+    def _room(self, namespace: str) -> bool:
+        """Whether `namespace` may hold one more stream now: there is room, or it is
+        below its share and the namespace holding the most gives one up."""
+        total = self.settings.max_streams
+        if self.held < total:
+            return True
+        giver = yielder(total, self._streams, namespace)
+        if giver is None:
+            return False
+        oldest = next(
+            (k for k in self._by_namespace.get(giver, ()) if self._holds[k].stream is not None),
+            None,
+        )
+        if oldest is None:  # cannot happen: the counts follow the holds
+            return False
+        self._yield(oldest, to=namespace)
+        return True
+
+    def _yield(self, key: CommandKey, *, to: str) -> None:
+        """Give `key`'s held stream up (for namespace `to`'s share): the command may still
+        run, so it stays held, by time alone, to the same end; the record stays."""
+        hold = self._holds[key]
+        stream, hold.stream = hold.stream, None
+        self._streams[key.namespace] -= 1
+        if hold.task is not None:
+            hold.task.cancel()
+        if stream is not None:
+            stream.abort()
+        self._hold_by_time(key, hold.container, hold.started, hold.until)
+        self.stats.limit_hits["share"] += 1
+        self._say(
+            "exec.hold_yielded",
+            key,
+            to=to,
+            share=share(self.settings.max_streams, self._streams, key.namespace),
+            hint="its namespace held more than its share of --max-held-exec-streams: "
+            "its probes wait out --exec-hold-seconds",
+        )
+
+    def _say(self, event: str, key: CommandKey, *, level: str = "warning", **fields: Any) -> None:
+        """Log `event` of `key`, at most once a minute per event and namespace (the
+        line says how many were held back since the last)."""
+        extra = self._repeats.fields((event, key.namespace), self._clock.now())
+        if extra is not None:
+            getattr(log, level)(event, command=str(key), **fields, **extra)
+
+    def _current(self, key: CommandKey, container: str) -> _Hold | None:
         hold = self._holds.get(key)
-        if hold is None or hold.stream:
+        if hold is None or hold.stream is not None:
             return hold  # a held stream ends with its command (a restarted container's too)
         if hold.until <= self._clock.now():
             self._end(key, hold)
             return None
         if container and hold.container and container != hold.container:
             self._drop(key)  # another instance of the container: the command died with the old
-            self._changed(key[0])
+            self._changed(key)
             return None
         return hold
 
-    def _hold_by_time(self, key: Key, container: str, started: int, until: float) -> None:
-        hold = _Hold(container, started, until, stream=False)
+    def _put(self, key: CommandKey, hold: _Hold) -> None:
         self._holds[key] = hold
+        self._by_namespace.setdefault(key.namespace, {})[key] = None
+
+    def _pop(self, key: CommandKey) -> None:
+        del self._holds[key]
+        keys = self._by_namespace.get(key.namespace)
+        if keys is not None:
+            keys.pop(key, None)
+            if not keys:
+                del self._by_namespace[key.namespace]
+
+    def _hold_by_time(self, key: CommandKey, container: str, started: int, until: float) -> None:
+        hold = _Hold(container, started, until, stream=None)
+        self._put(key, hold)
         if self._group is not None:
             hold.task = self._group.create_task(self._expire(key, hold))
         if len(self._holds) > _REMEMBERED:
-            oldest = next((k for k, h in self._holds.items() if not h.stream), None)
-            if oldest is not None:
-                self._drop(oldest)
+            self._forget_one()
 
-    def _drop(self, key: Key) -> None:
+    def _forget_one(self) -> None:
+        """Past `_REMEMBERED` holds: the namespace holding the most forgets its oldest
+        hold by time, so no namespace can push another's holds out."""
+        namespace = max(self._by_namespace, key=lambda ns: (len(self._by_namespace[ns]), ns))
+        oldest = next(
+            (k for k in self._by_namespace[namespace] if self._holds[k].stream is None), None
+        )
+        if oldest is not None:
+            self._drop(oldest)
+
+    def _drop(self, key: CommandKey) -> None:
         """Forget `key`'s hold (by time only) at once, its task cancelled."""
         hold = self._holds.get(key)
-        if hold is None or hold.stream:
+        if hold is None or hold.stream is not None:
             return
-        del self._holds[key]
+        self._pop(key)
         if hold.task is not None:
             hold.task.cancel()
 
-    def _end(self, key: Key, hold: _Hold) -> None:
+    def _end(self, key: CommandKey, hold: _Hold) -> None:
         """A hold by time whose limit has passed: counted, and the record follows."""
         if self._holds.get(key) is not hold:
             return
-        del self._holds[key]
+        self._pop(key)
         if hold.task is not None and hold.task is not asyncio.current_task():
             hold.task.cancel()
         self._limit_hit(key)
-        self._changed(key[0])
+        self._changed(key)
 
-    def _limit_hit(self, key: Key) -> None:
+    def _limit_hit(self, key: CommandKey) -> None:
         self.stats.limit_hits["time"] += 1
-        log.warning(
+        self._say(
             "exec.hold_limit",
-            probe=str(key[0]),
+            key,
             seconds=self.settings.limit,
-            hint="its command may still run in the container; the probe starts again",
+            hint="its command may still run in the container; its probes start again",
         )
 
-    async def _expire(self, key: Key, hold: _Hold) -> None:
+    async def _expire(self, key: CommandKey, hold: _Hold) -> None:
         await self._clock.sleep(max(0.0, hold.until - self._clock.now()))
         self._end(key, hold)
 
-    async def _keep(self, key: Key, hold: _Hold, stream: Holdable) -> None:
+    async def _keep(self, key: CommandKey, hold: _Hold, stream: Holdable) -> None:
         """Read `stream` to its end, within the limit; then the hold ends, unless the
         stream ended without the command's exit status: then it is held by time."""
         try:
             ended = await self._finish(key, stream)
-        finally:  # cancelled too (shutdown): the record keeps the hold, nothing said
+        finally:  # cancelled too (shutdown, or given up for a share): the record stays
             stream.abort()
-            self._streams -= 1
-            if self._holds.get(key) is hold:
-                del self._holds[key]
+            if hold.stream is stream:  # still counted: not given up meanwhile
+                hold.stream = None
+                self._streams[key.namespace] -= 1
+                if self._holds.get(key) is hold:
+                    self._pop(key)
         if ended is None:
             self._limit_hit(key)
         elif ended:
@@ -306,17 +438,18 @@ class CommandHolds:
         else:
             # The connection ended, not (as far as anyone can tell) the command.
             self.stats.lost += 1
-            log.info(
+            self._say(
                 "exec.hold_lost",
-                probe=str(key[0]),
-                hint="the stream ended without the command's exit status; the probe "
-                "waits out --exec-hold-seconds",
+                key,
+                level="info",
+                hint="the stream ended without the command's exit status; its probes "
+                "wait out --exec-hold-seconds",
             )
             self._hold_by_time(key, hold.container, hold.started, hold.until)
             return  # still held: the record stays as it is
-        self._changed(key[0])
+        self._changed(key)
 
-    async def _finish(self, key: Key, stream: Holdable) -> bool | None:
+    async def _finish(self, key: CommandKey, stream: Holdable) -> bool | None:
         """Whether the command's end was seen on `stream`; None: the limit came first."""
         try:
             async with asyncio.timeout(self.settings.limit):
@@ -324,7 +457,7 @@ class CommandHolds:
         except TimeoutError:
             return None
         except Exception as err:  # never let one stream take the others down
-            log.error("exec.hold_failed", probe=str(key[0]), error=repr(err))
+            self._say("exec.hold_failed", key, level="error", error=repr(err))
             return False
 
     async def __aenter__(self) -> Self:
@@ -335,8 +468,12 @@ class CommandHolds:
     async def __aexit__(self, *exc_info: object) -> None:
         group, self._group = self._group, None
         for hold in self._holds.values():
+            if hold.stream is not None:
+                hold.stream.abort()  # a task not started yet never reaches its finally
             if hold.task is not None:
                 hold.task.cancel()
         if group is not None:
             await group.__aexit__(None, None, None)
         self._holds.clear()
+        self._by_namespace.clear()
+        self._streams.clear()

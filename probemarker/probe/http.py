@@ -30,12 +30,8 @@ relative redirect only, as Go's client does.
 Connections are pooled per address and reused across runs (keep-alive); a reused
 connection the server closed meanwhile is retried once by aiohttp (GET is idempotent).
 A response whose body is not read to the end (a large body, a timeout) has its
-connection closed, never returned to the pool. An idle connection is a descriptor
-held, one per pod address probed within the keep-alive time: at most `max_idle` are
-kept (the daemon gives a share of its open-files limit, observe/descriptors.py); an
-answered connection beyond that is closed, not kept, and counted (`PoolStats`). The
-addresses already kept stay kept: with periodic probes, evicting the oldest instead
-would make every address reconnect in turn.
+connection closed, never returned to the pool. The idle ones are bounded, and shared
+by namespace (probe/httppool.py): each run tells the pool whose pod its address is.
 
 A failure's message is the kubelet's (pkg/probe/http, DoHTTPProbe: "HTTP probe failed
 with statuscode: N", the body left out) and at most the body's first line, cut to
@@ -50,7 +46,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 from urllib.parse import quote
 
 import aiohttp
@@ -61,6 +57,7 @@ from yarl import URL
 from probemarker import __version__
 from probemarker.api.model import Handler, HTTPGetAction, HTTPHeader
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
+from probemarker.probe.httppool import BoundedConnector, PoolStats
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import MESSAGE_LIMIT, clean_message, first_line
 from probemarker.probe.ports import Address, NoAddress, address_of, local_shortage, os_reason
@@ -71,7 +68,6 @@ __all__ = [
     "FAILURE_LINE_LIMIT",
     "MAX_REDIRECTS",
     "HTTPGetHandler",
-    "PoolStats",
     "failure_message",
     "request_url",
 ]
@@ -157,35 +153,6 @@ def failure_message(status: int, body: str) -> str:
     return text if not line or line.startswith("<") else f"{text}: {line}"
 
 
-@dataclass(slots=True)
-class PoolStats:
-    """What the keep-alive pool gave up (observe/metrics.py)."""
-
-    not_kept: int = 0  # answered connections closed, not kept: `max_idle` were idle
-
-
-class _BoundedConnector(aiohttp.TCPConnector):
-    """aiohttp's TCPConnector keeps every connection released to it (its `limit` counts
-    only those in use): this one keeps at most `max_idle` idle, and closes a released
-    connection instead once that many are idle. `_release` and `_conns` are aiohttp's
-    (the same from 3.9 to 3.14); tests/probe/test_http_probe.py checks the bound."""
-
-    def __init__(self, *, max_idle: int, stats: PoolStats, keepalive_timeout: float) -> None:
-        super().__init__(limit=0, keepalive_timeout=keepalive_timeout)
-        self._max_idle, self._stats = max_idle, stats
-
-    @property
-    def idle(self) -> int:
-        return sum(map(len, self._conns.values()))
-
-    def _release(self, key: Any, protocol: Any, *, should_close: bool = False) -> None:
-        keep = not (should_close or protocol.should_close)
-        if keep and self.idle >= self._max_idle:
-            should_close = True
-            self._stats.not_kept += 1
-        super()._release(key, protocol, should_close=should_close)
-
-
 class HTTPGetHandler(OwnsConnections):
     """Runs httpGet actions; see the module docstring. Use as an async context manager
     (it owns a connection pool) or call `aclose()`. `max_idle`: idle keep-alive
@@ -200,7 +167,7 @@ class HTTPGetHandler(OwnsConnections):
         self.max_idle = max_idle
         self.stats = PoolStats()
         self._session: aiohttp.ClientSession | None = None
-        self._connector: _BoundedConnector | None = None
+        self._connector: BoundedConnector | None = None
         self._closed = False
 
     def __repr__(self) -> str:
@@ -215,6 +182,11 @@ class HTTPGetHandler(OwnsConnections):
         connector = self._connector
         return 0 if connector is None or connector.closed else connector.idle
 
+    def idle_by_namespace(self) -> dict[str, int]:
+        """Idle keep-alive connections held now, by the namespace of the pod probed."""
+        connector = self._connector
+        return {} if connector is None or connector.closed else dict(connector.idle_by_namespace())
+
     async def aclose(self) -> None:
         """Close the pool; a run after this is Unknown (no pool left to leak)."""
         self._closed = True
@@ -224,7 +196,7 @@ class HTTPGetHandler(OwnsConnections):
 
     def _pool(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._connector = _BoundedConnector(
+            self._connector = BoundedConnector(
                 max_idle=self.max_idle, stats=self.stats, keepalive_timeout=KEEPALIVE
             )
             self._session = aiohttp.ClientSession(
@@ -249,6 +221,9 @@ class HTTPGetHandler(OwnsConnections):
             headers = _headers(action.headers, self._user_agent)
         except ValueError as err:
             return Outcome.unknown(f"cannot build the request for {address}: {err}")
+        self._pool()
+        if self._connector is not None:
+            self._connector.own(address, target.namespace)
         progress = _Progress()
         with anyio.move_on_after(time_limit):
             return await self._get(url, headers, progress)

@@ -15,10 +15,11 @@ Invariants:
   waits past the limit by design (`WaitsPastTheLimit.grace`: the runtime's verdict
   on the cri backend, the server's established frame on the api backend): its
   bound is `timeoutSeconds + its grace + grace`.
-- `busy(action, probe, container_id)`: whether the probe's previous run of the same
-  command may still run in that container (`handler.HoldsCommands`); the engine then
-  skips the period. `held` and `seed` carry that over a restart of the daemon through
-  the pod's ownership record (probe/holds.py).
+- `busy(action, probe, container_id)`: whether a previous run of the same command, by
+  this probe or another, may still run in that container (`handler.HoldsCommands`);
+  the engine then skips the period. `held` and `seed` carry that over a restart of the
+  daemon through the pod's ownership record (probe/holds.py); `turn` makes the runs
+  of one command in one container take turns (the engine enters it before a run).
 - An unexpected exception from a handler is a bug, not a probe result: it is logged
   (event `probe.handler_error`, the traceback once per action kind and exception
   type, so a bug hit on every run does not flood the log with tracebacks) and the
@@ -29,7 +30,9 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+import contextlib
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
@@ -46,7 +49,7 @@ from probemarker.api.model import (
     ProbeSpec,
     TCPSocketAction,
 )
-from probemarker.match.identity import HeldCommand
+from probemarker.match.identity import HeldCommand, ProbeKey
 from probemarker.probe.handler import HoldsCommands, ProbeHandler, ProbeTarget
 from probemarker.probe.limits import RUNNER_GRACE, runner_wait
 from probemarker.probe.outcome import Outcome
@@ -117,21 +120,32 @@ class ProbeRunner:
         optional = self._optional.get(type(action))
         return None if optional is None else await optional.unavailable()
 
-    def busy(self, action: Handler, probe: Hashable, container_id: str) -> bool:
-        """Whether `probe`'s previous run of `action` may still run in the container
-        `container_id` (see the module docstring)."""
+    def busy(self, action: Handler, probe: ProbeKey, container_id: str) -> bool:
+        """Whether a previous run of `action`'s command (by `probe` or another probe)
+        may still run in the container `container_id` (see the module docstring)."""
         handler = self._holding.get(type(action))
         return handler is not None and handler.busy(action, probe, container_id)
 
-    def held(self, action: Handler, probe: Hashable, container_id: str) -> HeldCommand | None:
+    def held(self, action: Handler, probe: ProbeKey, container_id: str) -> HeldCommand | None:
         """What the pod's record is to say of `probe`'s command that may still run."""
         handler = self._holding.get(type(action))
         return None if handler is None else handler.held(action, probe, container_id)
 
-    def seed(self, action: Handler, probe: Hashable, held: HeldCommand, container_id: str) -> bool:
-        """Take over what the pod's record says of `probe`'s command (`held`)."""
+    def seed(self, action: Handler, probe: ProbeKey, held: HeldCommand, container_id: str) -> bool:
+        """Take over what the pod's record says of a command that may still run (`held`),
+        if it is `probe`'s command in that container instance."""
         handler = self._holding.get(type(action))
         return handler is not None and handler.seed(action, probe, held, container_id)
+
+    def turn(
+        self, action: Handler, probe: ProbeKey, container_id: str
+    ) -> AbstractAsyncContextManager[None]:
+        """Entered around a run of `probe`: another probe's run of the same command in the
+        same container waits for it (nothing to wait for with other handlers)."""
+        handler = self._holding.get(type(action))
+        if handler is None:
+            return contextlib.nullcontext()
+        return handler.turn(action, probe, container_id)
 
     async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
         """One run of `spec` against `target`; see the module docstring."""

@@ -18,13 +18,20 @@ Invariants:
 - a key has at most one pending entry (scheduling it again replaces the entry) and is
   never run twice at once: an entry that comes due while its key is still running waits
   until that run ends;
-- at most `max_concurrent` runs at once; entries held back by the cap start in due order
-  as soon as a slot frees; how late each run starts is measured (`stats`), never hidden,
-  in two parts: lateness until the run could start (`late`, `lateness_max`: the tick,
-  a busy event loop, or the key's previous run overrunning into this slot) and the
-  wait for a free slot under the cap (`slot_waits`, `slot_wait_max`: the node's
-  load, not the probe's doing). The callback starts when the run starts, so neither
-  eats into the probe's own timeout;
+- at most `max_concurrent` runs at once, shared by flow (`flow(key)`: the daemon's
+  flows are namespaces, issue 40): one flow occupies at most `flow_limit` slots
+  (`max_concurrent` less a quarter of it: 48 of 64), so a flow that floods the slots
+  with slow or hanging runs always leaves a quarter to the others; entries held back
+  (by the cap or by their flow's limit) wait in a queue per flow, in due order, and a
+  slot that frees goes to the flow with the fewest runs in progress
+  (`kit.shares.least_served`; ties in turn). So a flow below another's count never
+  waits behind that other's backlog: at most for the next slot to free;
+- how late each run starts is measured (`stats`), never hidden, in two parts:
+  lateness until the run could start (`late`, `lateness_max`: the tick, a busy event
+  loop, or the key's previous run overrunning into this slot) and the wait for a free
+  slot under the cap or its flow's limit (`slot_waits`, `slot_wait_max`, and by flow:
+  the node's load, or the flow's own, not the probe's doing). The callback starts
+  when the run starts, so neither eats into the probe's own timeout;
 - the callback cannot take the dispatcher down: an exception is logged and counted;
 - `cancel(key)` removes a pending entry only; a run in progress is left to finish;
 - `stop(grace=...)` starts nothing more, gives running runs `grace` seconds of the
@@ -42,14 +49,16 @@ import asyncio
 import heapq
 import itertools
 import math
+from collections import Counter
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
 import anyio
 import structlog
 
 from probemarker.kit.clock import Clock
+from probemarker.kit.shares import least_served
 from probemarker.schedule.wheel import TimerWheel
 
 __all__ = ["DispatchStats", "Dispatcher"]
@@ -85,6 +94,15 @@ class DispatchStats:
     slot_wait_max: float = 0.0  # seconds, over all runs
     errors: int = 0  # runs whose callback raised
     cancelled: int = 0  # runs cancelled because `stop`'s grace ran out
+    # The waits for a slot by flow (the namespace); `Dispatcher.forget` drops a flow's.
+    slot_waits_by_flow: Counter[str] = field(default_factory=Counter)
+    slot_wait_max_by_flow: dict[str, float] = field(default_factory=dict)
+
+
+def flow_limit(max_concurrent: int) -> int:
+    """The slots one flow may occupy: all but a quarter of them (48 of 64; all of 1 to
+    3, where no slot can be kept back)."""
+    return max_concurrent - max_concurrent // 4
 
 
 class Dispatcher(Generic[K]):
@@ -98,19 +116,26 @@ class Dispatcher(Generic[K]):
         max_concurrent: int,
         tick: float = 0.05,
         late_after: float = 1.0,
+        flow: Callable[[K], str] = lambda key: "",
     ) -> None:
         if max_concurrent < 1:
             raise ValueError(f"max_concurrent must be at least 1, not {max_concurrent!r}")
         self._callback = run
         self._clock = clock
         self.max_concurrent = max_concurrent
+        self.flow_limit = flow_limit(max_concurrent)
+        self._flow = flow
         self.late_after = late_after
         self.stats = DispatchStats()
         self._wheel: TimerWheel[K] = TimerWheel(tick=tick, start=clock.now())
-        # Due, held back by the cap: a heap of items and key -> its live item (a replaced
-        # or cancelled entry stays in the heap, stale, until it surfaces).
-        self._queue: list[_Item[K]] = []
+        # Due, held back by the cap: a heap of items per flow and key -> its live item (a
+        # replaced or cancelled entry stays in its heap, stale, until it surfaces); the
+        # flows with live items, in the order they are served on a tie.
+        self._queues: dict[str, list[_Item[K]]] = {}
         self._queued: dict[K, _Item[K]] = {}
+        self._waiting_by_flow: Counter[str] = Counter()
+        self._turns: dict[str, None] = {}
+        self._running_by_flow: Counter[str] = Counter()
         self._seq = itertools.count()
         # Times the cap left live entries waiting; an entry queued before the last of
         # them and started after it waited for a slot (exact on a fake clock too).
@@ -147,6 +172,19 @@ class Dispatcher(Generic[K]):
     def running(self) -> int:
         return len(self._running)
 
+    def running_by_flow(self) -> dict[str, int]:
+        """Runs in progress, by flow (those with any)."""
+        return {flow: n for flow, n in self._running_by_flow.items() if n > 0}
+
+    def waiting_by_flow(self) -> dict[str, int]:
+        """Entries due and held back by the cap or their flow's limit, by flow."""
+        return {flow: n for flow, n in self._waiting_by_flow.items() if n > 0}
+
+    def forget(self, flow: str) -> None:
+        """Drop what the stats keep of `flow` (its last key has gone)."""
+        self.stats.slot_waits_by_flow.pop(flow, None)
+        self.stats.slot_wait_max_by_flow.pop(flow, None)
+
     @property
     def asleep(self) -> bool:
         """The loop is waiting for its next deadline or a wake-up (and not woken yet)."""
@@ -178,11 +216,13 @@ class Dispatcher(Generic[K]):
         return self._drop(key)
 
     def _drop(self, key: K) -> bool:
-        return (
-            self._wheel.cancel(key)
-            or self._queued.pop(key, None) is not None
-            or self._held.pop(key, None) is not None
-        )
+        if self._wheel.cancel(key) or self._held.pop(key, None) is not None:
+            return True
+        item = self._queued.pop(key, None)
+        if item is None:
+            return False
+        self._waiting_by_flow[self._flow(key)] -= 1
+        return True
 
     # -- the loop -------------------------------------------------------------------
 
@@ -199,6 +239,7 @@ class Dispatcher(Generic[K]):
         finally:
             # A run cancelled before its first step never reached its own `finally`.
             self._running.clear()
+            self._running_by_flow.clear()
             self._group = None
             self._done.set()
 
@@ -265,18 +306,42 @@ class Dispatcher(Generic[K]):
     def _enqueue(self, key: K, due: float) -> None:
         """`key` can start now (due, and its previous run over) but for the cap."""
         item = _Item(due, next(self._seq), key, self._clock.now(), self._cap_hits)
+        flow = self._flow(key)
         self._queued[key] = item
-        heapq.heappush(self._queue, item)
+        self._waiting_by_flow[flow] += 1
+        heapq.heappush(self._queues.setdefault(flow, []), item)
+        self._turns.setdefault(flow, None)
 
     def _start_queued(self, now: float) -> None:
-        while self._queue and len(self._running) < self.max_concurrent:
-            item = heapq.heappop(self._queue)
-            if self._queued.get(item.key) is not item:
-                continue  # replaced or cancelled while it waited
-            del self._queued[item.key]
-            self._start(item, now)
+        while len(self._running) < self.max_concurrent:
+            flow = least_served(
+                self._running_by_flow,
+                (f for f in self._turns if self._running_by_flow[f] < self.flow_limit),
+            )
+            if flow is None:
+                break  # nothing waits, or only flows at their limit
+            item = self._pop(flow)
+            if item is not None:
+                self._start(item, now)
         if self._queued:
             self._cap_hits += 1
+
+    def _pop(self, flow: str) -> _Item[K] | None:
+        """`flow`'s earliest live item, taken off its queue; the flow goes to the end of
+        the turns (or out of them, with nothing left)."""
+        queue, found = self._queues[flow], None
+        while queue and found is None:
+            item = heapq.heappop(queue)
+            if self._queued.get(item.key) is item:  # else replaced or cancelled meanwhile
+                found = item
+                del self._queued[item.key]
+                self._waiting_by_flow[flow] -= 1
+        del self._turns[flow]
+        if self._waiting_by_flow[flow] > 0:
+            self._turns[flow] = None
+        else:
+            del self._queues[flow], self._waiting_by_flow[flow]
+        return found
 
     def _start(self, item: _Item[K], now: float) -> None:
         assert self._group is not None
@@ -286,10 +351,15 @@ class Dispatcher(Generic[K]):
         if lateness > self.late_after:
             stats.late += 1
         stats.lateness_max = max(stats.lateness_max, lateness)
+        key, due, flow = item.key, item.due, self._flow(item.key)
         if item.cap_hits != self._cap_hits:
+            waited = now - item.ready
             stats.slot_waits += 1
-            stats.slot_wait_max = max(stats.slot_wait_max, now - item.ready)
-        key, due = item.key, item.due
+            stats.slot_wait_max = max(stats.slot_wait_max, waited)
+            stats.slot_waits_by_flow[flow] += 1
+            most = stats.slot_wait_max_by_flow.get(flow, 0.0)
+            stats.slot_wait_max_by_flow[flow] = max(most, waited)
+        self._running_by_flow[flow] += 1
         self._running[key] = self._group.create_task(self._run_one(key, due))
 
     async def _run_one(self, key: K, due: float) -> None:
@@ -304,8 +374,12 @@ class Dispatcher(Generic[K]):
             log.exception("schedule.run_failed", key=str(key), due=due)
         finally:
             del self._running[key]
+            flow = self._flow(key)
+            self._running_by_flow[flow] -= 1
+            if not self._running_by_flow[flow]:
+                del self._running_by_flow[flow]
             held = self._held.pop(key, None)
             if held is not None:
                 self._enqueue(key, held)
-            if self._queue or self._stopping:
+            if self._queued or self._stopping:
                 self._wake()

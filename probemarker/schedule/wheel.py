@@ -18,6 +18,16 @@ because the due is stored anyway and a counter would need a per-entry object. Th
 is one comparison per revolution for each such entry, and for the kubelet's default
 period (10 s) there are none.
 
+What one namespace can do to it (issue 40): the wheel holds one entry per probe on the
+node, so a namespace adds (its pods on the node) x (its markers selecting them) x (their
+probes, at most 32 a marker by the CRD) entries, about 150 B each; pods on a node are
+bounded by its max-pods (110 by default), markers in a namespace only by a
+ResourceQuota on `count/podprobemarkers.probemarker.io`. An entry never delays another:
+each sits in the slot of its own due, `pop_due` returns every entry due whoever added
+it, and what waits after that (the cap) is shared by namespace in the dispatcher. What
+a namespace with very many probes does cost the others is the loop's time: `pop_due`
+is one dict operation per entry due, and each run costs its own CPU.
+
 Invariants:
 - every entry in a slot has tick(due) >= the cursor (the tick of the last `pop_due`);
   an entry added with an earlier due goes to `_overdue`, which the next `pop_due`

@@ -30,11 +30,14 @@ text and an unchanged record never causes a write):
   out when empty. Unknown members of an entry are ignored (room for later additions),
   and so is a malformed `w` (it only spares a repeated event; the entry's keys stand
   without it);
-- `h`: a command of the probe that may still run in the container (api exec backend,
-  probe/holds.py, issue 30): `d` its `command_digest`, `c` the `container_mark` of the
-  container instance it runs in, `t` when it was held (whole seconds since the epoch).
-  Written when a hold starts and removed when it ends, so a daemon started meanwhile
-  does not run the command again beside it. Left out when nothing is held.
+- `h`: the probe's command that may still run in the container (api exec backend,
+  probe/holds.py, issues 30 and 40): `d` its `command_digest`, `c` the `container_mark`
+  of the container instance it runs in, `t` when it was held (whole seconds since the
+  epoch). The hold is the command's, whatever probe ran it: every entry of a probe
+  that runs it says so. Written when a hold starts and removed when it ends, so a
+  daemon started meanwhile does not run the command again beside it, by any probe
+  (the engine seeds a probe from any entry's `h` that names its command in its
+  container). Left out when nothing is held.
 
 Why values and the UID: a key is removed only while it still holds the value the
 daemon wrote (`holds`), on the pod it wrote it to. A record copied onto another pod or

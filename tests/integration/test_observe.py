@@ -124,9 +124,15 @@ async def test_metrics_follow_what_the_daemon_does(
         assert len(build) == 1
         assert dict(build[0][1])["version"]
         # No pod, marker or UID in any label: the series do not grow with the cluster.
+        # A namespace only in `pod_namespace`, of the probemarker_namespace_* families, and
+        # only one with pods on the node (issue 40).
         uid = world.pod("gs-1")["metadata"]["uid"]
-        labels = {v for _, pairs in first for _, v in pairs}
+        labels = {v for _, pairs in first for k, v in pairs if k != "pod_namespace"}
         assert not labels & {"gs-1", "m", uid, "default"}
+        by_namespace = {name for name, pairs in first if dict(pairs).get("pod_namespace")}
+        assert by_namespace
+        assert all(name.startswith("probemarker_namespace_") for name in by_namespace)
+        assert ("probemarker_namespace_probes_running", (("pod_namespace", "default"),)) in first
 
         world.script.set("gs-1", "app", "check", ExecReply(1, b"busy\n"))
         await world.wait_pod("gs-1", lambda p: labels_of(p).get("idle") == "no")

@@ -29,9 +29,11 @@ from tests.probe.servers import OTHER_HOST, closed_port, http_server
 POD_IP = "127.0.1.150"
 
 
-def target(port: int | None = None, *, ip: str | None = POD_IP) -> ProbeTarget:
+def target(
+    port: int | None = None, *, ip: str | None = POD_IP, namespace: str = "default"
+) -> ProbeTarget:
     ports = MappingProxyType({"web": port}) if port is not None else MappingProxyType({})
-    return ProbeTarget("default", "web", PodUID("uid-1"), "app", pod_ip=ip, ports=ports)
+    return ProbeTarget(namespace, "web", PodUID("uid-1"), "app", pod_ip=ip, ports=ports)
 
 
 async def probe(
@@ -41,10 +43,11 @@ async def probe(
     *,
     seconds: int = 2,
     ip: str | None = POD_IP,
+    namespace: str = "default",
 ) -> Outcome:
     runner = ProbeRunner({HTTPGetAction: handler})
     spec = ProbeSpec("check", "app", action, Timing(timeout_seconds=seconds))
-    return await runner.run(spec, target(port, ip=ip))
+    return await runner.run(spec, target(port, ip=ip, namespace=namespace))
 
 
 @pytest.mark.parametrize(
@@ -439,6 +442,32 @@ async def test_idle_connections_are_kept_up_to_max_idle() -> None:
         assert handler.idle == 2
         assert handler.stats.not_kept == 2 * 3
         assert [len(s.peers) for s in servers] == [1, 1, 3, 3]  # kept, kept, new each run
+
+
+async def test_a_namespace_keeping_every_idle_connection_leaves_another_its_share() -> None:
+    """Issue 40: one namespace's pods filled the idle pool, and another's probes
+    connected afresh every run; now the other keeps its share (4 / 2 namespaces)."""
+    async with contextlib.AsyncExitStack() as stack:
+        servers = [await stack.enter_async_context(http_server(POD_IP)) for _ in range(6)]
+        handler = await stack.enter_async_context(HTTPGetHandler(max_idle=4))
+        flood, theirs = servers[:4], servers[4:]
+        for server in flood:
+            action = HTTPGetAction(port=server.port, path="/ok")
+            await probe(handler, action, server.port, namespace="flood")
+        assert handler.idle_by_namespace() == {"flood": 4}
+        for _ in range(3):
+            for server in theirs:
+                action = HTTPGetAction(port=server.port, path="/ok")
+                await probe(handler, action, server.port, namespace="other")
+        assert handler.idle_by_namespace() == {"flood": 2, "other": 2}
+        assert [len(s.peers) for s in theirs] == [1, 1]  # kept and reused
+        assert handler.stats.given_up == 2  # the flood's two oldest
+        assert handler.stats.not_kept == 0
+        for server in flood:  # the flood is at its share now: its surplus is not kept
+            action = HTTPGetAction(port=server.port, path="/ok")
+            await probe(handler, action, server.port, namespace="flood")
+        assert handler.idle_by_namespace() == {"flood": 2, "other": 2}
+        assert handler.stats.not_kept == 2
 
 
 async def test_no_idle_connection_is_kept_with_max_idle_0() -> None:

@@ -55,6 +55,11 @@ class Runner:
         self.busy_probes.add(probe)
         return True
 
+    def turn(
+        self, action: Handler, probe: object, container_id: str
+    ) -> contextlib.AbstractAsyncContextManager[None]:
+        return contextlib.nullcontext()
+
     async def run(self, spec: ProbeSpec, target: ProbeTarget) -> Outcome:
         answer = self.answers[min(self.runs, len(self.answers) - 1)]
         self.runs += 1

@@ -58,3 +58,20 @@ async def test_the_plan_records_the_held_command_and_drops_it_when_it_ends() -> 
         assert desired is not None
         record, _ = parse_record(desired.annotations[OWNED_KEY], pod_uid="pu")
         assert record[key.owner].held is None
+
+
+async def test_a_renamed_probe_is_seeded_from_the_entry_of_its_old_name() -> None:
+    """Issue 40, 2: the hold is the command's, so a probe renamed while the daemon was
+    down finds its command held under the old name's entry."""
+    runner = Runner(Outcome.failed("timed out"))
+    record = RECORD.replace('"m#p"', '"m#old-name"')
+    async with running(runner) as rig:
+        entry = marker_entry()
+        rig.engine.sync_marker(entry.key, entry)
+        pod = pod_entry(annotations={OWNED_KEY: record})
+        rig.engine.sync_pod(pod.key, pod)
+        ((key, held, container_id),) = runner.seeded
+        assert (key.probe, held, container_id) == ("p", HELD, "containerd://1")
+        rig.clock.advance(1.0)
+        await until(lambda: rig.engine.stats.periods_skipped >= 1)
+        assert runner.runs == 0

@@ -30,9 +30,10 @@ from probemarker.observe.metrics import (
     build_registry,
     error_label,
 )
-from probemarker.probe.holds import CommandHolds
-from probemarker.probe.http import PoolStats
+from probemarker.probe.holds import CommandHolds, CommandKey
+from probemarker.probe.httppool import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
+from probemarker.watch.pods import PodUID
 from probemarker.write.writer import WriterStats
 
 Labels = tuple[tuple[str, str], ...]
@@ -58,6 +59,9 @@ class Parts:
     server: ServerStats | None = field(default_factory=ServerStats)
     http: HTTPPool | None = None
     holds: CommandHolds | None = None
+    namespaces: frozenset[str] = frozenset()
+    running_by_namespace: dict[str, int] = field(default_factory=dict)
+    waiting_by_namespace: dict[str, int] = field(default_factory=dict)
 
     def snapshot(self) -> Snapshot:
         return Snapshot(
@@ -79,6 +83,9 @@ class Parts:
             server=self.server,
             http=self.http,
             holds=self.holds,
+            namespaces=self.namespaces,
+            running_by_namespace=self.running_by_namespace,
+            waiting_by_namespace=self.waiting_by_namespace,
         )
 
 
@@ -92,7 +99,13 @@ def scrape(parts: Parts) -> dict[tuple[str, Labels], float]:
 
 
 def _http_pool(p: Parts) -> None:
-    p.http = HTTPPool(idle=120, limit=128, stats=PoolStats(not_kept=17))
+    p.http = HTTPPool(
+        idle=120,
+        limit=128,
+        stats=PoolStats(not_kept=17, given_up=3),
+        idle_by_namespace={"a": 100, "b": 20},
+    )
+    p.namespaces = frozenset({"a", "c"})
 
 
 def _runs(p: Parts) -> None:
@@ -308,6 +321,10 @@ CASES: list[Any] = [
             s(P + "http_probe_connections_idle", 120),
             s(P + "http_probe_connections_idle_limit", 128),
             s(P + "http_probe_connections_not_kept_total", 17),
+            s(P + "http_probe_connections_given_up_total", 3),
+            # only namespaces with pods on the node: "b" has none now
+            s(P + "namespace_http_probe_connections_idle", 100, pod_namespace="a"),
+            s(P + "namespace_http_probe_connections_idle", 0, pod_namespace="c"),
         ],
         id="http-keepalive-pool",
     ),
@@ -407,10 +424,8 @@ def test_the_api_backend_shows_its_holds() -> None:
     holds = CommandHolds()
     holds.stats.held_total, holds.stats.lost, holds.stats.seeded = 5, 1, 2
     holds.stats.limit_hits.update({"time": 3})
-    assert holds.seed(
-        "p", HeldCommand(command="cmd", container="c1", started=int(time.time())),
-        command="cmd", container="c1",
-    )  # fmt: skip
+    held = HeldCommand(command="cmd", container="c1", started=int(time.time()))
+    assert holds.seed(CommandKey("ns", PodUID("pu"), "app", "cmd"), held, container="c1")
     samples = scrape(Parts(holds=holds))
     assert samples[("probemarker_exec_streams_held", ())] == 0
     assert samples[("probemarker_exec_commands_held", ())] == 1
@@ -418,3 +433,39 @@ def test_the_api_backend_shows_its_holds() -> None:
     assert samples[("probemarker_exec_streams_lost_total", ())] == 1
     assert samples[("probemarker_exec_holds_seeded_total", ())] == 3
     assert samples[("probemarker_exec_hold_limits_total", (("limit", "time"),))] == 3
+
+
+def test_holds_by_namespace_only_for_namespaces_with_pods_on_the_node() -> None:
+    holds, wall = CommandHolds(), int(time.time())
+    for namespace, pod in (("a", "pa"), ("a", "pb"), ("gone", "pc")):
+        command = CommandKey(namespace, PodUID(pod), "app", "cmd")
+        held = HeldCommand(command="cmd", container="c1", started=wall)
+        assert holds.seed(command, held, container="c1")
+    samples = scrape(Parts(holds=holds, namespaces=frozenset({"a", "b"})))
+    commands = "probemarker_namespace_exec_commands_held"
+    assert {labels: v for (name, labels), v in samples.items() if name == commands} == {
+        (("pod_namespace", "a"),): 2,
+        (("pod_namespace", "b"),): 0,
+    }  # "gone" has no pod on the node: no series
+    streams = "probemarker_namespace_exec_streams_held"
+    assert samples[(streams, (("pod_namespace", "a"),))] == 0
+
+
+def test_slots_by_namespace_only_for_namespaces_with_pods_on_the_node() -> None:
+    parts = Parts(
+        namespaces=frozenset({"a", "b"}),
+        running_by_namespace={"a": 48, "gone": 1},
+        waiting_by_namespace={"a": 7},
+    )
+    parts.dispatch.slot_waits_by_flow.update({"a": 30, "b": 2, "gone": 5})
+    parts.dispatch.slot_wait_max_by_flow.update({"a": 2.5, "b": 0.05})
+    samples = scrape(parts)
+
+    def by_namespace(name: str) -> dict[str, float]:
+        return {dict(labels)["pod_namespace"]: v for (n, labels), v in samples.items() if n == name}
+
+    prefix = "probemarker_namespace_"
+    assert by_namespace(prefix + "probes_running") == {"a": 48, "b": 0}
+    assert by_namespace(prefix + "probes_waiting") == {"a": 7, "b": 0}
+    assert by_namespace(prefix + "probe_slot_waits_total") == {"a": 30, "b": 2}
+    assert by_namespace(prefix + "probe_slot_wait_max_seconds") == {"a": 2.5, "b": 0.05}

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 import anyio
 import pytest
 
-from probemarker.schedule.dispatcher import Dispatcher
+from probemarker.schedule.dispatcher import Dispatcher, flow_limit
 from tests.fakes import FakeClock, until
 
 T0 = 1000.0
@@ -59,11 +59,17 @@ class Runs:
 async def dispatching(
     *, max_concurrent: int = 10, late_after: float = 1.0
 ) -> AsyncIterator[tuple[Dispatcher[str], FakeClock, Runs]]:
-    """A running dispatcher; stopped (grace 0) on the way out, everything bounded."""
+    """A running dispatcher; stopped (grace 0) on the way out, everything bounded. A
+    key's flow is what comes before its "/" (none: the flow "")."""
     clock = FakeClock(T0)
     runs = Runs(clock)
     dispatcher: Dispatcher[str] = Dispatcher(
-        run=runs, clock=clock, max_concurrent=max_concurrent, tick=TICK, late_after=late_after
+        run=runs,
+        clock=clock,
+        max_concurrent=max_concurrent,
+        tick=TICK,
+        late_after=late_after,
+        flow=lambda key: key.partition("/")[0] if "/" in key else "",
     )
     with anyio.fail_after(10):
         async with asyncio.TaskGroup() as group:
@@ -362,3 +368,78 @@ async def test_cancelling_run_cancels_every_run_and_leaks_nothing() -> None:
     assert sorted(runs.cancelled) == ["a", "b"]
     assert asyncio.all_tasks() == before
     assert clock.sleeping == 0
+
+
+@pytest.mark.parametrize(
+    ("max_concurrent", "limit"),
+    [
+        pytest.param(1, 1, id="one-slot-no-reserve"),
+        pytest.param(3, 3, id="three-no-reserve"),
+        pytest.param(4, 3, id="four"),
+        pytest.param(64, 48, id="the-default"),
+        pytest.param(10_000, 7_500, id="the-most"),
+    ],
+)
+def test_one_flow_occupies_all_slots_but_a_quarter(max_concurrent: int, limit: int) -> None:
+    assert flow_limit(max_concurrent) == limit
+
+
+async def test_a_flow_flooding_the_slots_leaves_a_quarter_to_the_others() -> None:
+    """Issue 40, 3: a namespace's hanging probes filled every slot; another namespace's
+    runs waited behind them (6.7 s on the sim)."""
+    async with dispatching(max_concurrent=4) as (dispatcher, clock, runs):
+        flood = [f"a/{i}" for i in range(10)]
+        runs.blocked.update(flood)
+        for key in flood:
+            dispatcher.schedule(key, T0 + 1)
+        clock.advance(1)
+        await until(lambda: len(runs.calls) == 3)
+        await settle(dispatcher, clock)
+        assert dispatcher.running_by_flow() == {"a": 3}  # one slot left for the others
+        assert dispatcher.waiting_by_flow() == {"a": 7}
+        dispatcher.schedule("b/1", T0 + 1.5)
+        clock.advance(0.5)
+        await until(lambda: "b/1" in runs.keys)  # at once: no wait for a slot
+        assert runs.calls[-1] == ("b/1", T0 + 1.5, T0 + 1.5)
+        stats = dispatcher.stats
+        assert stats.slot_waits_by_flow.get("b", 0) == 0
+        for key in flood[:3]:
+            runs.release(key)
+        await until(lambda: len(runs.calls) == 7)  # a's backlog, 3 at a time
+        assert stats.slot_waits_by_flow["a"] == 3
+
+
+async def test_a_freed_slot_goes_to_the_flow_with_the_fewest_runs() -> None:
+    """Not to the earliest due: a flow's backlog never makes another flow wait for it."""
+    async with dispatching(max_concurrent=2) as (dispatcher, clock, runs):
+        runs.blocked.update(["a/1", "a/2"])
+        dispatcher.schedule("a/1", T0 + 1)
+        dispatcher.schedule("a/2", T0 + 1)
+        for i in range(3, 6):  # a's backlog, due before b's run
+            dispatcher.schedule(f"a/{i}", T0 + 1)
+        dispatcher.schedule("b/1", T0 + 1.5)
+        clock.advance(1)
+        await until(lambda: len(runs.calls) == 2)  # a holds both slots (2 of 2: no reserve)
+        clock.advance(0.5)
+        await settle(dispatcher, clock)
+        assert dispatcher.waiting_by_flow() == {"a": 3, "b": 1}
+        runs.release("a/1")  # a holds 1, b none: b's turn
+        await until(lambda: len(runs.calls) == 3)
+        assert runs.keys[-1] == "b/1"
+        await until(lambda: len(runs.calls) == 6)  # then a's backlog, in due order
+        assert runs.keys[3:] == ["a/3", "a/4", "a/5"]
+        runs.release("a/2")
+
+
+async def test_flows_with_as_many_runs_take_turns() -> None:
+    async with dispatching(max_concurrent=1) as (dispatcher, clock, runs):
+        runs.blocked.add("x/0")
+        dispatcher.schedule("x/0", T0 + 1)
+        for i in range(3):
+            dispatcher.schedule(f"a/{i}", T0 + 1 + i * 0.01)
+            dispatcher.schedule(f"b/{i}", T0 + 1.2 + i * 0.01)
+        clock.advance(2)
+        await until(lambda: runs.keys == ["x/0"])
+        runs.release("x/0")
+        await until(lambda: len(runs.calls) == 7)
+        assert runs.keys[1:] == ["a/0", "b/0", "a/1", "b/1", "a/2", "b/2"]
