@@ -255,6 +255,9 @@ class Daemon:
             else self._runtime_client.refused_for()[0],
             server=self.server_stats,
             http=HTTPPool(idle=self.http.idle, limit=self.http.max_idle, stats=self.http.stats),
+            namespaces=self.engine.namespaces(),
+            writes_waiting=self.writer.waiting_by_namespace(),
+            events_queued=self.events.queued_by_namespace(),
         )
 
     def status(

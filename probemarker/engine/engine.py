@@ -221,6 +221,10 @@ class Engine:
     def probe_count(self) -> int:
         return len(self._probes)
 
+    def namespaces(self) -> frozenset[str]:
+        """The namespaces with a pod on this node (the metrics label only these)."""
+        return frozenset(self._by_namespace)
+
     # -- markers -------------------------------------------------------------------------
 
     def sync_marker(self, key: ObjectKey, entry: Entry[Raw] | None) -> None:
@@ -271,7 +275,10 @@ class Engine:
         if pod is None:
             return
         self._uids.pop(pod.key, None)
-        self._by_namespace.get(pod.view.namespace, set()).discard(uid)
+        same = self._by_namespace.get(pod.view.namespace, set())
+        same.discard(uid)
+        if not same:  # a namespace whose pods all left the node is not kept
+            self._by_namespace.pop(pod.view.namespace, None)
         for key in pod.probes:
             self._probes.pop(key, None)
             self.dispatcher.cancel(key)

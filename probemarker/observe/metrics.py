@@ -9,12 +9,18 @@ the global default one, so several daemons in one process (the tests) never coll
 Names follow Prometheus' conventions: the `probemarker_` prefix, `_total` on
 counters, seconds as the unit. Labels have a small fixed set of values (a probe kind,
 a result, a state, an informer, a verb, a resource, an HTTP code, an error class):
-never a pod, a namespace, a marker or a UID, so the number of series does not grow
-with the cluster. docs/operations.md lists every metric with example queries.
+never a pod, a marker or a UID, so the number of series does not grow with the
+cluster. The one exception is `namespace`, on the budgets namespaces share (the
+status writes', the events'; SPEC §5): it is given only for the namespaces that have
+a pod on this node (`Snapshot.namespaces`), one series each, so it grows with the
+node's pods (at most the kubelet's max-pods), never with the cluster; what other
+namespaces spend is in the totals. docs/operations.md lists every metric with
+example queries.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import platform
 import re
@@ -34,6 +40,7 @@ from probemarker.engine.engine import EngineStats
 from probemarker.kube.watch.informertypes import InformerCounters
 from probemarker.kube.write.events import EventStats
 from probemarker.observe.connections import Eviction, ServerStats
+from probemarker.observe.shares import share_families
 from probemarker.probe.holds import CommandHolds
 from probemarker.probe.http import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
@@ -89,6 +96,12 @@ class Snapshot:
     # the health and metrics server's connections (this very scrape's among them)
     server: ServerStats | None = None
     http: HTTPPool | None = None  # the httpGet probes' idle keep-alive connections
+    # The budgets namespaces share: the namespaces with a pod on this node (the only
+    # ones labelled), pods whose write waits for its namespace's turn, event series
+    # waiting, by namespace.
+    namespaces: frozenset[str] = frozenset()
+    writes_waiting: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    events_queued: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
 def error_label(class_name: str) -> str:
@@ -139,6 +152,13 @@ def families(snap: Snapshot) -> list[Metric]:
         *_hold_families(snap.holds),
         *_server_families(snap.server),
         *_http_pool_families(snap.http),
+        *share_families(
+            namespaces=snap.namespaces,
+            writes_waiting=snap.writes_waiting,
+            writer=snap.writer,
+            events_queued=snap.events_queued,
+            events=snap.events,
+        ),
     ]
 
 
@@ -485,7 +505,8 @@ def _event_families(events: EventStats) -> list[Metric]:
         *_ones(
             (
                 "events_dropped_total",
-                "Event observations dropped: the queue was full.",
+                "Event observations dropped (their namespace's queue, or the whole queue, "
+                "was full), or queued series pushed out for another namespace's.",
                 events.dropped,
             ),
             (

@@ -123,10 +123,14 @@ async def test_metrics_follow_what_the_daemon_does(
         build = [k for k in first if k[0] == "probemarker_build_info"]
         assert len(build) == 1
         assert dict(build[0][1])["version"]
-        # No pod, marker or UID in any label: the series do not grow with the cluster.
+        # No pod, marker or UID in any label: the series do not grow with the cluster. A
+        # namespace only as `namespace`, on the budgets namespaces share, and only one
+        # with a pod on this node.
         uid = world.pod("gs-1")["metadata"]["uid"]
-        labels = {v for _, pairs in first for _, v in pairs}
+        labels = {v for _, pairs in first for k, v in pairs if k != "namespace"}
         assert not labels & {"gs-1", "m", uid, "default"}
+        assert {v for _, pairs in first for k, v in pairs if k == "namespace"} == {"default"}
+        assert value(first, "probemarker_pod_writes_sent_total", namespace="default") >= 1
 
         world.script.set("gs-1", "app", "check", ExecReply(1, b"busy\n"))
         await world.wait_pod("gs-1", lambda p: labels_of(p).get("idle") == "no")
