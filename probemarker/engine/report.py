@@ -10,6 +10,11 @@ Stage: decide/write -> the user (I/O through the `EventSink`, the client layer's
 (Warning) on the pod when a probe cannot run there (once per cause, not per run);
 `WriteRefused` (Warning) on the pod when the API server refuses part of a write.
 The recorder counts repeats into a series instead of creating new events. One log line per event, never one per probe run.
+
+What a marker author controls is cut before it reaches a line or a note: a value
+(a conflict's, an invalid `{{.Result}}`) is shown quoted and cut to `SHOWN_VALUE`
+bytes, an invalid marker's error to `SHOWN_TEXT` (an annotation value in a
+markerPolicy may be as long as the marker itself).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import structlog
 
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeState
+from probemarker.kit.text import trim_utf8
 from probemarker.kube.write.events import ObjectRef
 from probemarker.match.identity import ProbeKey
 from probemarker.watch.pods import PodView
@@ -28,6 +34,15 @@ from probemarker.write.desired import Conflict, InvalidValue
 log = structlog.get_logger("probemarker.engine")
 
 EventType = Literal["Normal", "Warning"]
+
+SHOWN_VALUE = 256  # bytes of a value a line or a note quotes
+SHOWN_TEXT = 1024  # bytes of an error text a line carries (a note is cut to 1024 anyway)
+
+
+def shown(value: str) -> str:
+    """`value` quoted for a line or a note, cut to `SHOWN_VALUE` bytes (`...` after)."""
+    cut = trim_utf8(value, SHOWN_VALUE)
+    return repr(cut) if cut == value else f"{cut!r}..."
 
 
 class EventSink(Protocol):
@@ -91,9 +106,10 @@ class Reporter:
 
     def conflict(self, pod: PodView, conflict: Conflict) -> None:
         note = (
-            f"{conflict.kind} {conflict.key!r}: {conflict.winner} sets {conflict.winner_value!r}, "
-            f"{conflict.loser} sets {conflict.loser_value!r}; {conflict.winner} wins (owners are "
-            "ordered by marker name, then probe name). Make the markers agree."
+            f"{conflict.kind} {conflict.key!r}: {conflict.winner} sets "
+            f"{shown(conflict.winner_value)}, {conflict.loser} sets "
+            f"{shown(conflict.loser_value)}; {conflict.winner} wins (owners are ordered by "
+            "marker name, then probe name). Make the markers agree."
         )
         log.warning("write.conflict", pod=f"{pod.namespace}/{pod.name}", detail=note)
         self._sink.record(
@@ -108,7 +124,8 @@ class Reporter:
         """A value rendered from `{{.Result}}` cannot go on `pod`: its key keeps the
         last valid value (write/desired.py)."""
         note = (
-            f"{bad.owner.marker}/{bad.owner.probe}: {bad.kind} {bad.key!r} would be {bad.value!r} from the probe's "
+            f"{bad.owner.marker}/{bad.owner.probe}: {bad.kind} {bad.key!r} would be "
+            f"{shown(bad.value)} from the probe's "
             f"answer, but {bad.problem}; not written, the key keeps its last valid value. "
             "Make the probe answer a valid value, or change the markerPolicy value."
         )
@@ -118,7 +135,7 @@ class Reporter:
             owner=str(bad.owner),
             kind=bad.kind,
             key=bad.key,
-            value=bad.value,
+            value=trim_utf8(bad.value, SHOWN_VALUE),
             problem=bad.problem,
         )
         self._sink.record(
@@ -163,7 +180,12 @@ class Reporter:
                 "The daemon runs none of its probes until this is fixed; what they wrote "
                 "stays on the pods until the marker is fixed or deleted."
             )
-        log.warning("marker.invalid", marker=str(ref), error=error, kept_generation=kept)
+        log.warning(
+            "marker.invalid",
+            marker=str(ref),
+            error=trim_utf8(error, SHOWN_TEXT),
+            kept_generation=kept,
+        )
         self._sink.record(
             regarding=marker_ref(ref, uid=uid, api_version=api_version),
             type="Warning",
