@@ -82,9 +82,11 @@ _HELP: Mapping[str, str] = {
     "the limit ends it (docs/kube-exec.md)",
     "max_held_exec_streams": "api backend: timed-out exec streams kept open at once, "
     "beside the --max-concurrent-probes runs (each an exec connection)",
-    "write_qps": "pod status writes per second (client-side rate limit)",
+    "write_qps": "pod status writes per second (client-side rate limit), shared by the "
+    "node's namespaces in turn: one write each while several wait (docs/kube-writes.md)",
     "write_burst": "pod status writes allowed in a burst",
-    "event_qps": "event writes per second (a budget apart from the status writes)",
+    "event_qps": "event writes per second (a budget apart from the status writes), "
+    "shared by the node's namespaces in turn: one write each while several wait",
     "event_burst": "event writes allowed in a burst",
     "write_coalesce_seconds": "wait this long after a result before writing the pod",
     "message_refresh_seconds": "publish a condition message that changed without a "
