@@ -263,6 +263,8 @@ class Daemon:
             namespaces=self.engine.namespaces,
             running_by_namespace=dispatcher.running_by_flow(),
             waiting_by_namespace=dispatcher.waiting_by_flow(),
+            writes_waiting=self.writer.waiting_by_namespace(),
+            events_queued=self.events.queued_by_namespace(),
         )
 
     def status(self, request: StatusRequest) -> bytes:

@@ -86,9 +86,11 @@ _HELP: Mapping[str, str] = {
     "beside the --max-concurrent-probes runs (each an exec connection); shared by "
     "namespace: one alone may hold all, and a namespace below its share (this divided "
     "by the namespaces holding streams) takes one from the namespace holding the most",
-    "write_qps": "pod status writes per second (client-side rate limit)",
+    "write_qps": "pod status writes per second (client-side rate limit), shared by the "
+    "node's namespaces in turn: one write each while several wait (docs/kube-writes.md)",
     "write_burst": "pod status writes allowed in a burst",
-    "event_qps": "event writes per second (a budget apart from the status writes)",
+    "event_qps": "event writes per second (a budget apart from the status writes), "
+    "shared by the node's namespaces in turn: one write each while several wait",
     "event_burst": "event writes allowed in a burst",
     "write_coalesce_seconds": "wait this long after a result before writing the pod",
     "message_refresh_seconds": "publish a condition message that changed without a "

@@ -34,6 +34,24 @@ In the DaemonSet (`manifests/daemonset.yaml`) set them as `env:` entries or `arg
 """
 
 _TAIL = """
+## Budgets shared by namespaces
+
+One daemon serves every namespace on its node, so the write budgets are shared by
+tenants ([kube-writes.md](kube-writes.md#shared-by-namespaces)):
+
+- `--write-qps`/`--write-burst`: the namespaces with a pod whose write is due take
+  turns, one write each. A namespace alone may take the whole budget; with N waiting,
+  each gets at least `write-qps / N` writes a second, and a pod's write waits for at
+  most one write of each other namespace per pod of its own ahead of it.
+- `--event-qps`/`--event-burst`: the same turns for events. At most 1,000 event series
+  wait, for all namespaces together; when they are all taken, the namespace holding
+  the most gives a place to one holding fewer, so a namespace that floods drops its
+  own events, counted by namespace (`probemarker_namespace_events_dropped_total`),
+  and with N namespaces queuing each keeps at least 1000 / N - 1 places.
+
+Raising a budget gives every namespace more; no setting lets one namespace take
+another's share.
+
 ## Variables read besides these
 
 - `NODE_NAME`: the node name when neither `--node` nor `PROBEMARKER_NODE` is set. The

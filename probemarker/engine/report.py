@@ -25,7 +25,7 @@ import structlog
 
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeState
-from probemarker.kit.text import shown
+from probemarker.kit.text import shown, trim_utf8
 from probemarker.kube.write.events import ObjectRef
 from probemarker.match.identity import ProbeKey
 from probemarker.watch.pods import PodView
@@ -34,6 +34,8 @@ from probemarker.write.desired import Conflict, InvalidValue
 log = structlog.get_logger("probemarker.engine")
 
 EventType = Literal["Normal", "Warning"]
+
+SHOWN_TEXT = 1024  # bytes of an error text a line carries (a note is cut to 1024 anyway)
 
 
 class EventSink(Protocol):
@@ -174,7 +176,12 @@ class Reporter:
                 "The daemon runs none of its probes until this is fixed; what they wrote "
                 "stays on the pods until the marker is fixed or deleted."
             )
-        log.warning("marker.invalid", marker=str(ref), error=error, kept_generation=kept)
+        log.warning(
+            "marker.invalid",
+            marker=str(ref),
+            error=trim_utf8(error, SHOWN_TEXT),
+            kept_generation=kept,
+        )
         self._sink.record(
             regarding=marker_ref(ref, uid=uid, api_version=api_version),
             type="Warning",

@@ -9,6 +9,9 @@ Output: whether to log now, and how many lines were held back since the last one
 The first occurrence of a key is logged at once; later ones at most every
 `interval` seconds, each saying how many were held back in between. `clear(key)`
 forgets a key once the problem is over, so its next occurrence is logged at once.
+`max_keys` (None: no bound) bounds the keys remembered, for keys a tenant can
+multiply (a namespace): past it the key logged least recently is forgotten, so its
+next occurrence is logged at once, as a new problem's would be.
 Pure: no clock of its own, no I/O.
 """
 
@@ -23,6 +26,7 @@ __all__ = ["Repeats"]
 @dataclass(slots=True)
 class Repeats:
     interval: float = 60.0
+    max_keys: int | None = None
     _last: dict[Hashable, float] = field(default_factory=dict)
     _held: dict[Hashable, int] = field(default_factory=dict)
 
@@ -33,7 +37,11 @@ class Repeats:
         if last is not None and now - last < self.interval:
             self._held[key] = self._held.get(key, 0) + 1
             return None
-        self._last[key] = now
+        self._last.pop(key, None)
+        self._last[key] = now  # the most recently logged last
+        if self.max_keys is not None:
+            while len(self._last) > self.max_keys:
+                self.clear(next(iter(self._last)))
         return self._held.pop(key, 0)
 
     def fields(self, key: Hashable, now: float) -> dict[str, int] | None:

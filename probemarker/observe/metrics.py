@@ -42,7 +42,7 @@ from probemarker.engine.engine import EngineStats
 from probemarker.kube.watch.informertypes import InformerCounters
 from probemarker.kube.write.events import EventStats
 from probemarker.observe.connections import Eviction, ServerStats
-from probemarker.observe.namespaced import by_namespace, slot_families
+from probemarker.observe.namespaced import budget_families, by_namespace, slot_families
 from probemarker.probe.holds import CommandHolds
 from probemarker.probe.httppool import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
@@ -105,6 +105,9 @@ class Snapshot:
     # probe runs in progress, and due runs waiting for a slot, by namespace
     running_by_namespace: Mapping[str, int] = dataclasses.field(default_factory=dict)
     waiting_by_namespace: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    # pods whose write waits for its namespace's turn, event series waiting, by namespace
+    writes_waiting: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    events_queued: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
 def error_label(class_name: str) -> str:
@@ -158,6 +161,13 @@ def families(snap: Snapshot) -> list[Metric]:
         *_hold_families(snap.holds, snap.namespaces),
         *_server_families(snap.server),
         *_http_pool_families(snap.http, snap.namespaces),
+        *budget_families(
+            namespaces=snap.namespaces,
+            writes_waiting=snap.writes_waiting,
+            writer=snap.writer,
+            events_queued=snap.events_queued,
+            events=snap.events,
+        ),
     ]
 
 
@@ -531,7 +541,8 @@ def _event_families(events: EventStats) -> list[Metric]:
         *_ones(
             (
                 "events_dropped_total",
-                "Event observations dropped: the queue was full.",
+                "Event observations dropped (their namespace's queue, or the whole queue, "
+                "was full), or queued series pushed out for another namespace's.",
                 events.dropped,
             ),
             (

@@ -13,9 +13,11 @@ from collections.abc import Mapping
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from probemarker.kube.write.events import EventStats
 from probemarker.schedule.dispatcher import DispatchStats
+from probemarker.write.writer import WriterStats
 
-__all__ = ["by_namespace", "slot_families"]
+__all__ = ["budget_families", "by_namespace", "slot_families"]
 
 P = "probemarker_"
 
@@ -74,5 +76,57 @@ def slot_families(
             "The longest wait for a free slot, by namespace.",
             dispatch.slot_wait_max_by_flow,
             namespaces,
+        ),
+    ]
+
+
+def budget_families(
+    *,
+    namespaces: frozenset[str],
+    writes_waiting: Mapping[str, int],
+    writer: WriterStats,
+    events_queued: Mapping[str, int],
+    events: EventStats,
+) -> list[Metric]:
+    """The status writes' budget (--write-qps, write/writer.py) and the events'
+    (--event-qps, kube/write/events.py) by namespace: the namespaces take turns, one
+    write each. What namespaces without pods on the node spend (a marker's
+    InvalidMarker event) is in metrics.py's totals only."""
+    return [
+        by_namespace(
+            "pod_writes_waiting",
+            "Pods whose status write is due and waits for its namespace's turn under "
+            "--write-qps, by namespace.",
+            writes_waiting,
+            namespaces,
+        ),
+        by_namespace(
+            "pod_writes_sent",
+            "pods/status patches sent, by the pod's namespace (a token of --write-qps each).",
+            writer.sent_by_namespace,
+            namespaces,
+            counter=True,
+        ),
+        by_namespace(
+            "events_queued",
+            "Event series waiting to be written (1000 at most in all), by namespace.",
+            events_queued,
+            namespaces,
+        ),
+        by_namespace(
+            "events_sent",
+            "Event writes sent (create or patch), by the event's namespace (a token of "
+            "--event-qps each).",
+            events.sent_by_namespace,
+            namespaces,
+            counter=True,
+        ),
+        by_namespace(
+            "events_dropped",
+            "Event observations dropped, or queued series pushed out for another "
+            "namespace's, by the event's namespace.",
+            events.dropped_by_namespace,
+            namespaces,
+            counter=True,
         ),
     ]

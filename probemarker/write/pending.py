@@ -8,9 +8,11 @@ The reasons, in the order the writer meets them (write/writer.py):
 - `Backoff`: an error held the pod back (a 429, a 5xx, an unreachable server);
 - `MessageRefresh`: only condition messages differ; they go out `message_refresh`
   seconds after the pod's last write (a state change would go at once);
-- `WriteBudget`: the flush is due or started and waits for a token of the status
-  writes' budget (--write-qps, --write-burst), or for a flush slot the budget holds;
-- `Sending`: the request is on its way;
+- `WriteBudget`: the flush is due and waits for its turn: its namespace's turn under
+  the status writes' budget (--write-qps, --write-burst; write/queue.py), or a free
+  flush slot. Judged for this pod alone: its flush is due and not yet started;
+- `Sending`: this pod's flush has started (its token taken): the request is on its
+  way, or the answer is being read;
 - `Coalescing`: the pod's flush is booked `write_coalesce_seconds` after a change;
 - `NotQueued`: nothing is booked (the writer has not been told yet; it is at once).
 """
@@ -57,21 +59,20 @@ class PendingWrite:
 
 
 def why_waiting(
-    flush: FlushState,
-    *,
-    now: float,
-    message_until: float | None,
-    budget_waiters: int,
+    flush: FlushState, *, now: float, message_until: float | None
 ) -> tuple[WriteWait, float | None]:
     """Why a pod's write waits at `now`, and until when. `message_until`: when a
-    message-only change may go (None: more than messages differ, or it may go now);
-    `budget_waiters`: writes queued for a token of the status budget."""
+    message-only change may go (None: more than messages differ, or it may go now).
+    Only this pod's own state counts: another pod waiting for the budget says nothing
+    about this one (a flush that started has its token)."""
     if flush.hold_until > now:
         return WriteWait.BACKOFF, flush.hold_until
     if message_until is not None and message_until > now:
         return WriteWait.MESSAGE_REFRESH, message_until
-    if flush.flushing or (flush.due is not None and flush.due <= now):
-        return (WriteWait.WRITE_BUDGET if budget_waiters else WriteWait.SENDING), None
+    if flush.flushing:
+        return WriteWait.SENDING, None
+    if flush.due is not None and flush.due <= now:
+        return WriteWait.WRITE_BUDGET, None
     if flush.due is not None:
         return WriteWait.COALESCING, flush.due
     return WriteWait.NOT_QUEUED, None

@@ -133,6 +133,10 @@ async def test_metrics_follow_what_the_daemon_does(
         assert by_namespace
         assert all(name.startswith("probemarker_namespace_") for name in by_namespace)
         assert ("probemarker_namespace_probes_running", (("pod_namespace", "default"),)) in first
+        assert (
+            value(first, "probemarker_namespace_pod_writes_sent_total", pod_namespace="default")
+            >= 1
+        )
 
         world.script.set("gs-1", "app", "check", ExecReply(1, b"busy\n"))
         await world.wait_pod("gs-1", lambda p: labels_of(p).get("idle") == "no")

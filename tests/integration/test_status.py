@@ -228,7 +228,13 @@ async def test_a_pending_write_under_a_throttled_budget(world: World, tmp_path: 
     async with running_daemon(
         world.sim, status_socket=socket, write_qps=0.01, write_burst=1, shutdown_grace_seconds=0.2
     ) as daemon:
-        await eventually(lambda: daemon.limiter.waiting == 2)  # both flushes, in the queue
+        # Two pods decided, past their coalescing window, their flushes due (the writer
+        # itself waits for the next token, their turns to come).
+        def due() -> list[str]:
+            writes = [p["write"] for p in daemon.status()["pods"] if p["write"] is not None]
+            return [w["waits"] for w in writes]
+
+        await eventually(lambda: due() == ["WriteBudget"] * 2)
         document = await status_of(socket)
         waiting = {p["name"]: p["write"] for p in document["pods"] if p["write"] is not None}
         written = [f"g{i}" for i in range(3) if labels_of(world.pod(f"g{i}")).get("idle") == "yes"]

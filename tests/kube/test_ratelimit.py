@@ -211,3 +211,17 @@ async def test_a_cancelled_head_that_was_just_handed_the_turn_passes_it_on() -> 
     clock.advance(1.0)
     await third
     assert (bucket.granted, bucket.waiting) == (3, 0)
+
+
+async def test_a_refunded_token_is_there_again_and_the_bucket_never_overfills() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(qps=1.0, burst=2, clock=clock)
+    await bucket.acquire()
+    await bucket.acquire()
+    bucket.refund()  # taken for a write that had nothing to send
+    assert (bucket.granted, bucket.tokens) == (1, pytest.approx(1.0))
+    await bucket.acquire()
+    assert clock.sleeps == []  # the refunded token, not a wait
+    clock.advance(10.0)
+    bucket.refund()
+    assert bucket.tokens == pytest.approx(2.0)  # at most `burst`

@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PURE = [
     "probemarker.kit.annotations",
     "probemarker.kit.backoff",
+    "probemarker.kit.fairqueue",
     "probemarker.kit.histogram",
     "probemarker.kit.projection",
     "probemarker.kit.repeats",

@@ -21,15 +21,31 @@ What is written (k8s.io/client-go tools/events, pkg/apis/core/validation/events.
 
 Invariants:
 - `record()` never blocks and never raises for a write: observations go to a
-  queue of at most `max_queued` series (client-go: 1000 events); repeats of a
-  series already queued only bump its count, so they take no room; when the queue
-  is full the observation is dropped and counted (`stats.dropped`). One sender
-  (`run()`) writes in order, each write after a token of its bucket: the daemon gives
-  events a bucket of their own, so an event never takes a token a status write needs.
+  queue per namespace (the event's), `kit/fairqueue.py`, all of them together at most
+  `max_queued` series (client-go: 1000 events); repeats of a series already queued
+  only bump its count, so they take no room. A namespace alone may fill every place;
+  when they are all taken, a series of a namespace that holds fewer than the one
+  holding the most takes that one's newest place (it is dropped), and any other is
+  dropped itself: with N namespaces queuing, each keeps at least 1000 / N - 1
+  places, whatever another floods. (`max_queued_per_namespace` can bound one
+  namespace's share further; by default only the total does.) Drops are counted, in
+  all and by namespace (`stats.dropped`, `stats.dropped_by_namespace`).
+- fair by namespace (SPEC §5): one sender (`run()`) takes a token of its bucket,
+  then the next namespace's oldest series, the namespaces in turn: with N
+  namespaces waiting, each gets at least one write in every N, so a namespace that
+  floods the budget spends its own share (qps / the namespaces waiting, and what
+  the others leave) and another's event waits for at most one write of each other
+  namespace per series of its own ahead of it. The daemon gives events a bucket of
+  their own, so an event never takes a token a status write needs.
 - write failures are logged and counted (`stats.failed`), never retried here (the
   next repeat writes the series again) and never raised; cancellation is.
+- log lines a namespace can cause (`event.dropped`, `event.write_failed`): at most
+  one a minute per namespace and kind (kit/repeats.py, saying how many were held
+  back), the server's message cut to `NOTE_LIMIT` bytes.
 - the cache of series holds at most `max_cached` entries (least recently seen
-  evicted first); time comes from the injected clocks.
+  evicted first); counters and log-line limits by namespace are kept for at most
+  `COUNTED_NAMESPACES` namespaces (the least recently counted forgotten first); time
+  comes from the injected clocks.
 """
 
 from __future__ import annotations
@@ -39,7 +55,7 @@ import re
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -48,6 +64,8 @@ import structlog
 
 from probemarker.api.rules import REPORTING_CONTROLLER
 from probemarker.kit.clock import MONOTONIC, Clock
+from probemarker.kit.fairqueue import FairQueue
+from probemarker.kit.repeats import Repeats
 from probemarker.kit.text import trim_utf8
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.errors import ApiConflict, ApiNotFound, KubeError
@@ -55,6 +73,7 @@ from probemarker.kube.connect.resources import EVENTS
 from probemarker.kube.write.ratelimit import TokenBucket
 
 __all__ = [
+    "COUNTED_NAMESPACES",
     "FIELD_LIMIT",
     "NOTE_LIMIT",
     "EventRecorder",
@@ -74,6 +93,10 @@ EventType = Literal["Normal", "Warning"]
 NOTE_LIMIT = 1024
 FIELD_LIMIT = 128  # reason, action, reportingInstance
 _NAME_LIMIT = 253
+# Namespaces whose counters (dropped, sent) are kept: more than a node's pods can
+# spread over, so only a cluster with this many namespaces of events on one node
+# forgets the least recently counted.
+COUNTED_NAMESPACES = 1024
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _MERGE_PATCH = "application/merge-patch+json"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -113,7 +136,9 @@ class RecorderSettings:
     window: float = 360.0  # seconds; client-go tools/events finishTime
     max_cached: int = 4096  # series remembered for repeats
     max_queued: int = 1000  # series waiting to be written; client-go maxQueuedEvents
+    max_queued_per_namespace: int | None = None  # of which one namespace's (None: all)
     request_timeout: float = 10.0  # each write
+    log_interval: float = 60.0  # one line per namespace and kind of trouble, at most
 
 
 @dataclass(slots=True)
@@ -123,10 +148,22 @@ class EventStats:
     recorded: int = 0  # observations accepted by record()
     created: int = 0
     patched: int = 0
-    dropped: int = 0  # observations dropped: the queue was full
+    # observations dropped (their namespace's queue, or the whole queue, was full) and
+    # queued series pushed out for another namespace's
+    dropped: int = 0
     queued_max: int = 0  # the most series ever waiting at once (the queue holds max_queued)
     failed: int = 0  # writes the API server refused or that got no answer
     evicted: int = 0  # series forgotten to keep the cache bounded
+    # By the event's namespace (at most COUNTED_NAMESPACES of each): drops, requests sent.
+    dropped_by_namespace: dict[str, int] = field(default_factory=dict)
+    sent_by_namespace: dict[str, int] = field(default_factory=dict)
+
+
+def _count(counts: dict[str, int], namespace: str) -> None:
+    """One more for `namespace`, which becomes the most recently counted."""
+    counts[namespace] = counts.pop(namespace, 0) + 1
+    while len(counts) > COUNTED_NAMESPACES:
+        del counts[next(iter(counts))]
 
 
 def micro_time(moment: datetime) -> str:
@@ -193,9 +230,15 @@ class EventRecorder:
         self.settings = settings or RecorderSettings()
         self.stats = EventStats()
         self._cache: OrderedDict[_Key, _Series] = OrderedDict()
-        self._queue: asyncio.Queue[_Series] = asyncio.Queue(self.settings.max_queued)
+        self._queue: FairQueue[str, _Series] = FairQueue(
+            per_flow=self.settings.max_queued_per_namespace, total=self.settings.max_queued
+        )
+        self._queued = asyncio.Event()  # set when a series is queued
+        self._progress = asyncio.Event()  # set when a write ends, for `drain`
+        self._writing = False
+        # (kind, namespace) -> when last logged: two kinds of trouble per namespace counted
+        self._repeats = Repeats(self.settings.log_interval, max_keys=2 * COUNTED_NAMESPACES)
         self._last_nanos = 0
-        self._dropping = False
 
     def __repr__(self) -> str:
         return f"EventRecorder({self._instance!r}, queued={self.queued}, {self.stats})"
@@ -203,7 +246,12 @@ class EventRecorder:
     @property
     def queued(self) -> int:
         """Series waiting to be written now (the queue holds `settings.max_queued`)."""
-        return self._queue.qsize()
+        return len(self._queue)
+
+    def queued_by_namespace(self) -> dict[str, int]:
+        """Series waiting to be written now, by namespace (namespaces with none are not
+        listed); for the metrics."""
+        return self._queue.depths()
 
     # -- the caller's side ------------------------------------------------------------
 
@@ -260,43 +308,72 @@ class EventRecorder:
     def _enqueue(self, series: _Series) -> None:
         if series.queued:
             return  # the sender will write the newest count
-        try:
-            self._queue.put_nowait(series)
-        except asyncio.QueueFull:
-            self.stats.dropped += 1
-            if not self._dropping:
-                log.warning("event.dropped", reason="queue full", limit=self._queue.maxsize)
-            self._dropping = True
-            return
-        self._dropping = False
+        dropped = self._queue.push(series.namespace, series)
+        if dropped is not None:
+            namespace, lost = dropped
+            lost.queued = False  # pushed out, or never in: its next repeat queues it again
+            self._dropped(namespace)
+            if lost is series:
+                return
         series.queued = True
-        self.stats.queued_max = max(self.stats.queued_max, self._queue.qsize())
+        self._queued.set()
+        self.stats.queued_max = max(self.stats.queued_max, len(self._queue))
+
+    def _dropped(self, namespace: str) -> None:
+        self.stats.dropped += 1
+        _count(self.stats.dropped_by_namespace, namespace)
+        fields = self._repeats.fields(("dropped", namespace), self._clock.now())
+        if fields is not None:
+            log.warning(
+                "event.dropped",
+                namespace=namespace,
+                reason="queue full",
+                queued=self._queue.depth(namespace),
+                limit=self.settings.max_queued,
+                **fields,
+            )
 
     # -- the sender ---------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Write queued events, one at a time, until cancelled."""
+        """Write queued events, one at a time, the namespaces in turn, until cancelled."""
         while True:
-            series = await self._queue.get()
+            while not self._queue:
+                self._queued.clear()
+                await self._queued.wait()
+            await self._limiter.acquire()
+            # Whose turn: asked only now, with the token in hand.
+            popped = self._queue.pop()
+            if popped is None:
+                self._limiter.refund()
+                continue
+            series = popped[1]
+            series.queued = False  # repeats from now on queue it again
+            self._writing = True
             try:
-                series.queued = False  # repeats from now on queue it again
                 await self._write(series)
             finally:
-                self._queue.task_done()
+                self._writing = False
+                self._progress.set()
 
     async def drain(self) -> None:
         """Wait until every queued event has been written (or has failed)."""
-        await self._queue.join()
+        while self._queue or self._writing:
+            await self._progress.wait()
+            self._progress.clear()
 
     async def _write(self, series: _Series) -> None:
+        """Write `series`, a token of the bucket in hand for its first request."""
         count, seen = series.count, series.seen_wall
         if count == series.written:
+            self._limiter.refund()
             return
         try:
             if series.created:
                 try:
                     await self._send("patch", series, count, seen)
                 except ApiNotFound:
+                    await self._limiter.acquire()  # a second request, a second token
                     await self._send("create", series, count, seen)
             else:
                 await self._send("create", series, count, seen)
@@ -307,18 +384,22 @@ class EventRecorder:
             return
         except KubeError as error:
             self.stats.failed += 1
-            log.warning(
-                "event.write_failed",
-                name=f"{series.namespace}/{series.name}",
-                reason=series.body["reason"],
-                count=count,
-                error=str(error),
-            )
+            fields = self._repeats.fields(("write_failed", series.namespace), self._clock.now())
+            if fields is not None:
+                log.warning(
+                    "event.write_failed",
+                    name=f"{series.namespace}/{series.name}",
+                    reason=series.body["reason"],
+                    count=count,
+                    error=trim_utf8(str(error), NOTE_LIMIT),
+                    **fields,
+                )
             return
         series.written = count
 
     async def _send(self, verb: str, series: _Series, count: int, seen: datetime) -> None:
-        """`create` the event (with its series if repeated already), or `patch` its series."""
+        """`create` the event (with its series if repeated already), or `patch` its
+        series; the caller took its token."""
         repeats = {"series": {"count": count, "lastObservedTime": micro_time(seen)}}
         name: str | None = None
         if verb == "create":
@@ -329,7 +410,7 @@ class EventRecorder:
             name, method, body, content_type = series.name, "PATCH", repeats, _MERGE_PATCH
         path = EVENTS.path(series.namespace, name)
         info = EVENTS.info(verb, series.namespace, name)
-        await self._limiter.acquire()
+        _count(self.stats.sent_by_namespace, series.namespace)
         await self._client.request(
             method,
             path,

@@ -16,6 +16,10 @@ Invariants:
 - waiters are served in arrival order (FIFO): a late caller never overtakes one
   already waiting, so no busy caller starves another;
 - a cancelled waiter takes no token and leaves the queue, and the next one moves up;
+- a token taken for a request that is not sent after all is given back (`refund`):
+  a caller that takes its token before it knows what it sends (the writer takes it
+  before it picks whose turn it is, so the turn goes to whoever waits when the
+  budget has room) spends none on nothing;
 - time comes only from the injected `Clock` (kit/clock.py: monotonic seconds, and its `sleep`), so
   tests drive it with a fake clock and assert nothing about wall-clock time.
 
@@ -110,6 +114,13 @@ class TokenBucket:
             self._state = BucketState(tokens=self._state.tokens - 1.0, at=self._state.at)
             self.granted += 1
         return delay
+
+    def refund(self) -> None:
+        """Give back a token taken by `acquire` for a request that was not sent."""
+        self._state = refill(self._state, now=self._clock.now(), qps=self.qps, burst=self.burst)
+        tokens = min(float(self.burst), self._state.tokens + 1.0)
+        self._state = BucketState(tokens=tokens, at=self._state.at)
+        self.granted -= 1
 
     async def acquire(self) -> None:
         """Wait for a token, behind every caller already waiting (FIFO)."""

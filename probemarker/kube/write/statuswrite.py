@@ -23,7 +23,9 @@ changes of `status.conditions` (a list the kubelet also writes); a merge patch
 would replace the whole list, a strategic merge patch cannot guard anything.
 
 Invariants: one request per call (no retry here: the writer decides, with the
-newest desired state); a token of the status writes' bucket is taken before it is sent;
+newest desired state); a token of the status writes' bucket is taken before it is sent
+(by this call, or by the caller when it passes `limiter=None`: the writer takes the
+token before it picks whose turn it is, write/queue.py);
 the body is serialised with orjson; `wait` bounds the request, not the wait
 for a token (the caller bounds both with `asyncio.timeout` if it needs to).
 """
@@ -59,11 +61,12 @@ async def patch_pod_status(
     namespace: str,
     name: str,
     ops: Sequence[Mapping[str, Any]],
-    limiter: TokenBucket,
+    limiter: TokenBucket | None,
     wait: float | None = None,
 ) -> dict[str, Any]:
     """PATCH `ops` (RFC 6902) to the pod's status subresource; the stored pod back.
 
+    `limiter`: the bucket to take a token of first; None: the caller took it.
     `wait`: seconds for the request (default: the client's `request_timeout`).
     An empty `ops` is refused (`ValueError`): nothing to write means no request.
     """
@@ -71,7 +74,8 @@ async def patch_pod_status(
         raise ValueError("patch_pod_status needs at least one operation")
     body = orjson.dumps(ops if isinstance(ops, list) else list(ops), default=_plain)
     info = PODS.info("patch", namespace, name, "status")
-    await limiter.acquire()
+    if limiter is not None:
+        await limiter.acquire()
     return await client.request(
         "PATCH",
         PODS.path(namespace, name, "status"),

@@ -279,5 +279,5 @@ def test_the_bounds_themselves_are_accepted(flag: str, text: str, field: str, va
 
 def test_help_shows_each_numbers_range(monkeypatch: pytest.MonkeyPatch) -> None:
     text = run_help(monkeypatch)
-    assert "pod status writes per second (client-side rate limit); 0.01 to 10000" in text
+    assert "one write each while several wait (docs/kube-writes.md); 0.01 to 10000" in text
     assert "fewest runs (docs/engine.md); 1 to 10000" in text

@@ -366,3 +366,15 @@ async def test_a_pod_without_an_ip_is_not_probed() -> None:
         assert rig.engine.stats.runs == {("tcpSocket", "Unknown"): 3}
         assert rig.decided() is None
         assert rig.sink.events == []
+
+
+async def test_the_namespaces_with_pods_here_are_known_and_a_left_one_forgotten() -> None:
+    """What the metrics label by namespace (observe/namespaced.py): only namespaces with a
+    pod on this node, so a namespace whose pods all left is no longer kept."""
+    async with running() as rig:
+        assert rig.engine.namespaces == frozenset()
+        pod = pod_entry()
+        rig.engine.sync_pod(pod.key, pod)
+        assert rig.engine.namespaces == {"ns"}
+        rig.engine.sync_pod(pod.key, None)
+        assert rig.engine.namespaces == frozenset()

@@ -28,3 +28,13 @@ def test_clear_logs_the_next_at_once() -> None:
     repeats.due("k", 1.0)
     repeats.clear("k")
     assert repeats.fields("k", 2.0) == {}
+
+
+def test_past_max_keys_the_key_logged_least_recently_is_forgotten() -> None:
+    repeats = Repeats(interval=60.0, max_keys=2)
+    assert repeats.due("a", 0.0) == 0
+    assert repeats.due("b", 1.0) == 0
+    assert repeats.due("a", 61.0) == 0  # a is logged again: b is now the oldest
+    assert repeats.due("c", 62.0) == 0  # a third key: b is forgotten
+    assert repeats.due("a", 63.0) is None  # a is still remembered
+    assert repeats.due("b", 64.0) == 0  # b is new again: logged at once

@@ -62,6 +62,8 @@ class Parts:
     namespaces: frozenset[str] = frozenset()
     running_by_namespace: dict[str, int] = field(default_factory=dict)
     waiting_by_namespace: dict[str, int] = field(default_factory=dict)
+    writes_waiting: dict[str, int] = field(default_factory=dict)
+    events_queued: dict[str, int] = field(default_factory=dict)
 
     def snapshot(self) -> Snapshot:
         return Snapshot(
@@ -86,6 +88,8 @@ class Parts:
             namespaces=self.namespaces,
             running_by_namespace=self.running_by_namespace,
             waiting_by_namespace=self.waiting_by_namespace,
+            writes_waiting=self.writes_waiting,
+            events_queued=self.events_queued,
         )
 
 
@@ -161,6 +165,17 @@ def _events(p: Parts) -> None:
     e.recorded, e.created, e.patched, e.dropped, e.failed, e.evicted, e.queued_max = (
         20, 12, 6, 1, 1, 0, 9,
     )  # fmt: skip
+
+
+def _shares(p: Parts) -> None:
+    # "gone" has no pod on this node any more, "marker-only" never had one: neither is
+    # a label value (their counts are in the totals only).
+    p.namespaces = frozenset({"a", "b"})
+    p.writes_waiting.update({"a": 40, "gone": 3})
+    p.writer.sent_by_namespace.update({"a": 900, "b": 12, "gone": 5})
+    p.events_queued.update({"a": 100})
+    p.events.sent_by_namespace.update({"a": 300, "b": 7, "marker-only": 2})
+    p.events.dropped_by_namespace.update({"a": 9235, "marker-only": 1})
 
 
 def _durations(p: Parts) -> None:
@@ -291,6 +306,22 @@ CASES: list[Any] = [
         id="events-written-and-dropped",
     ),
     pytest.param(
+        _shares,
+        [
+            s(P + "namespace_pod_writes_waiting", 40, pod_namespace="a"),
+            s(P + "namespace_pod_writes_waiting", 0, pod_namespace="b"),
+            s(P + "namespace_pod_writes_sent_total", 900, pod_namespace="a"),
+            s(P + "namespace_pod_writes_sent_total", 12, pod_namespace="b"),
+            s(P + "namespace_events_queued", 100, pod_namespace="a"),
+            s(P + "namespace_events_queued", 0, pod_namespace="b"),
+            s(P + "namespace_events_sent_total", 300, pod_namespace="a"),
+            s(P + "namespace_events_sent_total", 7, pod_namespace="b"),
+            s(P + "namespace_events_dropped_total", 9235, pod_namespace="a"),
+            s(P + "namespace_events_dropped_total", 0, pod_namespace="b"),
+        ],
+        id="shared-budgets-by-namespace",
+    ),
+    pytest.param(
         _durations,
         [
             s(P + "probe_duration_seconds_bucket", 2, kind="exec", le="0.1"),
@@ -383,7 +414,8 @@ def test_a_scrape_reads_the_live_counters() -> None:
 
 def test_names_follow_prometheus_conventions() -> None:
     parts = Parts()
-    for fill in (_runs, _writer, _requests, _informers, _events, _durations, _server, _http_pool):
+    fills = (_runs, _writer, _requests, _informers, _events, _durations, _server, _http_pool)
+    for fill in (*fills, _shares):
         fill(parts)
     text = generate_latest(build_registry(parts.snapshot)).decode()
     families = list(text_string_to_metric_families(text))
@@ -397,6 +429,14 @@ def test_names_follow_prometheus_conventions() -> None:
             if family.type == "counter":
                 assert sample.name.endswith("_total"), sample.name
             assert not sample.name.endswith(("_milliseconds", "_ms")), sample.name
+
+
+def test_a_namespace_label_only_for_namespaces_with_pods_on_the_node() -> None:
+    parts = Parts()
+    _shares(parts)
+    shown = {dict(labels).get("pod_namespace") for _, labels in scrape(parts)} - {None}
+    assert shown == {"a", "b"}
+    assert not [name for name, labels in scrape(Parts()) if dict(labels).get("pod_namespace")]
 
 
 def test_two_registries_in_one_process_do_not_collide() -> None:

@@ -10,28 +10,42 @@ NOW = 100.0
 
 
 @pytest.mark.parametrize(
-    ("flush", "message_until", "waiters", "expected"),
+    ("flush", "message_until", "expected"),
     [
-        (FlushState(due=NOW + 0.05), None, 0, (WriteWait.COALESCING, NOW + 0.05)),
-        (FlushState(due=NOW - 1), None, 3, (WriteWait.WRITE_BUDGET, None)),
-        (FlushState(flushing=True), None, 1, (WriteWait.WRITE_BUDGET, None)),
-        (FlushState(flushing=True), None, 0, (WriteWait.SENDING, None)),
-        (FlushState(due=NOW + 7), NOW + 7, 0, (WriteWait.MESSAGE_REFRESH, NOW + 7)),
-        # a message whose time has come goes with the next flush
-        (FlushState(due=NOW + 0.05), NOW - 1, 0, (WriteWait.COALESCING, NOW + 0.05)),
-        (FlushState(due=NOW + 4, hold_until=NOW + 4), NOW + 9, 2, (WriteWait.BACKOFF, NOW + 4)),
-        (FlushState(), None, 0, (WriteWait.NOT_QUEUED, None)),
+        pytest.param(
+            FlushState(due=NOW + 0.05), None, (WriteWait.COALESCING, NOW + 0.05), id="coalescing"
+        ),
+        pytest.param(FlushState(due=NOW - 1), None, (WriteWait.WRITE_BUDGET, None), id="due"),
+        pytest.param(FlushState(due=NOW), None, (WriteWait.WRITE_BUDGET, None), id="due-now"),
+        # Its token is taken once its flush starts, however many others wait for one.
+        pytest.param(FlushState(flushing=True), None, (WriteWait.SENDING, None), id="started"),
+        pytest.param(
+            FlushState(due=NOW + 7),
+            NOW + 7,
+            (WriteWait.MESSAGE_REFRESH, NOW + 7),
+            id="message-held",
+        ),
+        pytest.param(
+            FlushState(due=NOW + 0.05),
+            NOW - 1,
+            (WriteWait.COALESCING, NOW + 0.05),
+            id="a-message-whose-time-has-come-goes-with-the-next-flush",
+        ),
+        pytest.param(
+            FlushState(due=NOW + 4, hold_until=NOW + 4),
+            NOW + 9,
+            (WriteWait.BACKOFF, NOW + 4),
+            id="backoff-first",
+        ),
+        pytest.param(FlushState(), None, (WriteWait.NOT_QUEUED, None), id="not-queued"),
     ],
 )
 def test_why_a_write_waits(
     flush: FlushState,
     message_until: float | None,
-    waiters: int,
     expected: tuple[WriteWait, float | None],
 ) -> None:
-    assert why_waiting(flush, now=NOW, message_until=message_until, budget_waiters=waiters) == (
-        expected
-    )
+    assert why_waiting(flush, now=NOW, message_until=message_until) == expected
 
 
 def test_the_queue_tells_where_a_pod_stands() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from probemarker.kube.connect.errors import ApiInvalid, Cause
-from probemarker.write.writer import refusal_cause
+from probemarker.write.flush import refusal_cause
 
 TOO_LONG = Cause(
     "FieldValueTooLong", "Too long: may not be more than 262144 bytes", "metadata.annotations"
