@@ -22,6 +22,7 @@ from kubernetes_asyncio import client
 from probemarker.daemon.app import Daemon
 from probemarker.daemon.settings import RunSettings
 from probemarker.observe.snapshot import SNAPSHOT_VERSION
+from probemarker.observe.statussocket import StatusRequest
 from probemarker.sim.exec.runners import DEFAULT_PATH, ExecIO, ExecReply, ExecRequest
 from probemarker.status.read import StatusOptions, read_cluster, read_local_socket, read_socket
 from probemarker.status.render import exit_code, render_json, render_text
@@ -231,7 +232,8 @@ async def test_a_pending_write_under_a_throttled_budget(world: World, tmp_path: 
         # Two pods decided, past their coalescing window, their flushes due (the writer
         # itself waits for the next token, their turns to come).
         def due() -> list[str]:
-            writes = [p["write"] for p in daemon.status()["pods"] if p["write"] is not None]
+            answer = json.loads(daemon.status(StatusRequest()))
+            writes = [p["write"] for p in answer["pods"] if p["write"] is not None]
             return [w["waits"] for w in writes]
 
         await eventually(lambda: due() == ["WriteBudget"] * 2)
