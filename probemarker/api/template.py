@@ -14,6 +14,9 @@ The grammar is Go template's, cut down to one action:
   renders as itself. `render_pieces` gives the same value as the pieces it is made
   of, for a view that shows it cut (`kit.text.shown`): a 4 KiB value that repeats the
   action renders hundreds of KB, which a view never needs to build.
+- `rendered_size(value, result)` is the rendered value's length, in characters and in
+  UTF-8 bytes, from the text around the actions and their count: the desired state
+  refuses a value that cannot fit from its size, without building it.
 
 Whether a rendered value fits where it goes (a label value's alphabet and length, the
 pod's annotation room) is the desired state's question (`value_problem`), asked on
@@ -24,11 +27,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Final
+from typing import Final, NamedTuple
 
 from probemarker.api import rules
 
-__all__ = ["render", "render_pieces", "template_problems", "uses_result"]
+__all__ = [
+    "RenderedSize",
+    "render",
+    "render_pieces",
+    "rendered_size",
+    "template_problems",
+    "uses_result",
+]
 
 _ACTION: Final = re.compile(rules.RESULT_ACTION_RE)
 _OPEN: Final = "{{"
@@ -67,3 +77,27 @@ def render_pieces(value: str, result: str) -> Iterator[str]:
     for part in parts[1:]:
         yield result
         yield part
+
+
+class RenderedSize(NamedTuple):
+    """The length of a rendered value: `chars` (what a label value's 63 count) and
+    `bytes` of UTF-8 (what the API server counts of annotations)."""
+
+    chars: int
+    bytes: int
+
+
+def rendered_size(value: str, result: str) -> RenderedSize:
+    """The size of `render(value, result)`, computed without building it: the text
+    around the actions once, plus `result` once per action."""
+    parts = _ACTION.split(value)
+    actions = len(parts) - 1
+    text_chars = sum(len(part) for part in parts)
+    text_bytes = sum(len(_utf8(part)) for part in parts)
+    return RenderedSize(
+        text_chars + actions * len(result), text_bytes + actions * len(_utf8(result))
+    )
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")

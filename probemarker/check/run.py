@@ -285,8 +285,10 @@ async def _check_pod(
                 "reason": want.reason,
                 "message": want.message,
             }
+        # The one-shot CLI shows a refused value whole, as its `values` do (a value
+        # the daemon refuses from its size alone is built here, never in the daemon).
         invalid = tuple(
-            {"kind": i.kind, "key": i.key, "value": i.value, "problem": i.problem}
+            {"kind": i.kind, "key": i.key, "value": "".join(i.pieces()), "problem": i.problem}
             for i in pod_plan.desired.invalid
             if i.owner == key.owner
         )

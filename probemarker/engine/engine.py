@@ -73,7 +73,7 @@ from probemarker.schedule.timing import first_due, next_due
 from probemarker.watch.markers import MarkerTable
 from probemarker.watch.pods import ContainerFacts, PodUID, PodView, pod_view
 from probemarker.write.desired import Decided, DesiredPod, InvalidValue, desired_state
-from probemarker.write.ownership import OWNED_KEY, parse_record, value_token
+from probemarker.write.ownership import OWNED_KEY, parse_record
 
 log = structlog.get_logger("probemarker.engine")
 
@@ -622,7 +622,7 @@ class Engine:
         for slot in [s for s in memory if not _renders(live.get(s[0]), s[1], s[2])]:
             del memory[slot]
         for bad in invalid:
-            token = value_token(bad.value)
+            token = bad.token
             seen = memory.get(bad.slot)
             if seen is None and bad.recorded:
                 memory[bad.slot] = [token]

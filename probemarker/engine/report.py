@@ -116,7 +116,7 @@ class Reporter:
     def invalid_value(self, pod: PodView, bad: InvalidValue) -> None:
         """A value rendered from `{{.Result}}` cannot go on `pod`: its key keeps the
         last valid value (write/desired.py)."""
-        value = shown(bad.value)
+        value = shown(bad.pieces())
         note = (
             f"{bad.owner.marker}/{bad.owner.probe}: {bad.kind} {bad.key!r} would be "
             f"{value.quoted()} from the probe's answer, but {bad.problem}; not written, the key "

@@ -222,7 +222,7 @@ def _last(probe: ProbeSeen, desired: DesiredPod | None) -> dict[str, Any]:
     for bad in () if desired is None else desired.invalid:
         if bad.owner != probe.key.owner:
             continue
-        value = shown(bad.value)
+        value = shown(bad.pieces())
         showing = None if values is None else values[f"{bad.kind}s"].get(bad.key)
         same = showing is not None and showing.digest == value.digest
         refused.append(

@@ -20,7 +20,11 @@ then probe name), then one over departed owners:
   (True/False, ProbeSucceeded/ProbeFailed, its message);
 - a policy value with `{{.Result}}` is rendered with the decided result
   (api/template.py). A rendered value that cannot go on the pod (`label_problem`, or
-  no room: below) is not written and is reported in `invalid`. Within the state the
+  no room: below) is not written and is reported in `invalid`. One that cannot fit
+  whatever else the pod holds (`size_problem`: a label value over 63 characters, an
+  annotation over the 256 KiB of all annotations) is refused from its size, computed
+  from the template and the result, and never built: a template that repeats the
+  action renders hundreds of KB, 32 times a policy. Within the state the
   owner last wrote in (its record entry's state) it keeps the key at the value it
   last wrote, where the pod still shows it (a garbled answer does not wipe a good
   value); across a transition it keeps nothing, so the key is removed: never left at
@@ -69,7 +73,7 @@ then probe name), then one over departed owners:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import MappingProxyType
@@ -79,8 +83,8 @@ import orjson
 
 from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.names import label_value_problems
-from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
-from probemarker.api.template import render, uses_result
+from probemarker.api.rules import MAX_LABEL_VALUE_LENGTH, TOTAL_ANNOTATION_BYTES
+from probemarker.api.template import render, render_pieces, rendered_size, uses_result
 from probemarker.kit.text import trim_utf8
 from probemarker.match.identity import HeldCommand, OwnerRef
 from probemarker.watch.pods import PodView
@@ -92,6 +96,7 @@ from probemarker.write.ownership import (
     fit_record,
     owners_text,
     parse_record,
+    pieces_token,
     render_record,
     still_held,
     value_token,
@@ -112,6 +117,7 @@ __all__ = [
     "annotation_bytes",
     "desired_state",
     "label_problem",
+    "size_problem",
 ]
 
 MESSAGE_LIMIT: Final = 1024  # bytes of a condition message (SPEC §3)
@@ -166,19 +172,37 @@ class Conflict:
 
 @dataclass(frozen=True, slots=True)
 class InvalidValue:
-    """A value rendered from `{{.Result}}` that cannot go on the pod: not written."""
+    """A value rendered from `{{.Result}}` that cannot go on the pod: not written.
+
+    `value` is the rendered value; None for a value refused from its size alone
+    (`size_problem`), which is never built: it is `template` rendered with `result`.
+    Read it through `pieces()` (`kit.text.shown`) and `token` (`value_token`)."""
 
     owner: OwnerRef
     kind: str  # "label" | "annotation"
     key: str
-    value: str
+    value: str | None
     problem: str
     recorded: bool = False  # the pod's record notes its key as warned of (Owned.warned)
     room: bool = False  # refused for room (a valid value the whole write has no room for)
+    template: str = ""  # with `result`, the value when `value` is None
+    result: str = ""
 
     @property
     def slot(self) -> tuple[OwnerRef, str, str]:
         return self.owner, self.kind, self.key
+
+    def pieces(self) -> Iterator[str]:
+        """The value as the pieces it joins (`api.template.render_pieces`)."""
+        if self.value is not None:
+            yield self.value
+        else:
+            yield from render_pieces(self.template, self.result)
+
+    @property
+    def token(self) -> str:
+        """`value_token` of the value, the same whether it was built or not."""
+        return value_token(self.value) if self.value is not None else pieces_token(self.pieces())
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,15 +327,30 @@ class _Pass:
         if result is None and old is not None and old.state is not None and not same_state:
             result = ""  # a new state decided with no answer (decide.step)
         if result is not None:
-            value = render(template, result)
-            problem = label_problem(value) if kind == "label" else None
-            room = problem is None and (owner, kind, key) in self.refused
-            if room:
-                problem = self.refused[(owner, kind, key)]
-            if problem is None:
-                return value
             recorded = old is not None and warned_slot(kind, key) in old.warned
-            self.invalid.append(InvalidValue(owner, kind, key, value, problem, recorded, room))
+            if (too_large := size_problem(kind, key, template, result)) is not None:
+                self.invalid.append(
+                    InvalidValue(
+                        owner,
+                        kind,
+                        key,
+                        None,
+                        too_large,
+                        recorded,
+                        room=kind == "annotation",
+                        template=template,
+                        result=result,
+                    )
+                )
+            else:
+                value = render(template, result)
+                problem = label_problem(value) if kind == "label" else None
+                room = problem is None and (owner, kind, key) in self.refused
+                if room:
+                    problem = self.refused[(owner, kind, key)]
+                if problem is None:
+                    return value
+                self.invalid.append(InvalidValue(owner, kind, key, value, problem, recorded, room))
         if same_state:
             self._keep_last(owner, kind, key)
         return None
@@ -397,7 +436,7 @@ def _warned(owner: OwnerRef, owned: Owned, work: _Pass) -> dict[str, str]:
     for bad in work.invalid:
         if bad.owner == owner and bad.kind == "label" and not bad.room:
             slot = warned_slot(bad.kind, bad.key)
-            out[slot] = owned.warned.get(slot) or value_token(bad.value)
+            out[slot] = owned.warned.get(slot) or bad.token
     for lost in work.conflicts():
         if lost.loser == owner:
             out[warned_slot(lost.kind, lost.key, lost=True)] = value_token(str(lost.winner))
@@ -647,6 +686,28 @@ def label_problem(value: str) -> str | None:
     alphabet); None if it is. Nothing is changed to make a value fit."""
     problems = label_value_problems(value)
     return f"a label value {problems[0]}" if problems else None
+
+
+def size_problem(kind: str, key: str, template: str, result: str) -> str | None:
+    """Why `template` rendered with `result` cannot go on any pod from its size alone,
+    computed without building it (`api.template.rendered_size`): a label value over 63
+    characters; an annotation whose key and value take more than the 256 KiB the API
+    server allows all of a pod's annotations. None: it may fit (built and judged)."""
+    size = rendered_size(template, result)
+    if kind == "label":
+        if size.chars > MAX_LABEL_VALUE_LENGTH:
+            return (
+                f"a label value must be no more than {MAX_LABEL_VALUE_LENGTH} characters "
+                f"(this one renders to {size.chars})"
+            )
+        return None
+    with_key = len(_utf8(key)) + size.bytes
+    if with_key > TOTAL_ANNOTATION_BYTES:
+        return (
+            f"it renders to {size.bytes} bytes ({with_key} with its key), over the API "
+            f"server's limit of {TOTAL_ANNOTATION_BYTES} for all of a pod's annotations"
+        )
+    return None
 
 
 def annotation_bytes(pod: PodView, annotations: Mapping[str, str | None]) -> int:

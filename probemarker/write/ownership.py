@@ -94,6 +94,7 @@ __all__ = [
     "our_condition",
     "owners_text",
     "parse_record",
+    "pieces_token",
     "pod_projection",
     "read_keys",
     "render_record",
@@ -136,8 +137,30 @@ def value_token(value: str) -> str:
     data = value.encode("utf-8", "surrogatepass")
     if len(data) <= _LITERAL_LIMIT and not value.startswith(_DIGEST_MARK):
         return value
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode("ascii")
-    return _DIGEST_MARK + digest[:_DIGEST_CHARS]
+    return _digest_token(hashlib.sha256(data).digest())
+
+
+def pieces_token(pieces: Iterable[str]) -> str:
+    """`value_token` of the value the `pieces` join to (`api.template.render_pieces`),
+    without joining them: the same token, one piece at a time."""
+    digest = hashlib.sha256()
+    head: list[bytes] = []  # the first bytes, while the value may be a literal token
+    size = 0
+    for piece in pieces:
+        data = piece.encode("utf-8", "surrogatepass")
+        digest.update(data)
+        size += len(data)
+        if size <= _LITERAL_LIMIT:
+            head.append(data)
+    if size <= _LITERAL_LIMIT:
+        return value_token(b"".join(head).decode("utf-8", "surrogatepass"))
+    return _digest_token(digest.digest())
+
+
+def _digest_token(sha256: bytes) -> str:
+    """The token of a value that is not its own (`value_token`), from its SHA-256."""
+    text = base64.urlsafe_b64encode(sha256).decode("ascii")
+    return _DIGEST_MARK + text[:_DIGEST_CHARS]
 
 
 def holds(current: str | None, token: str) -> bool:
