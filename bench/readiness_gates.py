@@ -67,7 +67,7 @@ class Api:
             ca = Path(folder) / "ca"
             ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
             context = ssl.create_default_context(cafile=str(ca))
-            if "token" in user:  # a bare API server's admin (realk8s/up.sh)
+            if "token" in user:  # an admin with a token (a bare API server of your own)
                 self.headers["Authorization"] = f"Bearer {user['token']}"
             else:
                 cert, key = Path(folder) / "cert", Path(folder) / "key"

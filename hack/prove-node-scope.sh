@@ -151,7 +151,12 @@ until_true() {
 (cd "$REPO" && python3 -c 'import sys; from pathlib import Path; from tests.cluster.install import reachable; reachable(Path(sys.argv[1]))' "$ADMIN") ||
   exit 1
 
-echo "== server: $("${K[@]}" version -o json | python3 -c 'import json,sys;print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')"
+server_version=$("${K[@]}" version -o json | python3 -c 'import json,sys;print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')
+echo "== server: $server_version"
+# The component's API, admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy, is served from 1.30.
+if ! [[ $server_version =~ ^v1\.([0-9]+)\. ]] || ((BASH_REMATCH[1] < 30)); then
+  fail "the node-scope component needs Kubernetes 1.30 or later; this server is $server_version"
+fi
 "${K[@]}" get node "$NODE" >/dev/null 2>&1 || fail "no node $NODE: $ADMIN is not hack/cluster.sh's cluster"
 run "${K[@]}" wait "node/$NODE" --for=condition=Ready --timeout=60s
 
