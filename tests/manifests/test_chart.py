@@ -13,6 +13,7 @@ version being the package's.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -22,7 +23,15 @@ import pytest
 import yaml
 
 import probemarker
-from tests.helm import CHART, RELEASE_NAMESPACE, helm_template, render_chart, require_helm, run_helm
+from tests.helm import (
+    CHART,
+    RELEASE_NAMESPACE,
+    REPO,
+    helm_template,
+    render_chart,
+    require_helm,
+    run_helm,
+)
 from tests.manifests.test_manifests import KUBECTL, MANIFESTS, kustomize, write_overlay
 
 COMPONENTS = MANIFESTS / "components"
@@ -392,3 +401,17 @@ def test_the_schema_refuses_unknown_keys_everywhere() -> None:
                 walk(node[key], f"{where}[]")
 
     walk({k: v for k, v in SCHEMA.items() if k != "$schema"}, "values")
+
+
+def test_the_docs_values_table_is_the_charts() -> None:
+    """docs/installation.md's table is hack/chart_values.py's, from the schema and defaults."""
+    spec = importlib.util.spec_from_file_location("chart_values", REPO / "hack" / "chart_values.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--check"]) == 0, "python3 hack/chart_values.py"
+    table = module.table()
+    for path in value_paths(SCHEMA):
+        if path != "global":
+            assert f"| `{path}` |" in table
