@@ -30,6 +30,7 @@ import pytest
 
 from probemarker import __version__
 from tests.cluster.install import (
+    ADDONS,
     IMAGE,
     IMAGE_NAME,
     KUBE_BIN,
@@ -123,6 +124,7 @@ def cluster() -> Iterator[Cluster]:
 def addon(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Addon:
     folder = tmp_path_factory.mktemp("overlay")
     installed = Addon(cluster, folder)
+    ADDONS.append(installed)
     installed.use("api")
     return installed
 

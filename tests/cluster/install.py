@@ -235,6 +235,11 @@ class Addon:
         return old, new
 
 
+# Every Addon the suite made (conftest's `addon`): a module that removes the kustomize
+# install (tests/cluster/test_helm.py) resets them, so the next `use` installs again.
+ADDONS: list[Addon] = []
+
+
 def overlay(folder: Path, backend: str, socket: Path, *, node_scope: bool = True) -> str:
     """The overlay's kustomization.yaml; `node_scope` adds that component, as
     docs/installation.md says to on Kubernetes 1.30 and later."""
