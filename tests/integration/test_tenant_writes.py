@@ -15,14 +15,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import Any
 
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
 from probemarker.sim.server.accounting import RequestRecord
 from tests.integration.world import (
-    GROUP,
-    PLURAL,
-    VERSION,
     World,
     eventually,
     flag,
@@ -39,31 +35,6 @@ BUDGETS = {"write_qps": 8.0, "write_burst": 1, "event_qps": 4.0, "event_burst": 
 # A's already picked (its token taken), one on its way, and one sent during B's own
 # coalescing window (0.02 s).
 AHEAD_AT_MOST = 3
-
-
-async def namespace(world: World, name: str) -> None:
-    body: Any = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    await world.core.create_namespace(body)
-
-
-async def pod(world: World, ns: str, name: str) -> None:
-    body: Any = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns, "labels": {"app": "game"}},
-        "spec": {
-            "nodeName": "node-1",
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "app", "image": "game:1"}],
-        },
-    }
-    await world.core.create_namespaced_pod(ns, body)
-    await world.sim.kubelet.wait_running(ns, name)
-
-
-async def apply(world: World, ns: str, body: dict[str, Any]) -> None:
-    body["metadata"]["namespace"] = ns
-    await world.custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body)
 
 
 class Flood:
@@ -131,21 +102,21 @@ def ahead(world: World, since: int, mine: Match, theirs: Match) -> int | None:
 async def test_a_flooding_namespace_never_makes_another_wait_behind_its_writes(
     world: World,
 ) -> None:
-    await namespace(world, A)
-    await namespace(world, B)
+    await world.create_namespace(A)
+    await world.create_namespace(B)
     for i in range(A_PODS):
         world.sim.exec_handlers.register(A, f"a{i}", "app", Flood().answer)
-        await pod(world, A, f"a{i}")
+        await world.create_pod_in(A, f"a{i}")
     b = Tenant(world)
     world.sim.exec_handlers.register(B, "b0", "app", b.answer)
-    await pod(world, B, "b0")
+    await world.create_pod_in(B, "b0")
     load = probe(
         "load",
         succeeded={"labels": {"load": "{{.Result}}"}},
         failed={"labels": {"load": "down"}},
     )
-    await apply(world, A, marker("flood", probes=[load]))
-    await apply(world, B, marker("quiet", probes=[flag("idle")]))
+    await world.create_marker_in(A, marker("flood", probes=[load]))
+    await world.create_marker_in(B, marker("quiet", probes=[flag("idle")]))
 
     async with running_daemon(world.sim, **BUDGETS) as daemon:
         await world.sim.kubelet.wait_for_pod(

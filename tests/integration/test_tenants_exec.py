@@ -15,11 +15,8 @@ from typing import Any
 
 from probemarker.sim.exec.runners import ExecIO, ExecRequest
 from tests.integration.world import (
-    GROUP,
     NS,
     OWNED,
-    PLURAL,
-    VERSION,
     World,
     eventually,
     flag,
@@ -57,11 +54,6 @@ class Commands:
         return 0
 
 
-async def create_namespace(world: World, namespace: str) -> None:
-    body: Any = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-    await world.core.create_namespace(body)
-
-
 class Busy:
     """A stream handler whose command takes `seconds` (within its timeout); `code` is
     its exit code."""
@@ -76,24 +68,8 @@ class Busy:
 
 
 async def create_pod_in(world: World, namespace: str, name: str, handler: Commands | Busy) -> None:
-    body: Any = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "game"}},
-        "spec": {
-            "nodeName": "node-1",
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "app", "image": "game:1"}],
-        },
-    }
     world.sim.exec_handlers.register_stream(namespace, name, "app", handler)
-    await world.core.create_namespaced_pod(namespace, body)
-    await world.sim.kubelet.wait_running(namespace, name)
-
-
-async def apply_marker_in(world: World, namespace: str, body: dict[str, Any]) -> None:
-    body = {**body, "metadata": {**body["metadata"], "namespace": namespace}}
-    await world.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+    await world.create_pod_in(namespace, name)
 
 
 def owned(pod: dict[str, Any]) -> dict[str, Any]:
@@ -168,11 +144,11 @@ async def test_a_namespace_filling_the_held_streams_leaves_another_its_share(
     time for the whole limit, its probe Failed all that while (a readiness gate on it
     kept its pod out of its Service for 10 minutes)."""
     flood = Commands()
-    await create_namespace(world, FLOOD)
+    await world.create_namespace(FLOOD)
     for i in range(4):
         await create_pod_in(world, FLOOD, f"f-{i}", flood)
-    await apply_marker_in(
-        world, FLOOD, marker("m", probes=[flag("idle", command="hang", timeout=1, period=1)])
+    await world.create_marker_in(
+        FLOOD, marker("m", probes=[flag("idle", command="hang", timeout=1, period=1)])
     )
     theirs = Commands(slow=1.5)
     await create_pod_in(world, NS, "gs-1", theirs)
@@ -196,10 +172,10 @@ async def test_a_namespace_filling_the_slots_does_not_slow_another(world: World)
     another namespace's runs queued behind their backlog (6.7 s slot waits, a flip's
     p99 from 1.05 s to 3.15 s on the sim)."""
     slow = Busy(2.9)  # each run takes a slot for 2.9 s, and comes due again at once
-    await create_namespace(world, FLOOD)
+    await world.create_namespace(FLOOD)
     for i in range(24):
         await create_pod_in(world, FLOOD, f"f-{i}", slow)
-    await apply_marker_in(world, FLOOD, marker("m", probes=[flag("busy", timeout=3, period=1)]))
+    await world.create_marker_in(FLOOD, marker("m", probes=[flag("busy", timeout=3, period=1)]))
     theirs = Busy(0.0)
     await create_pod_in(world, NS, "gs-1", theirs)
     await world.apply_marker(marker("m", probes=[flag("ready", period=1)]))

@@ -183,6 +183,32 @@ class World:
         await self.core.create_namespaced_pod(NS, body)
         return await self.sim.kubelet.wait_running(NS, name)
 
+    async def create_namespace(self, name: str) -> None:
+        """A namespace of its own (a tenant: `create_pod` and `apply_marker` use NS)."""
+        body: Any = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        await self.core.create_namespace(body)
+
+    async def create_pod_in(self, namespace: str, name: str) -> None:
+        """A running pod `app=game` with one container `app` in `namespace`; the test
+        registers what its container answers (`sim.exec_handlers`) first."""
+        body: Any = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": {"app": "game"}},
+            "spec": {
+                "nodeName": "node-1",
+                "terminationGracePeriodSeconds": 1,
+                "containers": [_container("app", None)],
+            },
+        }
+        await self.core.create_namespaced_pod(namespace, body)
+        await self.sim.kubelet.wait_running(namespace, name)
+
+    async def create_marker_in(self, namespace: str, body: dict[str, Any]) -> None:
+        """`body` (a `marker(...)`) created in `namespace` instead of NS."""
+        body = {**body, "metadata": {**body["metadata"], "namespace": namespace}}
+        await self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+
     async def create_bound_pod(
         self,
         name: str,
