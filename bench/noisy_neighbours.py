@@ -19,6 +19,8 @@ kind of marker of A's selects them:
   every pod wants a write every second (60/s, over the node's 50/s budget);
 - `exec`: an exec probe whose command hangs (until the phase ends): the exec slots and
   the held streams fill;
+- `slow`: two exec probes a pod whose commands take 2.9 s, within their 3 s timeout,
+  due again at once: 120 runs that want the 64 probe slots all the time, no hold;
 - `events`: four probes per pod whose answers flip every run, each with a condition: a
   transition, so an Event, per probe per second (240/s, over the 50/s event budget);
 - `warnings`: a `{{.Result}}` label whose answer is never a valid label value and
@@ -70,7 +72,7 @@ A, B = "tenant-a", "tenant-b"
 A_PODS, B_PODS = 60, 5
 ANSWER = "b.bench/answer"
 MISSED_AFTER = 10.0
-FLOODS = ("writes", "exec", "events", "warnings", "markers", "all")
+FLOODS = ("writes", "exec", "slow", "events", "warnings", "markers", "all")
 GROUP, VERSION, PLURAL = "probemarker.io", "v1alpha1", "podprobemarkers"
 
 
@@ -175,6 +177,13 @@ def flood_markers(kind: str) -> list[Any]:
         return [
             _marker("a-exec", every, [_probe("h", "hang", **_labels({"a.bench/hang": "done"}))], A)
         ]
+    if kind == "slow":
+        probes = [
+            _probe(f"s{i}", "slow", **_labels({f"a.bench/slow{i}": "done"})) for i in range(2)
+        ]
+        for slow in probes:
+            slow["probe"]["timeoutSeconds"] = 3
+        return [_marker("a-slow", every, probes, A)]
     if kind == "events":
         probes = [_probe(f"f{i}", "flip", podConditionType=f"a.bench/f{i}") for i in range(4)]
         return [_marker("a-events", every, probes, A)]
@@ -223,6 +232,9 @@ class Answers:
             return ExecReply(0, f"v{int(now)}\n".encode())
         if word == "hang":
             await self.release.wait()
+            return ExecReply(0, b"done\n")
+        if word == "slow":
+            await anyio.sleep(2.9)  # within its 3 s timeout: a slot taken, no hold
             return ExecReply(0, b"done\n")
         if word == "flip":
             key = (pod, request.command[-1])
