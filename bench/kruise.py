@@ -69,6 +69,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from probemarker.sim.kubelet.images import normalized_image
 from tests.cluster.install import STATE, Cluster
 from tests.cluster.kube import Kubectl, wait_for
 
@@ -214,16 +215,9 @@ def built_image(label: str) -> str:
 
 
 def normalize_ref(ref: str) -> str:
-    """An image reference as containerd names it (docker.io/..., :latest when untagged)."""
-    name, at, digest = ref.partition("@")
-    first, slash, _ = name.partition("/")
-    if not slash:
-        name = f"docker.io/library/{name}"
-    elif not ("." in first or ":" in first or first == "localhost"):
-        name = f"docker.io/{name}"
-    if not at and ":" not in name.rsplit("/", 1)[-1]:
-        name += ":latest"
-    return name + at + digest
+    """An image reference as containerd names it (docker.io/..., :latest when untagged):
+    the sim's kubelet follows the same docker reference normalization."""
+    return normalized_image(ref)
 
 
 def has_image(listing: str, ref: str) -> bool:
