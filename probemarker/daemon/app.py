@@ -287,7 +287,8 @@ class Daemon:
         return encode_answer(head, pods)
 
     def _hold_changed(self, key: CommandKey) -> None:
-        """A hold of a command in a pod started or ended: the pod's record follows."""
+        """A hold of a command in a pod went on the pod's record (a run of it was
+        skipped) or, recorded, ended: the record follows."""
         self._mark(key.pod_uid)
 
     def _mark(self, uid: PodUID) -> None:

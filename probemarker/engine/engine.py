@@ -19,10 +19,12 @@ Invariants:
   one command on one container (two probes with the same argv) take turns (the
   runner's `turn`), and a period that comes due while a previous run of the same
   command may still run (an exec stream held past its deadline, `probe.holds`) is
-  skipped and counted (`periods_skipped`), producing no outcome. The pod's record
-  says so (`plan`, in the entry of every probe that runs it), and a probe started on
-  a pod whose record holds its command, in any probe's entry (a probe renamed while
-  the daemon was down), is held likewise (a restarted daemon, issue 30; issue 40);
+  skipped and counted (`periods_skipped`), producing no outcome. From the first
+  period so skipped, the pod's record says so (`plan`, in the entry of every probe
+  that runs it; a command that ends before a run of it is due costs no write, issue
+  43), and a probe started on a pod whose record holds its command, in any probe's
+  entry (a probe renamed while the daemon was down), is held likewise (a restarted
+  daemon, issue 30; issue 40);
 - a result of a run started with a command that has since changed is dropped;
   Unknown is never counted or written (SPEC §2);
 - a terminating or finished pod is not probed and gets no plan (`plan` is None): it
@@ -355,10 +357,11 @@ class Engine:
                 return
             # Another probe's run of the same command on this container goes first.
             async with self._runner.turn(handler, key, facts.container_id):
-                if self._runner.busy(handler, key, facts.container_id):
+                if self._runner.skips(handler, key, facts.container_id):
                     # A previous run of its command may still run in the container
                     # (issue 23): no second one beside it. Skipped, not queued; the last
-                    # outcome stands.
+                    # outcome stands. The pod's record says so from now on (issue 43:
+                    # not before a run is skipped for it).
                     self.stats.periods_skipped += 1
                     return
                 await self._run_gated(key, probe, pod, facts, passage)

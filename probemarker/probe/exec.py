@@ -31,12 +31,13 @@ an exec.
 A command that outlives its run (a deadline passed without its status) keeps
 running in the container whatever the client does (docs/kube-exec.md), so its stream
 is held (`probe.holds.CommandHolds`, entered with the handler) until the command
-ends, and `busy` tells the engine to skip the periods of every probe that runs it
-meanwhile. The hold is the command's (its argv's digest) in that container instance,
+ends, and `skips` tells the engine to skip the periods of every probe that runs it
+meanwhile (`busy` says the same without asking for a run). The hold is the command's (its argv's digest) in that container instance,
 whatever probe runs it: a renamed probe, or two probes with one command, never start
 it twice at once (`turn` makes their runs take turns); an edited command runs at the
 next period. `held` and `seed` carry it over a restart of the daemon, through the
-pod's ownership record. The outcome is decided at the deadline all the same.
+pod's ownership record, once a run of it was skipped (probe/holds.py, issue 43). The
+outcome is decided at the deadline all the same.
 
 A completed exit status decides whatever the connection does afterwards (a 1.30+
 server may drop TCP right after its close frame; the client sees 1006): the stream
@@ -107,6 +108,11 @@ class ExecHandler(OwnsConnections):
 
     def busy(self, action: Handler, probe: ProbeKey, container_id: str) -> bool:
         return isinstance(action, ExecAction) and self.holds.busy(
+            _probe_command(probe, action.command), container_mark(container_id)
+        )
+
+    def skips(self, action: Handler, probe: ProbeKey, container_id: str) -> bool:
+        return isinstance(action, ExecAction) and self.holds.skips(
             _probe_command(probe, action.command), container_mark(container_id)
         )
 

@@ -53,12 +53,16 @@ class HoldsCommands(Protocol):
     """A handler whose command may outlive its run (the api exec handler): says when a
     previous run of `action`'s command, by `probe` or any other probe on the same
     container, may still run in the container whose ID is `container_id`, so the
-    probe's next period is skipped (`busy`); what the pod's record is to say of it
-    (`held`); takes over what the record said of it when the probe starts (`seed`), so
-    a restart of the daemon does not forget it; and makes the runs of one command in
-    one container take turns (`turn`, entered around a run before its deadlines)."""
+    probe's next period is skipped (`busy`; `skips` when a run of it is due, which
+    puts a hold that lasts so long on the pod's record); what the pod's record is to
+    say of it (`held`); takes over what the record said of it when the probe starts
+    (`seed`), so a restart of the daemon does not forget it; and makes the runs of one
+    command in one container take turns (`turn`, entered around a run before its
+    deadlines)."""
 
     def busy(self, action: Handler, probe: ProbeKey, container_id: str) -> bool: ...
+
+    def skips(self, action: Handler, probe: ProbeKey, container_id: str) -> bool: ...
 
     def held(self, action: Handler, probe: ProbeKey, container_id: str) -> HeldCommand | None: ...
 

@@ -6,10 +6,12 @@ the engine makes (runs of one command in one container, by any probe, one at a t
 `slot(key, ...).hold(stream)` from the exec stream when a run's deadline passed
 before the command's exit status; `seed(...)` from the engine when a probe starts on a
 pod whose ownership record says that its command may still run (write/ownership.py,
-member `h`). Output: `busy(...)` (the engine skips the period), `held_command(...)`
-(what the engine puts in the pod's record), a `changed(key)` call when a hold starts
-or ends (the engine plans the pod again: the record follows, one write each), and
-counters (`HoldStats`, and the counts by namespace for the metrics).
+member `h`). Output: `skips(...)` when a run is due (the engine skips the period;
+`busy(...)` answers the same without a run due), `held_command(...)` (what the engine
+puts in the pod's record, for a hold that skipped a run), a `changed(key)` call when
+that record changes: a hold skips its first run, a recorded hold ends (the engine
+plans the pod again: the record follows, one write each), and counters (`HoldStats`,
+and the counts by namespace for the metrics).
 
 Why: on a real cluster, closing an exec stream does not stop its command
 (containerd's streaming exec waits for the process whatever the client does;
@@ -30,12 +32,31 @@ A hold names the container instance too (`container_mark` of its ID): a restarte
 container has none of its old processes, so a hold of another instance holds nothing.
 
 Across a restart (issue 30): the daemon's memory goes with it, the command does not.
-So a hold is recorded on the pod when it starts (in the entry of every probe that
-runs the command), and the next daemon is `seed`ed from the record: the command in
-the same container instance is not run, by whatever probe, until the hold's limit,
-counted from the recorded start, has passed. The api backend cannot see the command
-end (nothing in `pods/exec` tells of a process started by another connection), so
-after a restart the limit alone ends it.
+So a hold is recorded on the pod (in the entry of every probe that runs the command)
+once a run of the command comes due while it lasts and is skipped (`skips`), and the
+next daemon is `seed`ed from the record: the command in the same container instance
+is not run, by whatever probe, until the hold's limit, counted from the recorded
+start, has passed. The api backend cannot see the command end (nothing in
+`pods/exec` tells of a process started by another connection), so after a restart
+the limit alone ends it.
+
+Recorded at the first run it skips, not when it starts (issue 43, "a slow run is not
+a write"): most holds are of a command that outlives its timeout by a moment (an exec
+through a loaded API server, 1.2 s against timeoutSeconds 1) and ends before its
+next run is due. Recording those at their start cost two pod writes each, the hold
+and its end (42 pod writes a minute on a loaded node with nothing changing, 27 in
+the 20 s after a restart, 1.11 per transition), for a record no daemon would have
+read. Now a hold that skips no run is never written and its end writes nothing;
+one that does costs one write when it skips its first run and one when it ends. The
+same rule holds for every hold: by stream, by time (no room for a stream, a lost
+stream, a stream given up for a share: the flag goes with the hold), and a seeded
+hold is recorded from the start (the record says so already). The trade-off: a
+daemon that stops or dies after a run timed out and before the next run of that
+command was due leaves no record of the hold, so the next daemon may start the
+command once more beside the one still running. That is one more copy per restart
+in that window, never a pile: that copy, if it outlives its timeout too, is
+recorded at its next due run like any other (before issue 43 the window was the
+write's coalescing, 50 ms).
 
 Shared by every namespace on the node (issue 40), so fair by namespace (kit/shares.py):
 the `max_streams` held streams are work-conserving (one namespace alone may hold them
@@ -54,8 +75,13 @@ Log lines (`exec.hold_*`) are bounded the same way: one a minute per event and
 namespace, saying how many were held back (`kit.repeats`); the counters count all.
 
 Invariants:
-- a key has at most one hold; `busy` is True while it lasts; `turn` lets one run of
-  a key at a time go on, the others wait (FIFO) for it, before their own deadlines;
+- a key has at most one hold; `busy` (and `skips`) is True while it lasts; `turn`
+  lets one run of a key at a time go on, the others wait (FIFO) for it, before their
+  own deadlines;
+- a hold is on the pod's record (`held_command`) from the first due run it skips, or
+  from its start when seeded from the record, to its end; `changed` is called when
+  it goes on the record and when a recorded hold ends (or its container instance is
+  gone), never for a hold that was not recorded: its start and its end write nothing;
 - a hold lasts at most `limit` seconds (wall time) from its start, then ends and is
   counted (`limit_hits["time"]`): after that the command may still run, but a probe
   is never silenced for longer than the limit. A seeded hold ends at the recorded
@@ -72,7 +98,8 @@ Invariants:
 - held streams never take a probe run's slot (`--max-concurrent-probes`) nor a
   connection a run needs;
 - leaving the `async with` aborts every held stream (shutdown) without a `changed`
-  call: the record keeps saying that the command may still run, which it may.
+  call: the record keeps saying that the command may still run, which it may (a
+  hold that skipped no run yet is not on it: the trade-off above).
 """
 
 from __future__ import annotations
@@ -142,6 +169,8 @@ class HoldStats:
     ended: int = 0  # of them, those whose command's end was seen
     lost: int = 0  # of them, those whose stream ended first: held on by time
     seeded: int = 0  # holds taken over from the pod's record after a restart
+    # holds put on the pod's record: a run of the command came due while it lasted
+    recorded: int = 0
     # "time": the limit ran out; "streams": no room for a stream (the namespace at its
     # share); "share": a stream given up for another namespace's share
     limit_hits: Counter[str] = field(default_factory=Counter)
@@ -154,6 +183,15 @@ class _Hold:
     until: float  # the clock's time it ends at the latest
     stream: Holdable | None  # read for the command's end (None: held by time alone)
     task: asyncio.Task[None] | None = None
+    # on the pod's record (`held_command`): a run of the command came due while it
+    # lasted (`skips`), or the record said so (`seed`)
+    recorded: bool = False
+
+
+def _shown(hold: _Hold | None) -> bool:
+    """Whether the pod's record shows `hold` (`CommandHolds.held_command`): its start
+    and its end change the record, each one write; a hold not shown changes nothing."""
+    return hold is not None and hold.recorded and bool(hold.container)
 
 
 class HoldSlot:
@@ -226,11 +264,27 @@ class CommandHolds:
         return self._current(key, container) is not None
 
     def held_command(self, key: CommandKey, container: str) -> HeldCommand | None:
-        """What the pod's record says of `key`'s command while it is held."""
+        """What the pod's record says of `key`'s command while it is held, once a run of
+        it came due meanwhile (`skips`) or the record said so already (`seed`)."""
         hold = self._current(key, container)
-        if hold is None or not hold.container:
+        if hold is None or not _shown(hold):
             return None
         return HeldCommand(command=key.command, container=hold.container, started=hold.started)
+
+    def skips(self, key: CommandKey, container: str) -> bool:
+        """A run of `key`'s command in the container instance `container` is due: whether
+        it is skipped, its command still held (`busy`). A hold found so goes on the
+        pod's record from now on (`held_command`, one `changed` call): its command
+        still ran when its next run came due, so a restarted daemon is to know of it."""
+        hold = self._current(key, container)
+        if hold is None:
+            return False
+        if not hold.recorded:
+            hold.recorded = True
+            self.stats.recorded += 1
+            if _shown(hold):
+                self._changed(key)
+        return True
 
     def slot(self, key: CommandKey, container: str) -> HoldSlot:
         return HoldSlot(self, key, container)
@@ -253,7 +307,8 @@ class CommandHolds:
         end = min(held.started + self.settings.limit, wall + self.settings.limit)
         if end <= wall:
             return False
-        self._hold_by_time(key, container, held.started, self._clock.now() + (end - wall))
+        until = self._clock.now() + (end - wall)
+        self._hold_by_time(key, container, held.started, until, recorded=True)
         self.stats.seeded += 1
         self._say(
             "exec.hold_seeded",
@@ -277,10 +332,13 @@ class CommandHolds:
                 hint="its command may still run; its probes wait out --exec-hold-seconds "
                 "(the namespace holds its share of --max-held-exec-streams)",
             )
-        self._drop(key)
+        dropped = self._drop(key)
         now = self._clock.now()
-        self._hold_by_time(key, container, int(self._wall()), now + self.settings.limit)
-        self._changed(key)
+        recorded = _shown(dropped)  # the record said so of the copy before: it still does
+        started = int(self._wall())
+        self._hold_by_time(key, container, started, now + self.settings.limit, recorded=recorded)
+        if recorded:
+            self._changed(key)
         return False
 
     def hold(self, key: CommandKey, container: str, stream: Holdable) -> None:
@@ -289,14 +347,16 @@ class CommandHolds:
         if self._group is None or (existing is not None and existing.stream is not None):
             stream.abort()  # cannot happen after admit(); never leak a connection
             return
-        self._drop(key)  # a hold by time only, whose end came meanwhile
+        dropped = self._drop(key)  # a hold by time only, whose end came meanwhile
         self.stats.held_total += 1
         now = self._clock.now()
         hold = _Hold(container, int(self._wall()), now + self.settings.limit, stream=stream)
+        hold.recorded = _shown(dropped)  # the record said so of the copy before
         self._put(key, hold)
         self._streams[key.namespace] += 1
         hold.task = self._group.create_task(self._keep(key, hold, stream))
-        self._changed(key)
+        if hold.recorded:
+            self._changed(key)
 
     def _room(self, namespace: str) -> bool:
         """Whether `namespace` may hold one more stream now: there is room, or it is
@@ -326,7 +386,7 @@ class CommandHolds:
             hold.task.cancel()
         if stream is not None:
             stream.abort()
-        self._hold_by_time(key, hold.container, hold.started, hold.until)
+        self._hold_by_time(key, hold.container, hold.started, hold.until, recorded=hold.recorded)
         self.stats.limit_hits["share"] += 1
         self._say(
             "exec.hold_yielded",
@@ -352,8 +412,9 @@ class CommandHolds:
             self._end(key, hold)
             return None
         if container and hold.container and container != hold.container:
-            self._drop(key)  # another instance of the container: the command died with the old
-            self._changed(key)
+            # another instance of the container: the command died with the old
+            if _shown(self._drop(key)):
+                self._changed(key)
             return None
         return hold
 
@@ -369,8 +430,10 @@ class CommandHolds:
             if not keys:
                 del self._by_namespace[key.namespace]
 
-    def _hold_by_time(self, key: CommandKey, container: str, started: int, until: float) -> None:
-        hold = _Hold(container, started, until, stream=None)
+    def _hold_by_time(
+        self, key: CommandKey, container: str, started: int, until: float, *, recorded: bool
+    ) -> None:
+        hold = _Hold(container, started, until, stream=None, recorded=recorded)
         self._put(key, hold)
         if self._group is not None:
             hold.task = self._group.create_task(self._expire(key, hold))
@@ -387,24 +450,28 @@ class CommandHolds:
         if oldest is not None:
             self._drop(oldest)
 
-    def _drop(self, key: CommandKey) -> None:
-        """Forget `key`'s hold (by time only) at once, its task cancelled."""
+    def _drop(self, key: CommandKey) -> _Hold | None:
+        """Forget `key`'s hold (by time only) at once, its task cancelled; the hold
+        forgotten, if any."""
         hold = self._holds.get(key)
         if hold is None or hold.stream is not None:
-            return
+            return None
         self._pop(key)
         if hold.task is not None:
             hold.task.cancel()
+        return hold
 
     def _end(self, key: CommandKey, hold: _Hold) -> None:
-        """A hold by time whose limit has passed: counted, and the record follows."""
+        """A hold by time whose limit has passed: counted, and the record follows (if
+        it showed the hold)."""
         if self._holds.get(key) is not hold:
             return
         self._pop(key)
         if hold.task is not None and hold.task is not asyncio.current_task():
             hold.task.cancel()
         self._limit_hit(key)
-        self._changed(key)
+        if _shown(hold):
+            self._changed(key)
 
     def _limit_hit(self, key: CommandKey) -> None:
         self.stats.limit_hits["time"] += 1
@@ -445,9 +512,12 @@ class CommandHolds:
                 hint="the stream ended without the command's exit status; its probes "
                 "wait out --exec-hold-seconds",
             )
-            self._hold_by_time(key, hold.container, hold.started, hold.until)
+            self._hold_by_time(
+                key, hold.container, hold.started, hold.until, recorded=hold.recorded
+            )
             return  # still held: the record stays as it is
-        self._changed(key)
+        if _shown(hold):
+            self._changed(key)  # the record showed it: it follows
 
     async def _finish(self, key: CommandKey, stream: Holdable) -> bool | None:
         """Whether the command's end was seen on `stream`; None: the limit came first."""

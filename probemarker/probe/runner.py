@@ -17,9 +17,10 @@ Invariants:
   bound is `timeoutSeconds + its grace + grace`.
 - `busy(action, probe, container_id)`: whether a previous run of the same command, by
   this probe or another, may still run in that container (`handler.HoldsCommands`);
-  the engine then skips the period. `held` and `seed` carry that over a restart of the
-  daemon through the pod's ownership record (probe/holds.py); `turn` makes the runs
-  of one command in one container take turns (the engine enters it before a run).
+  `skips`, asked when a run is due, says the same, and the engine skips the period.
+  `held` and `seed` carry a hold found so over a restart of the daemon through the
+  pod's ownership record (probe/holds.py); `turn` makes the runs of one command in
+  one container take turns (the engine enters it before a run).
 - An unexpected exception from a handler is a bug, not a probe result: it is logged
   (event `probe.handler_error`, the traceback once per action kind and exception
   type, so a bug hit on every run does not flood the log with tracebacks) and the
@@ -125,6 +126,12 @@ class ProbeRunner:
         may still run in the container `container_id` (see the module docstring)."""
         handler = self._holding.get(type(action))
         return handler is not None and handler.busy(action, probe, container_id)
+
+    def skips(self, action: Handler, probe: ProbeKey, container_id: str) -> bool:
+        """A run of `probe` is due: whether it is skipped, as `busy`; a command held so
+        goes on the pod's record (`held`) from now on (probe/holds.py)."""
+        handler = self._holding.get(type(action))
+        return handler is not None and handler.skips(action, probe, container_id)
 
     def held(self, action: Handler, probe: ProbeKey, container_id: str) -> HeldCommand | None:
         """What the pod's record is to say of `probe`'s command that may still run."""

@@ -34,10 +34,11 @@ text and an unchanged record never causes a write):
   probe/holds.py, issues 30 and 40): `d` its `command_digest`, `c` the `container_mark`
   of the container instance it runs in, `t` when it was held (whole seconds since the
   epoch). The hold is the command's, whatever probe ran it: every entry of a probe
-  that runs it says so. Written when a hold starts and removed when it ends, so a
-  daemon started meanwhile does not run the command again beside it, by any probe
-  (the engine seeds a probe from any entry's `h` that names its command in its
-  container). Left out when nothing is held.
+  that runs it says so. Written when a run of the command comes due while it still
+  runs (that run is skipped; a command that ends before then is never written, issue
+  43) and removed when the hold ends, so a daemon started meanwhile does not run the
+  command again beside it, by any probe (the engine seeds a probe from any entry's
+  `h` that names its command in its container). Left out when nothing is held.
 
 Why values and the UID: a key is removed only while it still holds the value the
 daemon wrote (`holds`), on the pod it wrote it to. A record copied onto another pod or

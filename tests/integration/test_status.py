@@ -29,7 +29,9 @@ from probemarker.status.render import exit_code, render_json, render_text
 from tests.integration import process
 from tests.integration.world import (
     NS,
+    OWNED,
     World,
+    annotations_of,
     eventually,
     flag,
     labels_of,
@@ -50,6 +52,12 @@ class Hang:
     async def __call__(self, request: ExecRequest, io: ExecIO) -> int:
         await self.release.wait()
         return 0
+
+
+def owned(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod's ownership record (empty: none)."""
+    record: dict[str, Any] = json.loads(annotations_of(pod).get(OWNED, "{}"))
+    return record
 
 
 def rows(document: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -100,6 +108,8 @@ async def agrees(world: World, daemon: Daemon) -> None:
     holds = daemon.exec.holds
     await eventually(lambda: holds.held == 1)  # held's command outlived its timeout
     await eventually(lambda: daemon.engine.stats.periods_skipped >= 1)  # and is held
+    # on the pod's record since that first skipped run (issue 43), in a write of its own
+    await world.wait_pod("held", lambda p: "h" in owned(p).get("m#idle", {}))
     document = await status_of(socket)
     assert (document["node"], document["ready"]) == ("node-1", True)
     found = rows(document)

@@ -47,6 +47,9 @@ class Runner:
     def busy(self, action: Handler, probe: object, container_id: str) -> bool:
         return probe in self.busy_probes
 
+    def skips(self, action: Handler, probe: object, container_id: str) -> bool:
+        return probe in self.busy_probes
+
     def held(self, action: Handler, probe: object, container_id: str) -> HeldCommand | None:
         return self.holding.get(probe)
 
@@ -155,8 +158,8 @@ def rfc3339(seconds: float) -> str:
 
 
 class Rig:
-    def __init__(self, runner: Runner | ProbeRunner) -> None:
-        self.clock = FakeClock(START)
+    def __init__(self, runner: Runner | ProbeRunner, *, clock: FakeClock | None = None) -> None:
+        self.clock = clock or FakeClock(START)
         self.runner, self.sink, self.marks = runner, Sink(), list[PodUID]()
         self.engine = Engine(
             runner=runner,  # type: ignore[arg-type]
@@ -192,8 +195,10 @@ class Rig:
 
 
 @contextlib.asynccontextmanager
-async def running(runner: Runner | ProbeRunner | None = None) -> AsyncIterator[Rig]:
-    r = Rig(runner or Runner())
+async def running(
+    runner: Runner | ProbeRunner | None = None, *, clock: FakeClock | None = None
+) -> AsyncIterator[Rig]:
+    r = Rig(runner or Runner(), clock=clock)
     async with anyio.create_task_group() as group:
         group.start_soon(r.engine.dispatcher.run)
         yield r

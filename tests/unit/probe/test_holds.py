@@ -1,6 +1,6 @@
 """probe/holds.py: one held command per command in a container, whatever probe runs
 it, bounded in time and in number (fair by namespace), and carried over a restart of
-the daemon through the pod's record."""
+the daemon through the pod's record once a run of it was skipped (issue 43)."""
 
 from __future__ import annotations
 
@@ -77,16 +77,38 @@ async def test_a_command_is_busy_while_its_stream_is_held_and_free_once_it_ends(
     assert slot.admit()
     slot.hold(stream)
     assert holds.busy(P, "c1")
-    assert holds.held_command(P, "c1") == held(WALL)  # what the record says
     assert not holds.busy(Q, "c1")
     assert holds.held == 1
-    assert rig.changed == [P]  # the hold started: the pod's record follows
+    assert holds.held_command(P, "c1") is None  # not on the record: no run was due yet
+    assert rig.changed == []
+    assert holds.skips(P, "c1")  # a run of it is due: skipped, and the record says so
+    assert holds.held_command(P, "c1") == held(WALL)
+    assert rig.changed == [P]  # the pod's record follows
+    assert holds.skips(P, "c1")  # the next period: recorded already, no new write
+    assert rig.changed == [P]
+    assert holds.stats.recorded == 1
     stream.end.set()
     await until(lambda: holds.held == 0)
     assert not holds.busy(P, "c1")
+    assert not holds.skips(P, "c1")
     assert holds.held_command(P, "c1") is None
     assert (holds.stats.held_total, holds.stats.ended) == (1, 1)
     assert rig.changed == [P, P]  # and ended: one write each
+
+
+async def test_a_command_that_ends_before_a_run_of_it_is_due_changes_no_record(rig: Rig) -> None:
+    """Issue 43, 3: a run that timed out under load, whose command ended a moment
+    later, wrote the hold onto the pod and removed it again: two writes for nothing."""
+    holds, stream = rig.holds, Stream()
+    holds.slot(P, "c1").hold(stream)
+    assert holds.busy(P, "c1")  # no second copy meanwhile, all the same
+    assert holds.held_command(P, "c1") is None
+    rig.advance(0.2)
+    stream.end.set()
+    await until(lambda: holds.held == 0)
+    assert not holds.skips(P, "c1")  # its next run is due: it runs
+    assert rig.changed == []  # nothing to write, ever
+    assert (holds.stats.ended, holds.stats.recorded) == (1, 0)
 
 
 async def test_an_edited_command_is_not_held_back_by_the_old_one(rig: Rig) -> None:
@@ -105,6 +127,7 @@ async def test_the_time_limit_aborts_the_stream_and_counts_it() -> None:
     async with CommandHolds(settings=settings, changed=changed.append) as holds:
         stream = Stream()
         holds.slot(P, "c1").hold(stream)
+        assert holds.skips(P, "c1")  # on the record
         (hold,) = holds._holds.values()
         assert hold.task is not None
         async with asyncio.timeout(5):
@@ -118,6 +141,7 @@ async def test_the_time_limit_aborts_the_stream_and_counts_it() -> None:
 async def test_a_stream_lost_before_the_exit_status_is_held_on_by_time(rig: Rig) -> None:
     holds, stream = rig.holds, Stream()
     holds.slot(P, "c1").hold(stream)
+    assert holds.skips(P, "c1")  # on the record
     rig.advance(100.0)
     stream.lost = True  # an API server restart cut it: the command runs on
     stream.end.set()
@@ -146,8 +170,12 @@ async def test_no_room_holds_the_command_for_the_limit_without_a_connection(
     try:
         assert not holds.slot(P, "c1").admit()  # the caller aborts its stream
         assert holds.busy(P, "c1")  # its command may still run
-        assert holds.held_command(P, "c1") == held(WALL)  # and the record says so
-        rig.advance(29.0)
+        assert holds.held_command(P, "c1") is None  # no run of it was due yet
+        assert rig.changed == []
+        rig.advance(1.0)
+        assert holds.skips(P, "c1")
+        assert holds.held_command(P, "c1") == held(WALL)  # the record says so now
+        rig.advance(28.0)
         assert holds.busy(P, "c1")
         rig.advance(1.0)
         assert not holds.busy(P, "c1")
@@ -173,6 +201,8 @@ async def test_a_seeded_hold_lasts_to_the_recorded_start_plus_the_limit(
     assert holds.seed(P, held(WALL - age), container="c1")
     assert holds.stats.seeded == 1
     assert holds.held_command(P, "c1") == held(WALL - age)  # the record unchanged
+    assert holds.skips(P, "c1")  # recorded already: no write
+    assert rig.changed == []
     rig.advance(busy_for - 0.5)
     assert holds.busy(P, "c1")
     rig.advance(0.5)
@@ -206,12 +236,67 @@ async def test_a_hold_by_time_ends_when_the_container_restarts(rig: Rig) -> None
     assert rig.changed == [P]
 
 
+@pytest.mark.parametrize("skipped", [False, True], ids=["no-run-due", "a-run-skipped"])
+@pytest.mark.parametrize(
+    "kind",
+    ["stream-ended", "stream-lost", "given-up-for-a-share", "no-room", "container-restarted"],
+)
+async def test_every_hold_is_on_the_record_only_once_a_run_of_it_was_skipped(
+    kind: str, skipped: bool
+) -> None:
+    """Issue 43, 3, for every kind of hold: by stream (its command's end seen, its
+    stream lost, its stream given up for another namespace's share) and by time (no
+    room for a stream; a container restarted ends it). A hold that skips no run
+    changes nothing on the pod, at its start or its end; one that skips a run goes on
+    the record then and comes off it at its end: one `changed` each, none between."""
+    by_time = kind in ("no-room", "container-restarted")
+    rig = Rig(limit=30.0, max_streams=0 if by_time else 2)
+    async with rig.holds as holds:
+        stream = Stream()
+        if by_time:
+            assert not holds.slot(P, "c1").admit()
+        else:
+            holds.slot(P, "c1").hold(stream)
+            holds.slot(key("p2"), "c1").hold(Stream())  # its namespace holds both streams
+        rig.advance(1.0)
+        if skipped:
+            assert holds.skips(P, "c1")
+            assert holds.held_command(P, "c1") == held(WALL)
+            assert rig.changed == [P]
+        else:
+            assert holds.held_command(P, "c1") is None
+        if kind == "stream-lost":
+            stream.lost = True
+            stream.end.set()
+            await until(lambda: holds.stats.lost == 1)
+        elif kind == "given-up-for-a-share":
+            slot = holds.slot(key("b-0", namespace="b"), "c1")
+            assert slot.admit()  # P's stream, the oldest, gives way
+            slot.hold(Stream())
+            assert stream.aborted
+        assert holds.busy(P, "c1")  # still held: no second copy
+        assert holds.held_command(P, "c1") == (held(WALL) if skipped else None)
+        assert rig.changed == ([P] if skipped else [])  # the record as it was
+        if kind == "stream-ended":
+            stream.end.set()
+            await until(lambda: not holds.busy(P, "c1"))
+        elif kind == "container-restarted":
+            assert not holds.busy(P, "c2")
+        else:
+            rig.advance(29.0)  # the limit, from the hold's start
+            await until(lambda: not holds.busy(P, "c1"))
+        assert holds.held_command(P, "c1") is None
+        assert rig.changed == ([P, P] if skipped else [])
+        assert holds.stats.recorded == (1 if skipped else 0)
+
+
 async def test_leaving_aborts_every_held_stream_and_keeps_the_record() -> None:
     streams = [Stream(), Stream()]
     changed: list[object] = []
     async with CommandHolds(changed=changed.append) as holds:
         for pod, stream in zip("ab", streams, strict=True):
             holds.slot(key(pod), "c1").hold(stream)
+            assert holds.skips(key(pod), "c1")
         await asyncio.sleep(0)
     assert all(s.aborted for s in streams)
     assert holds.held == 0
