@@ -263,6 +263,12 @@ def _hold_families(holds: CommandHolds | None, namespaces: frozenset[str]) -> li
             "restarted daemon): the command may still run.",
             stats.seeded,
         ),
+        _one(
+            "exec_holds_recorded_total",
+            "Holds put on the pods' ownership records: a run of the command came due while "
+            "it still ran (one pod write, and one when the hold ends).",
+            stats.recorded,
+        ),
     ]
 
 

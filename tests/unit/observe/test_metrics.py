@@ -466,12 +466,14 @@ def test_the_api_backend_shows_its_holds() -> None:
     holds.stats.limit_hits.update({"time": 3})
     held = HeldCommand(command="cmd", container="c1", started=int(time.time()))
     assert holds.seed(CommandKey("ns", PodUID("pu"), "app", "cmd"), held, container="c1")
+    holds.stats.recorded = 4
     samples = scrape(Parts(holds=holds))
     assert samples[("probemarker_exec_streams_held", ())] == 0
     assert samples[("probemarker_exec_commands_held", ())] == 1
     assert samples[("probemarker_exec_streams_held_total", ())] == 5
     assert samples[("probemarker_exec_streams_lost_total", ())] == 1
     assert samples[("probemarker_exec_holds_seeded_total", ())] == 3
+    assert samples[("probemarker_exec_holds_recorded_total", ())] == 4
     assert samples[("probemarker_exec_hold_limits_total", (("limit", "time"),))] == 3
 
 
