@@ -133,6 +133,13 @@ def test_a_downed_clusters_kubeconfig_fails_here_without_a_packet(
 ) -> None:
     """hack/cluster.sh's address once its bridge is gone: not on this host, so the check
     stops before connecting (with the bridge gone the address would route off the host)."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("10.246.0.1", 0))
+        except OSError:
+            pass  # not on this host: the state this test is about
+        else:
+            pytest.skip("hack/cluster.sh's cluster is up on this host: 10.246.0.1 is local")
     (tmp_path / "logs").mkdir()
     _kubeconfig(tmp_path / "kubeconfig", "https://10.246.0.1:6470")
     with pytest.raises(ClusterDown) as down:
