@@ -73,6 +73,9 @@ sim's handler); the sim's CPU is the API server's work (for api, with that ExecS
 
 Targets (issue 17): cri daemon CPU <= 1.5 ms per exec and below api; cri latency no
 worse than api at p50. Prints the figures and the command that reproduces them.
+Issue 43 measures each backend at 20 and 100 execs/s (`--pods 20 --period 3`, `--pods
+100 --period 3`) with `--idle-rounds 3`: the windows alternate the backends' order, and
+a line per backend gives the daemon's µs/exec and RSS by window as median (min-max).
 """
 
 from __future__ import annotations
@@ -126,6 +129,16 @@ def percentile(values: Sequence[float], q: float) -> float:
     """The nearest-rank `q` quantile (0..1) of `values` (not empty)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def spread(values: Sequence[float]) -> str:
+    """`median (min-max) over N`, or the one value: a figure over the windows it was
+    measured in, so that a difference inside the range reads as none."""
+    if len(values) == 1:
+        return f"{values[0]:.0f} (one window)"
+    return (
+        f"{statistics.median(values):.0f} ({min(values):.0f}-{max(values):.0f}) over {len(values)}"
+    )
 
 
 def stat_cpu(stat: str, *, children: bool) -> float:
@@ -782,6 +795,12 @@ def report_idle(args: argparse.Namespace, turns: dict[str, list[dict[str, Any]]]
             f"{sum(f['sim_cpu'] for f in figures) / wall * 1e3:>9.1f}"
             f"{sum(f['runtime_cpu'] for f in figures) / wall * 1e3:>13.1f}"
             f"{statistics.fmean(means) * 1e3:>8.1f}"
+        )
+        per_run = [f["cpu"] / max(1, f["execs"]["runs"]) * 1e6 for f in figures]
+        rss = [f["rss_mean"] / MiB for f in figures]
+        print(
+            f"  {backend}: µs/exec by window {spread(per_run)}; RSS mean MiB by window "
+            f"{spread(rss)}"
         )
         api_execs = sum(f["api_execs"] for f in figures)
         ready = ", ".join(f"{f['ready']:.1f}" for f in figures)

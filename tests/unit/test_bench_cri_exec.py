@@ -7,7 +7,15 @@ import os
 
 import pytest
 
-from bench.cri_exec import TICKS, is_shim_of, metric, parse_metrics, percentile, stat_cpu
+from bench.cri_exec import (
+    TICKS,
+    is_shim_of,
+    metric,
+    parse_metrics,
+    percentile,
+    spread,
+    stat_cpu,
+)
 
 SOCKET = "/run/pmcri.abc/containerd.sock"
 
@@ -99,3 +107,15 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile(values, 0.99) == 99
     assert percentile(values, 1.0) == 100
     assert percentile([3.0], 0.99) == 3
+
+
+@pytest.mark.parametrize(
+    ("values", "shown"),
+    [
+        ([1317.4], "1317 (one window)"),
+        ([1300.0, 1150.0, 1544.0], "1300 (1150-1544) over 3"),
+        ([2950.0, 3100.0], "3025 (2950-3100) over 2"),
+    ],
+)
+def test_a_figure_over_windows_is_its_median_and_range(values: list[float], shown: str) -> None:
+    assert spread(values) == shown
