@@ -1,6 +1,7 @@
 """probemarker beside OpenKruise's PodProbeMarker on the project's real node
-(hack/cluster.sh): the same marker, the same pods, the same flips, measured in one run,
-for each Kruise release the user brings (none: probemarker alone).
+(hack/cluster.sh): the same marker, the same pods, the same flips, each system measured
+N times in rotated order beside a baseline run of neither, for each Kruise release the
+user brings (none: probemarker alone).
 
 Needs root, the cluster up and probemarker's image loaded, and for each Kruise either its
 released manager image loaded into the node's containerd and the release's config/, or a
@@ -8,45 +9,60 @@ folder of its two programs and config/ (docs/development.md, "Measured against K
 bench/kruise.py says what each form holds):
 
     hack/cluster.sh up && hack/build-image.sh --no-verify && hack/cluster.sh load-image
-    python bench/vs_kruise.py                     # probemarker alone: 20 pods, 20 flips a pod
+    python bench/vs_kruise.py                     # probemarker alone: 3 runs, 20 pods, 20 flips a pod
     python bench/vs_kruise.py --kruise v1.5.4=image:docker.io/openkruise/kruise-manager:v1.5.4,config=/src/kruise-1.5.4/config
-    python bench/vs_kruise.py --kruise v1.5.4=/k/1.5.4 --kruise 'v1.5.4+#2007=/k/2007' --pods 5 --flips 5 --json /tmp/vs.json
+    python bench/vs_kruise.py --kruise v1.5.4=/k/1.5.4 --kruise 'v1.5.4+#2007=/k/2007' --runs 5 --json /tmp/vs.json
+    python bench/vs_kruise.py --runs 1 --pods 5 --flips 5   # a quick look: no row is ranked
 
 `--kruise LABEL=SOURCE` is repeatable, one table column a label. Every SOURCE is checked
-before anything is installed. probemarker is installed first (tests/cluster/install.py's
-overlay) and measured with its `api` exec backend, then its `cri` backend (`--systems`),
-with no Kruise installed; then each Kruise in turn is installed (bench/kruise.py: image,
-config/default, webhooks), measured with probemarker installed and idle (`api`
-backend), and removed, whatever happened (two releases share their CRDs and namespace:
-one at a time; `--keep-kruise` keeps the last one). The output and the JSON say which Kruise ran: its
-label and SOURCE, the image and image ID its manager ran, and the version the manager's
-program records, when it records one. Each system, in a namespace of its own:
+before anything is installed. The columns: `neither` (the baseline: the same pods and
+flips, no marker, neither system installed), each Kruise given, probemarker with its
+`api` and its `cri` exec backend (`--systems`).
 
+The method (bench/vs_stats.py holds it, pure and unit-tested):
+- `--runs N` rounds (default 3; fewer is allowed for a look, and the output says that
+  no row is ranked then). Each round measures every column once, in an order rotated by
+  one each round: round r starts at column r mod k, so no column is always measured
+  first or last (the order is printed and kept in the JSON).
+- Each column's run has its system alone on the node: probemarker installed (the
+  overlay of tests/cluster/install.py) for its columns and removed for the others; each
+  Kruise installed (bench/kruise.py: image, config/default, webhooks) for its run and
+  removed after it, whatever happened (two releases share their CRDs and namespace: one
+  at a time; `--keep-kruise` leaves the last one given installed at the end).
+- Every figure is given as the median and range (min-max) over the N runs. A row where
+  lower is better names the lowest column only when its range lies below every other
+  column's; where the ranges overlap it says `tie` and names them.
+- The API server's CPU and the whole node's (every process: /proc/stat's busy time)
+  are read over the flips' window, which is the same workload for every column (the
+  same seeded flips, so the same length), and the same round's baseline run's use over
+  the same length is subtracted: what the system adds. The same at rest (the quiet
+  window). Each system's own CPU and memory from its processes' cgroups (for Kruise its
+  manager and its daemon), writes and requests from the API server's audit log by its
+  identities (for Kruise the manager's and the daemon's ServiceAccounts).
+- The delays are pooled over every run's flips (p50 / p90 / p99 / max), and each run's
+  median is ranked; a flip whose label (condition) was not seen within 10 s is missed,
+  a column of its own.
+
+Each system's run, in a namespace of its own:
 - `--pods` busybox pods and one marker, the same spec in `apps.kruise.io/v1alpha1` and
   `probemarker.io/v1alpha1`: exec `sh -c SCRIPT` in the pod, period 1 s, timeout 1 s,
   thresholds 1, label `vs.bench/answer: yes|no` and the condition `vs.bench/answer`.
-  probemarker stays installed and idle (no marker of its own) while a Kruise is
-  measured, so the API server's figures and the audit log's counts of one system are
-  not mixed with the other's probing.
 - The answer is a function of time: SCRIPT counts the moments in the pod's /tmp/flips
   (the node's uptime in centiseconds, which the host and every container read alike
   from /proc/uptime) that have passed, and succeeds when the count is even. Each pod
   gets `--flips` moments 4 to 8 s apart at any centisecond (one seeded schedule, the
-  same for every system), so each flip happens at a known moment, at a uniform phase of
-  each probe's period, and nothing runs on the node to cause it. Delay = the pod
-  watch's event with the new value minus the flip's moment (to 10 ms).
+  same for every system and every run), so each flip happens at a known moment, at a
+  uniform phase of each probe's period, and nothing runs on the node to cause it.
+  Delay = the pod watch's event with the new value minus the flip's moment (to 10 ms).
 - start: from the marker's creation to 30 s after every pod is marked: the writes.
-- flips: the delays, each system's CPU (cgroup cpuacct) and memory (cgroup working set:
-  usage minus inactive file) on the node.
-- quiet: the 30 s after the flips, nothing flipping: the writes a minute, the API
-  server's CPU rate, each system's CPU. Then, over the quiet rates, what the flips
-  cost: the API server's CPU per transition. And in the flips' window: writes per
-  transition (pods, pods/status and NodePodProbes, by the system's ServiceAccounts in
-  the API server's audit log; Events apart; all of them, those the system makes
-  whether anything changes or not included), of which to the pods, all requests by
-  verb. (Quiet comes after the flips, not before:
-  Kruise's daemon writes Events for its first results until client-go's spam filter
-  stops it, about a minute, which is start's cost, not steady state's.)
+- flips: from the first flip to 6 s after the last: the delays, the writes per
+  transition (pods, pods/status and NodePodProbes by the system's identities; Events
+  apart; all of them in the window, and beyond the system's own rate at rest), requests
+  by verb, the CPU figures above, the system's memory (cgroup working set).
+- quiet: the 30 s after the flips, nothing flipping: writes a minute, CPU at rest.
+  (Quiet comes after the flips, not before: Kruise's daemon writes Events for its first
+  results until client-go's spam filter stops it, about a minute, which is start's cost,
+  not steady state's.)
 - restart: the system's node agent's pod deleted (kruise-daemon; the probemarker pod):
   its writes and the label/condition flaps in the 20 s after its replacement is Ready.
 - delete: two more markers `way` and `gateway` on 3 of the pods (Kruise issue #2508),
@@ -54,42 +70,62 @@ program records, when it records one. Each system, in a namespace of its own:
   flipped on those pods: does its label follow? 45 s after the delete (probemarker keeps
   a deleted marker's marks 30 s by default): what is left of the main marker's and of
   `way`'s marks on the pods.
+The baseline's run has the pods, the flip files, the watch, the flips' and the quiet
+window, and nothing else.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
-import shlex
-import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import kruise
-from bench.cri_exec import stat_cpu
-from probemarker import __version__
-from tests.cluster.install import STATE, Addon, Cluster
-from tests.cluster.kube import (
-    DAEMON_USER,
-    Kubectl,
-    Watch,
-    busybox_pod,
-    create_namespace,
-    wait_for,
+from bench.cri_exec import TICKS, stat_cpu
+from bench.vs_report import (
+    ALONE,
+    DEFAULT_RUNS,
+    DEFAULT_SYSTEMS,
+    PROBEMARKER_SYSTEMS,
+    document,
+    dumps,
+    report,
 )
+from bench.vs_stats import (
+    AGENTS,
+    BASELINE,
+    KEY,
+    Requests,
+    Run,
+    Window,
+    agent_pids,
+    busy_seconds,
+    condition_value,
+    flaps,
+    flip_delays,
+    label_value,
+    rounds,
+    schedule,
+    sequences,
+    system_requests,
+    uptime_cs,
+    working_set_mib,
+)
+from tests.cluster.install import STATE, Addon, Cluster
+from tests.cluster.kube import Kubectl, Watch, busybox_pod, create_namespace, wait_for
 from tests.podfields import condition, labels_of
 
-KEY = "vs.bench/answer"
 NAMES_LABEL = "vs.bench/names"  # the pods the way/gateway markers select
 SCRIPT = (
     # the kernel's uptime in centiseconds (the node's clock, the same in every container
@@ -97,206 +133,22 @@ SCRIPT = (
     "read up _ </proc/uptime; now=${up%.*}${up#*.}; n=0; for t in $(cat /tmp/flips 2>/dev/null); "
     'do [ "$now" -ge "$t" ] && n=$((n+1)); done; [ $((n % 2)) -eq 0 ]'
 )
-PROBEMARKER_SYSTEMS = ("probemarker-api", "probemarker-cri")
-DEFAULT_SYSTEMS = ",".join(PROBEMARKER_SYSTEMS)
-ALONE = "no Kruise given: probemarker alone"
-IDENTITIES = {
-    "kruise": (kruise.MANAGER_USER, kruise.DAEMON_USER),
-    "probemarker": (DAEMON_USER,),
-}
-WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
-NOT_STORED = frozenset({"exec", "attach", "portforward", "proxy"})  # requests, not writes
-OBJECT_RESOURCES = frozenset({"pods", "nodepodprobes"})
 QUIET_SECONDS = 30
 SETTLE_SECONDS = 6
 RESTART_WATCH_SECONDS = 20
 DELETE_WAIT_SECONDS = 45
 
 
-# -- pure: the audit log, statistics, what the watch saw -----------------------------------
+# -- the node: processes, cgroups, the API server's and the node's CPU ------------------
 
 
-@dataclass
-class Requests:
-    """What one set of identities asked of the API server in a window."""
-
-    writes: dict[str, int] = field(default_factory=dict)  # resource[/subresource] -> count
-    by_verb: dict[str, int] = field(default_factory=dict)
-
-    def object_writes(self) -> int:
-        return sum(n for key, n in self.writes.items() if key.split("/")[0] in OBJECT_RESOURCES)
-
-    def pod_writes(self) -> int:
-        return sum(n for key, n in self.writes.items() if key.split("/")[0] == "pods")
-
-    def event_writes(self) -> int:
-        return sum(n for key, n in self.writes.items() if key.split("/")[0] == "events")
-
-    def all_writes(self) -> int:
-        return sum(self.writes.values())
-
-
-def count_requests(
-    events: Iterable[Mapping[str, Any]], users: Sequence[str], *, namespaces: Sequence[str] = ()
-) -> Requests:
-    """The requests of `users` in audit `events` (audit.k8s.io/v1, any stages): each
-    request once (by auditID; a watch logs ResponseStarted and ResponseComplete), by
-    verb; the writes (a write verb on a stored object: not exec, attach, portforward or
-    proxy) by resource. `namespaces`, when given, keeps only writes to those namespaces
-    or to cluster-scoped objects (a NodePodProbe is one)."""
-    seen: set[str] = set()
-    out = Requests()
-    for event in events:
-        if event.get("user", {}).get("username") not in users:
-            continue
-        audit_id = str(event.get("auditID", ""))
-        if audit_id in seen:
-            continue
-        seen.add(audit_id)
-        verb = str(event.get("verb", ""))
-        ref = event.get("objectRef") or {}
-        sub = ref.get("subresource")
-        out.by_verb[verb] = out.by_verb.get(verb, 0) + 1
-        if verb not in WRITE_VERBS or sub in NOT_STORED:
-            continue
-        namespace = ref.get("namespace")
-        if namespaces and namespace and namespace not in namespaces:
-            continue
-        key = str(ref.get("resource", "?")) + (f"/{sub}" if sub else "")
-        out.writes[key] = out.writes.get(key, 0) + 1
+def _cmdlines() -> dict[int, bytes]:
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with suppress(OSError):
+                out[int(entry.name)] = (entry / "cmdline").read_bytes()
     return out
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The nearest-rank percentile (q in 0..100) of `values` (not empty)."""
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * q // 100))  # ceil(n * q / 100), at least 1
-    return ordered[int(rank) - 1]
-
-
-def summary_ms(seconds: Sequence[float]) -> dict[str, float] | None:
-    if not seconds:
-        return None
-    ms = [s * 1000 for s in seconds]
-    return {
-        "median": round(statistics.median(ms), 1),
-        "p90": round(percentile(ms, 90), 1),
-        "max": round(max(ms), 1),
-    }
-
-
-def schedule(flips: int, seed: int) -> list[list[int]]:
-    """Per pod slot (up to 1000), the flips' offsets in centiseconds from the round's
-    start: 4 to 8 s apart (so that each system has settled one before the next), at
-    any centisecond (so that they fall at a uniform phase of any probe schedule)."""
-    rng = random.Random(seed)
-    out = []
-    for _ in range(1000):
-        at, times = rng.randint(0, 300), []
-        for _ in range(flips):
-            at += rng.randint(400, 800)
-            times.append(at)
-        out.append(times)
-    return out
-
-
-def uptime_cs(text: str) -> int:
-    """/proc/uptime's first number in centiseconds, as SCRIPT reads it."""
-    whole, _, fraction = text.split()[0].partition(".")
-    return int(whole + fraction)
-
-
-def _uptime_and_monotonic() -> tuple[int, float]:
-    """The node's uptime (centiseconds) and this process's monotonic clock, together."""
-    before = time.monotonic()
-    up = uptime_cs(Path("/proc/uptime").read_text())
-    return up, (before + time.monotonic()) / 2
-
-
-def answer_after(flip_index: int) -> str:
-    """The label value once flip number `flip_index` (0-based) has happened."""
-    return "no" if flip_index % 2 == 0 else "yes"
-
-
-def delays(
-    seen: Sequence[tuple[float, Mapping[str, Any]]],
-    pod: str,
-    flips_at: Sequence[float],
-    value: Callable[[Mapping[str, Any]], str | None],
-    expected: Callable[[int], str],
-) -> tuple[list[float], int]:
-    """For each flip of `pod` (monotonic times), the delay to the first object seen
-    after it with the value that flip brings; (delays, flips never seen). A flip counts
-    as seen only before the next flip."""
-    mine = [(at, obj) for at, obj in seen if obj["metadata"]["name"] == pod]
-    found, missed = [], 0
-    for index, flip in enumerate(flips_at):
-        until = flips_at[index + 1] if index + 1 < len(flips_at) else float("inf")
-        want = expected(index)
-        hit = next((at for at, obj in mine if flip <= at < until and value(obj) == want), None)
-        if hit is None:
-            missed += 1
-        else:
-            found.append(hit - flip)
-    return found, missed
-
-
-def sequences(
-    seen: Sequence[tuple[float, Mapping[str, Any]]],
-    since: float,
-    value: Callable[[Mapping[str, Any]], str | None],
-) -> dict[str, list[str | None]]:
-    """Per pod, the values of `value` seen from `since` on, repeats folded."""
-    out: dict[str, list[str | None]] = {}
-    for at, obj in seen:
-        if at >= since:
-            values = out.setdefault(obj["metadata"]["name"], [])
-            now = value(obj)
-            if not values or values[-1] != now:
-                values.append(now)
-    return out
-
-
-def flaps(
-    seen: Sequence[tuple[float, Mapping[str, Any]]],
-    since: float,
-    value: Callable[[Mapping[str, Any]], str | None],
-) -> int:
-    """Changes of `value` per pod among the objects seen from `since` on (the first
-    object of each pod sets its value; each change after it is a flap)."""
-    return sum(len(values) - 1 for values in sequences(seen, since, value).values())
-
-
-def label_value(obj: Mapping[str, Any]) -> str | None:
-    return labels_of(dict(obj)).get(KEY)
-
-
-def condition_value(obj: Mapping[str, Any]) -> str | None:
-    found = condition(dict(obj), KEY)
-    return None if found is None else str(found.get("status"))
-
-
-def condition_expected(index: int) -> str:
-    return "False" if index % 2 == 0 else "True"
-
-
-def working_set_mib(usage: int, memory_stat: str) -> float:
-    """The kubelet's working set: usage minus inactive file pages (cgroup v1 names)."""
-    inactive = 0
-    for line in memory_stat.splitlines():
-        name, _, number = line.partition(" ")
-        if name == "total_inactive_file":
-            inactive = int(number)
-    return max(0, usage - inactive) / 2**20
-
-
-# -- the node: processes and cgroups ---------------------------------------------------
-
-
-AGENTS = {
-    "kruise": (("/manager",), ("/kruise-daemon",)),
-    "probemarker": (("/opt/probemarker/bin/python3", "/opt/probemarker/bin/probemarker", "run"),),
-}
 
 
 def _cgroup(pid: int, controller: str) -> Path:
@@ -307,38 +159,33 @@ def _cgroup(pid: int, controller: str) -> Path:
     raise SystemExit(f"pid {pid}: no {controller} cgroup")
 
 
-def _groups(system: str) -> list[int]:
-    pids = []
-    for argv0 in AGENTS[system]:
-        found = kruise.pids_of(argv0)
-        if len(found) != 1:
-            raise SystemExit(
-                f"{system}: {len(found)} processes {' '.join(argv0)} on the node, expected 1"
-            )
-        pids.append(found[0])
-    return pids
+def _groups(system: str, controller: str) -> set[Path]:
+    """The cgroups of the system's agents (AGENTS), each once."""
+    return {_cgroup(pid, controller) for pid in agent_pids(system, _cmdlines())}
 
 
 def cgroup_cpu_seconds(system: str) -> float:
     return sum(
-        int((_cgroup(pid, "cpuacct") / "cpuacct.usage").read_text()) / 1e9
-        for pid in _groups(system)
+        int((group / "cpuacct.usage").read_text()) / 1e9 for group in _groups(system, "cpuacct")
     )
 
 
 def cgroup_memory_mib(system: str) -> float:
-    total = 0.0
-    for pid in _groups(system):
-        group = _cgroup(pid, "memory")
-        total += working_set_mib(
+    return sum(
+        working_set_mib(
             int((group / "memory.usage_in_bytes").read_text()), (group / "memory.stat").read_text()
         )
-    return total
+        for group in _groups(system, "memory")
+    )
 
 
 def apiserver_cpu_seconds(state: Path) -> float:
     pid = int((state / "apiserver.pid").read_text())
     return stat_cpu(Path(f"/proc/{pid}/stat").read_text(), children=False)
+
+
+def node_cpu_seconds() -> float:
+    return busy_seconds(Path("/proc/stat").read_text(), TICKS)
 
 
 # -- the run ----------------------------------------------------------------------------
@@ -371,44 +218,57 @@ def marker_doc(system: str, name: str, namespace: str, *, selector: Mapping[str,
 
 @dataclass
 class Phase:
-    """A window: the audit log's mark and the CPU counters at its start."""
+    """A window: the audit log's mark and the CPU counters at its start and its end."""
 
     cluster: Cluster
-    system: str
+    system: str  # "kruise", "probemarker" or BASELINE (no processes, no identities)
     started: float = 0.0
     mark: int = 0
     apiserver: float = 0.0
-    cpu: float = 0.0
+    node: float = 0.0
+    cpu: float | None = None
     seconds: float = 0.0  # the rest is set when the window ends
     apiserver_used: float = 0.0
-    cpu_used: float = 0.0
+    node_used: float = 0.0
+    cpu_used: float | None = None
     end_mark: int = 0
+
+    def _cpu(self) -> float | None:
+        return cgroup_cpu_seconds(self.system) if AGENTS[self.system] else None
 
     def __enter__(self) -> Phase:
         self.mark = self.cluster.audit.mark()
         self.apiserver = apiserver_cpu_seconds(self.cluster.state)
-        self.cpu = cgroup_cpu_seconds(self.system)
+        self.node = node_cpu_seconds()
+        self.cpu = self._cpu()
         self.started = time.monotonic()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.monotonic() - self.started
         self.apiserver_used = apiserver_cpu_seconds(self.cluster.state) - self.apiserver
-        self.cpu_used = cgroup_cpu_seconds(self.system) - self.cpu
+        self.node_used = node_cpu_seconds() - self.node
+        cpu = self._cpu()
+        self.cpu_used = None if cpu is None or self.cpu is None else cpu - self.cpu
         self.end_mark = self.cluster.audit.mark()
 
     def requests(self, namespaces: Sequence[str] = ()) -> Requests:
         """The system's requests in the window (the audit log between the two marks)."""
         events = self.cluster.audit.events(self.mark, until=self.end_mark)
-        return count_requests(events, IDENTITIES[self.system], namespaces=namespaces)
+        return system_requests(events, self.system, namespaces)
+
+    def window(self, namespaces: Sequence[str]) -> Window:
+        requests = self.requests(namespaces)
+        return Window(self.seconds, self.apiserver_used, self.node_used, self.cpu_used,
+                      requests.writes, requests.by_verb)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Column:
-    """One system measured: a column of the table, a key of the JSON's results."""
+    """One column of the table, a key of the JSON's results: a system, or the baseline."""
 
-    name: str  # "kruise LABEL", "probemarker-api", "probemarker-cri"
-    system: str  # "kruise" or "probemarker": whose identities, processes and API group
+    name: str  # "neither", "kruise LABEL", "probemarker-api", "probemarker-cri"
+    system: str  # "kruise", "probemarker" or BASELINE: whose identities, processes, API group
     namespace: str  # its pods' and markers'
     backend: str = ""  # probemarker's exec backend
     source: kruise.Source | None = None  # the Kruise the user brought
@@ -430,7 +290,8 @@ def parse_systems(text: str) -> list[str]:
 
 
 def plan(sources: Sequence[kruise.Source], systems: Sequence[str]) -> list[Column]:
-    """The columns in the table's order: each Kruise as given, then probemarker's."""
+    """The columns in the table's order: the baseline, each Kruise as given, then
+    probemarker's (none but the baseline: nothing to measure)."""
     out = [
         Column(f"kruise {source.label}", "kruise", f"vs-kruise-{index}", source=source)
         for index, source in enumerate(sources, 1)
@@ -438,13 +299,7 @@ def plan(sources: Sequence[kruise.Source], systems: Sequence[str]) -> list[Colum
     for name in systems:
         backend = name.removeprefix("probemarker-")
         out.append(Column(name, "probemarker", f"vs-probemarker-{backend}", backend=backend))
-    return out
-
-
-def measure_order(columns: Sequence[Column]) -> list[Column]:
-    """probemarker's first, with no Kruise installed; then each Kruise in turn (installed,
-    measured, removed), so that the last can stay (--keep-kruise) with nothing after it."""
-    return sorted(columns, key=lambda column: column.system == "kruise")
+    return [Column(BASELINE, BASELINE, f"vs-{BASELINE}"), *out] if out else []
 
 
 def _exec(kubectl: Kubectl, namespace: str, pod: str, script: str) -> None:
@@ -464,12 +319,12 @@ def _watch(kubectl: Kubectl, namespace: str) -> Iterator[Watch]:
 
 
 def measure(
-    cluster: Cluster, addon: Addon, column: Column, args: argparse.Namespace
-) -> dict[str, Any]:
+    cluster: Cluster, addon: Addon, column: Column, args: argparse.Namespace, *,
+    round_: int, position: int,
+) -> Run:  # fmt: skip
+    """One run of one column, its system installed alone (`_run_column`)."""
     kubectl = cluster.kubectl
     system, namespace = column.system, column.namespace
-    if system == "probemarker":
-        addon.use(column.backend)
     create_namespace(kubectl, namespace, fresh=True)
     names = [f"p{i:03d}" for i in range(args.pods)]
     pods = [
@@ -479,46 +334,36 @@ def measure(
     ]  # fmt: skip
     kubectl.apply(*pods)
     _all_running(kubectl, namespace, len(names))
-    out: dict[str, Any] = {}
+    phases: dict[str, Any] = {}
     try:
         with _watch(kubectl, namespace) as watch:
-            # start: from the marker's creation to 30 s after every pod is marked
-            with Phase(cluster, system) as start:
-                kubectl.apply(marker_doc(system, "vs", namespace, selector={"app": "vs"},
-                                         command=["sh", "-c", SCRIPT], key=KEY, condition_type=KEY))  # fmt: skip
-                _all_marked(kubectl, namespace, "yes", timeout=180)
-                time.sleep(QUIET_SECONDS)
-            started = start.requests([namespace])
-            out["start_writes"] = started.all_writes()
-            out["start_writes_by_resource"] = started.writes
-            if system == "probemarker":  # what its log says it did meanwhile
-                out["start_daemon_log"] = _log_events(kubectl, start.seconds)
-            round_, flipped = _flips(cluster, watch, system, namespace, names, args)
-            # quiet: after the flips, nothing flipping, the rate each figure is taken over
+            if system != BASELINE:  # start: from the marker's creation to 30 s after all marked
+                with Phase(cluster, system) as start:
+                    kubectl.apply(marker_doc(system, "vs", namespace, selector={"app": "vs"},
+                                             command=["sh", "-c", SCRIPT], key=KEY, condition_type=KEY))  # fmt: skip
+                    _all_marked(kubectl, namespace, "yes", timeout=180)
+                    time.sleep(QUIET_SECONDS)
+                started = start.requests([namespace])
+                phases["start_writes"] = started.all_writes()
+                phases["start_writes_by_resource"] = started.writes
+                if system == "probemarker":  # what its log says it did meanwhile
+                    phases["start_daemon_log"] = _log_events(kubectl, start.seconds)
+            flipped, flips_at = _flips(cluster, column, names, args)
+            memory = cgroup_memory_mib(system) if AGENTS[system] else None
+            # quiet: after the flips, nothing flipping
             with Phase(cluster, system) as quiet:
                 time.sleep(QUIET_SECONDS)
-            steady = quiet.requests([namespace])
-            out["steady_writes_per_min"] = round(steady.all_writes() * 60 / quiet.seconds, 1)
-            out["steady_writes_by_resource"] = steady.writes
-            out["apiserver_cpu_mcores_steady"] = round(
-                quiet.apiserver_used / quiet.seconds * 1000, 1
-            )
-            out["cpu_mcores_steady"] = round(quiet.cpu_used / quiet.seconds * 1000, 1)
-            out.update(flipped)
-            out.update(_per_transition(round_, quiet, int(flipped["transitions"]), namespace))
-            out.update(_restart(cluster, addon, watch, system, namespace))
-            out.update(_delete(cluster, watch, system, namespace, names))
-    finally:  # gone before the next system starts: its pods' teardown is not the next one's load
-        kubectl.run(
-            "delete",
-            "namespace",
-            namespace,
-            "--wait=true",
-            "--timeout=120s",
-            timeout=130,
-            check=False,
-        )
-    return out
+            seen = flip_delays(list(watch.seen), flips_at) if system != BASELINE else {}
+            if system != BASELINE:
+                phases.update(_restart(cluster, addon, watch, system, namespace))
+                phases.update(_delete(cluster, watch, system, namespace, names))
+    finally:  # gone before the next column starts: its pods' teardown is not the next one's load
+        kubectl.run("delete", "namespace", namespace, "--wait=true", "--timeout=120s",
+                    timeout=130, check=False)  # fmt: skip
+    return Run(
+        column.name, round_, position, transitions=len(names) * args.flips,
+        flips=flipped, quiet=quiet.window([namespace]), memory_mib=memory, phases=phases, **seen,
+    )  # fmt: skip
 
 
 def _log_events(kubectl: Kubectl, seconds: float) -> dict[str, int]:
@@ -559,21 +404,25 @@ def _all_marked(kubectl: Kubectl, namespace: str, value: str, *, timeout: float)
     )  # fmt: skip
 
 
+def _uptime_and_monotonic() -> tuple[int, float]:
+    """The node's uptime (centiseconds) and this process's monotonic clock, together."""
+    before = time.monotonic()
+    up = uptime_cs(Path("/proc/uptime").read_text())
+    return up, (before + time.monotonic()) / 2
+
+
 def _flips(
-    cluster: Cluster,
-    watch: Watch,
-    system: str,
-    namespace: str,
-    names: Sequence[str],
-    args: argparse.Namespace,
-) -> tuple[Phase, dict[str, Any]]:
-    kubectl = cluster.kubectl
+    cluster: Cluster, column: Column, names: Sequence[str], args: argparse.Namespace
+) -> tuple[Window, dict[str, list[float]]]:
+    """The flips' window (from the first flip to SETTLE_SECONDS after the last: the
+    same length for every column) and each pod's flips on this process's clock."""
+    kubectl, namespace = cluster.kubectl, column.namespace
     plan = schedule(args.flips, args.seed)
     up, mono = _uptime_and_monotonic()
     base = up + (10 + len(names) // 2) * 100  # the files written first
     _parallel(
-        (lambda pod=pod, i=i: _exec(kubectl, namespace, pod,
-                                    f"echo {' '.join(str(base + t) for t in plan[i])} > /tmp/flips"))
+        partial(_exec, kubectl, namespace, pod,
+                f"echo {' '.join(str(base + t) for t in plan[i])} > /tmp/flips")
         for i, pod in enumerate(names)
     )  # fmt: skip
 
@@ -587,47 +436,10 @@ def _flips(
         )
     time.sleep(wait)
     last = monotonic(base + max(plan[i][-1] for i in range(len(names))))
-    with Phase(cluster, system) as round_:
+    with Phase(cluster, column.system) as window:
         time.sleep(max(0.0, last + SETTLE_SECONDS - time.monotonic()))
-    memory = cgroup_memory_mib(system)
-    labels, conditions, missed = [], [], 0
-    seen = list(watch.seen)
-    for i, pod in enumerate(names):
-        at = [monotonic(base + t) for t in plan[i]]
-        found, lost = delays(seen, pod, at, label_value, answer_after)
-        labels += found
-        missed += lost
-        found, lost = delays(seen, pod, at, condition_value, condition_expected)
-        conditions += found
-        missed += lost
-    return round_, {
-        "transitions": len(names) * args.flips,
-        "missed": missed,
-        "latency_ms": summary_ms(labels),
-        "condition_latency_ms": summary_ms(conditions),
-        "cpu_mcores": round(round_.cpu_used / round_.seconds * 1000, 1),
-        "memory_mib": round(memory, 1),
-    }
-
-
-def _per_transition(
-    round_: Phase, quiet: Phase, transitions: int, namespace: str
-) -> dict[str, Any]:
-    """The flips' window over the quiet one's rates: what the transitions cost."""
-    requests = round_.requests([namespace])
-    apiserver = round_.apiserver_used - quiet.apiserver_used / quiet.seconds * round_.seconds
-    return {
-        # everything written in the window: Kruise's NodePodProbe status is rewritten
-        # whether anything changes or not (steady_writes_by_resource shows how often)
-        "writes_per_transition": round(requests.object_writes() / transitions, 2),
-        "pod_writes_per_transition": round(requests.pod_writes() / transitions, 2),
-        "events_per_transition": round(requests.event_writes() / transitions, 2),
-        "writes_by_resource": requests.writes,
-        "requests_per_min_by_verb": {
-            verb: round(n * 60 / round_.seconds, 1) for verb, n in sorted(requests.by_verb.items())
-        },
-        "apiserver_cpu_ms_per_transition": round(apiserver * 1000 / transitions, 2),
-    }
+    flips_at = {pod: [monotonic(base + t) for t in plan[i]] for i, pod in enumerate(names)}
+    return window.window([namespace]), flips_at
 
 
 def _restart(
@@ -701,7 +513,7 @@ def _delete(
     deleted = time.monotonic()
     kubectl.run("-n", namespace, "delete", group, "vs", "way", "--wait=true", timeout=60)
     time.sleep(10)
-    _parallel((lambda pod=pod: _exec(kubectl, namespace, pod, "rm -f /tmp/gw")) for pod in chosen)
+    _parallel(partial(_exec, kubectl, namespace, pod, "rm -f /tmp/gw") for pod in chosen)
     with suppress(AssertionError):  # counted below, whatever it is
         wait_for(
             lambda: kubectl.json("-n", namespace, "get", "pods", "-l", NAMES_LABEL)["items"],
@@ -718,116 +530,49 @@ def _delete(
     }
 
 
-# -- output -----------------------------------------------------------------------------
+# -- the rounds ------------------------------------------------------------------------------
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, dict) and set(value) == {"median", "p90", "max"}:
-        return f"{value['median']:.0f} / {value['p90']:.0f} / {value['max']:.0f}"
-    if isinstance(value, dict) and set(value) == {"labels", "conditions", "pods"}:
-        return f"{value['labels']} labels, {value['conditions']} conditions of {value['pods']} pods"
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
-    return str(value)
+def _probemarker_removed(addon: Addon) -> None:
+    """probemarker's overlay deleted (its namespace, CRD, RBAC and policy gone)."""
+    if addon.backend:
+        addon.cluster.kubectl.run("delete", "-k", str(addon.folder), "--ignore-not-found",
+                                  "--wait=true", timeout=240)  # fmt: skip
+        addon.backend = ""
 
 
-ROWS = (
-    ("latency_ms", "flip -> label, ms (median / p90 / max)"),
-    ("condition_latency_ms", "flip -> condition, ms (median / p90 / max)"),
-    ("missed", "flips never seen on the pod"),
-    ("writes_per_transition", "writes per transition (pods, NodePodProbes; all in the window)"),
-    ("pod_writes_per_transition", "  of which to the pods"),
-    ("events_per_transition", "Events per transition"),
-    ("writes_by_resource", "writes during the flips, by resource"),
-    ("start_writes", "writes from the marker's creation to 30 s after all are marked"),
-    ("start_writes_by_resource", "  of which, by resource"),
-    ("start_daemon_log", "  the daemon's log then, by event"),
-    ("steady_writes_per_min", "writes a minute, nothing flipping"),
-    ("steady_writes_by_resource", "  of which, by resource (30 s)"),
-    ("requests_per_min_by_verb", "API requests a minute during the flips, by verb"),
-    ("apiserver_cpu_ms_per_transition", "API server CPU per transition, ms (over quiet)"),
-    ("apiserver_cpu_mcores_steady", "API server CPU, nothing flipping, mcores"),
-    ("cpu_mcores", "the system's CPU during the flips, mcores (cgroups)"),
-    ("cpu_mcores_steady", "the system's CPU, nothing flipping, mcores"),
-    ("memory_mib", "the system's memory, MiB (cgroup working set)"),
-    ("restart_writes", "pod writes in 20 s after its node agent restarts"),
-    ("restart_writes_by_resource", "  all writes then, by resource"),
-    ("restart_flaps", "label/condition flaps after that restart"),
-    ("restart_flapped", "  of which"),
-    ("restart_flap_example", "  for example"),
-    ("left_after_delete", "left on the pods 45 s after the marker's delete"),
-    ("way_left_after_delete", "`way`'s marks left 45 s after its delete"),
-    ("gateway_followed_after_way_deleted", "`gateway`'s label follows after `way` is deleted"),
-)
-
-
-def table(results: Mapping[str, Mapping[str, Any]]) -> str:
-    """The figures, one column a system, in `results`' order."""
-    systems = list(results)
-    lines = [f"| | {' | '.join(systems)} |", "|---|" + "---|" * len(systems)]
-    for key, title in ROWS:
-        lines.append(
-            f"| {title} | " + " | ".join(_cell(results[s].get(key)) for s in systems) + " |"
-        )
-    return "\n".join(lines)
-
-
-def command_line(args: argparse.Namespace) -> str:
-    """The command that measures the same again."""
-    words = ["python", "bench/vs_kruise.py", "--pods", str(args.pods), "--flips",
-             str(args.flips), "--seed", str(args.seed)]  # fmt: skip
-    if args.systems != DEFAULT_SYSTEMS:
-        words += ["--systems", args.systems]
-    for value in args.kruise:
-        words += ["--kruise", value]
-    return shlex.join(words)
-
-
-def document(
-    args: argparse.Namespace,
-    *,
-    server: str,
-    ran: Sequence[Mapping[str, Any]],
-    results: Mapping[str, Mapping[str, Any]],
-) -> dict[str, Any]:
-    """The JSON: what ran (Kubernetes, probemarker, each Kruise as kruise.identity says,
-    none: probemarker alone), the command, and the figures by column."""
-    return {
-        "kubernetes": server,
-        "probemarker": f"{__version__} (this checkout)",
-        "kruise": [dict(one) for one in ran],
-        "probemarker_alone": not ran,
-        "note": None if ran else ALONE,
-        "pods": args.pods,
-        "flips": args.flips,
-        "seed": args.seed,
-        "command": command_line(args),
-        "results": {name: dict(figures) for name, figures in results.items()},
-    }
-
-
-def report(doc: Mapping[str, Any]) -> str:
-    """The printed answer: what ran, the table, the command."""
-    lines = [f"Kubernetes {doc['kubernetes']}, one node; probemarker {doc['probemarker']}"]
-    if doc["kruise"]:
-        lines += [kruise.describe(ran) for ran in doc["kruise"]]
-        lines.append(
-            "each Kruise installed, measured and removed in turn, probemarker installed and "
-            "idle meanwhile; probemarker measured with no Kruise installed"
-        )
-    else:
-        lines.append(ALONE)
-    lines.append(
-        f"{doc['pods']} pods a system, {doc['flips']} flips a pod, "
-        "exec probe period 1 s, thresholds 1"
-    )
-    return "\n".join([*lines, "", table(doc["results"]), "", f"command: {doc['command']}"])
+def _run_column(
+    cluster: Cluster, addon: Addon, column: Column, args: argparse.Namespace, *,
+    round_: int, position: int, ran: dict[str, dict[str, Any]],
+) -> Run:  # fmt: skip
+    """One run of `column` with its system alone on the node: probemarker's backend
+    installed, or probemarker removed and the Kruise installed for the run and removed
+    after it, or nothing for the baseline."""
+    if column.system == "probemarker":
+        addon.use(column.backend)
+        return measure(cluster, addon, column, args, round_=round_, position=position)
+    _probemarker_removed(addon)
+    if column.source is None:
+        return measure(cluster, addon, column, args, round_=round_, position=position)
+    try:
+        identity = kruise.install(cluster, column.source)
+        ran.setdefault(column.name, identity)
+        if identity.get("image_id") != ran[column.name].get("image_id"):
+            raise SystemExit(f"{column.name}: another image than in the first round ran")
+        return measure(cluster, addon, column, args, round_=round_, position=position)
+    finally:
+        kruise.remove(cluster)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=DEFAULT_RUNS,
+        help=f"rounds, each measuring every column once in rotated order (default "
+        f"{DEFAULT_RUNS}; fewer ranks nothing)",
+    )
     parser.add_argument("--pods", type=int, default=20)
     parser.add_argument("--flips", type=int, default=20)
     parser.add_argument("--seed", type=int, default=32)
@@ -845,13 +590,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=DEFAULT_SYSTEMS,
         help=f"probemarker's backends to measure, of {DEFAULT_SYSTEMS} ('': none)",
     )
-    parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--json", type=Path, help="write the figures here, every run's too")
     parser.add_argument(
-        "--keep-kruise", action="store_true", help="do not remove the last Kruise at the end"
+        "--keep-kruise",
+        action="store_true",
+        help="leave the last Kruise given installed at the end (beside probemarker)",
     )
     args = parser.parse_args(argv)
-    if not 1 <= args.pods <= 1000 or args.flips < 1:
-        parser.error("--pods 1..1000 and --flips 1 or more")
+    if not 1 <= args.pods <= 1000 or args.flips < 1 or args.runs < 1:
+        parser.error("--pods 1..1000, --flips 1 or more and --runs 1 or more")
     return args
 
 
@@ -874,43 +621,37 @@ def main() -> None:
         for source in sources:
             kruise.check_loaded(source, listing)
     given = ", ".join(f"Kruise {source.label}" for source in sources)
-    print(f"== probemarker, then {given}" if sources else f"== {ALONE}", file=sys.stderr)
+    print(f"== probemarker and {given}" if sources else f"== {ALONE}", file=sys.stderr)
     versions = cluster.kubectl.json("version")
     addon = Addon(cluster, Path(tempfile.mkdtemp()))
-    ordered = measure_order(columns)
-    last_kruise = next((c for c in reversed(ordered) if c.source is not None), None)
-    results: dict[str, dict[str, Any]] = {}
     ran: dict[str, dict[str, Any]] = {}
+    runs: list[Run] = []
     try:
-        addon.use("api")
-        for column in ordered:
-            print(f"== {column.name}", file=sys.stderr)
-            if column.source is None:
-                results[column.name] = measure(cluster, addon, column, args)
-            else:
-                addon.use("api")  # idle meanwhile, as it is installed by default
-                keep = args.keep_kruise and column is last_kruise
-                try:
-                    ran[column.name] = kruise.install(cluster, column.source)
-                    results[column.name] = measure(cluster, addon, column, args)
-                finally:
-                    if not keep:
-                        kruise.remove(cluster)
-                if keep:
-                    print(f"kept: Kruise {column.source.label} (python bench/kruise.py "
-                          "remove removes it)", file=sys.stderr)  # fmt: skip
-            print(json.dumps(results[column.name]), file=sys.stderr)
+        addon.use("api")  # a known state: the overlay in addon.folder installed
+        for round_, ordered in enumerate(rounds(columns, args.runs)):
+            for position, column in enumerate(ordered):
+                print(f"== round {round_ + 1}/{args.runs}: {column.name}", file=sys.stderr)
+                run = _run_column(cluster, addon, column, args, round_=round_,
+                                  position=position, ran=ran)  # fmt: skip
+                runs.append(run)
+                print(f"   missed {run.missed_labels}, flips window {run.flips.seconds:.1f} s",
+                      file=sys.stderr)  # fmt: skip
     finally:
         addon.use("api")
+    if args.keep_kruise and sources:
+        kruise.install(cluster, sources[-1])
+        print(f"kept: Kruise {sources[-1].label} (python bench/kruise.py remove removes it)",
+              file=sys.stderr)  # fmt: skip
     doc = document(
         args,
         server=versions.get("serverVersion", {}).get("gitVersion", "?"),
         ran=[ran[c.name] for c in columns if c.name in ran],
-        results={c.name: results[c.name] for c in columns},
+        columns=[c.name for c in columns],
+        runs=runs,
     )
     print(report(doc))
     if args.json:
-        args.json.write_text(json.dumps(doc, indent=2) + "\n")
+        args.json.write_text(dumps(doc))
 
 
 if __name__ == "__main__":
