@@ -1,7 +1,7 @@
 """probemarker beside OpenKruise's PodProbeMarker on the project's real node
-(hack/cluster.sh): the same marker, the same pods, the same flips, each system measured
-N times in rotated order beside a baseline run of neither, for each Kruise release the
-user brings (none: probemarker alone).
+(hack/cluster.sh): the same marker on the same pods, each system measured N times in
+rotated order beside a baseline run of neither, for each Kruise release the user brings
+(none: probemarker alone), in one of four cases (`--case`, bench/vs_plan.py).
 
 Needs root, the cluster up and probemarker's image loaded, and for each Kruise either its
 released manager image loaded into the node's containerd and the release's config/, or a
@@ -9,17 +9,18 @@ folder of its two programs and config/ (docs/development.md, "Measured against K
 bench/kruise.py says what each form holds):
 
     hack/cluster.sh up && hack/build-image.sh --no-verify && hack/cluster.sh load-image
-    python bench/vs_kruise.py                     # probemarker alone: 3 runs, 20 pods, 20 flips a pod
+    python bench/vs_kruise.py                     # probemarker alone: case a, 3 runs
     python bench/vs_kruise.py --kruise v1.5.4=image:docker.io/openkruise/kruise-manager:v1.5.4,config=/src/kruise-1.5.4/config
     python bench/vs_kruise.py --kruise v1.5.4=/k/1.5.4 --kruise 'v1.5.4+#2007=/k/2007' --runs 5 --json /tmp/vs.json
-    python bench/vs_kruise.py --runs 1 --pods 5 --flips 5   # a quick look: no row is ranked
+    python bench/vs_kruise.py --case c --kruise v1.5.4=/k/1.5.4   # pod churn
+    python bench/vs_kruise.py --runs 1 --pods 5 --flips 5          # a quick look: no row is ranked
 
 `--kruise LABEL=SOURCE` is repeatable, one table column a label. Every SOURCE is checked
 before anything is installed. The columns: `neither` (the baseline: the same pods and
-flips, no marker, neither system installed), each Kruise given, probemarker with its
-`api` and its `cri` exec backend (`--systems`).
+workload, no marker, neither system installed; not in case d, which has no CPU window),
+each Kruise given, probemarker with its `api` and its `cri` exec backend (`--systems`).
 
-The method (bench/vs_stats.py holds it, pure and unit-tested):
+The method (bench/vs_stats.py, pure and unit-tested):
 - `--runs N` rounds (default 3; fewer is allowed for a look, and the output says that
   no row is ranked then). Each round measures every column once, in an order rotated by
   one each round: round r starts at column r mod k, so no column is always measured
@@ -28,50 +29,51 @@ The method (bench/vs_stats.py holds it, pure and unit-tested):
   overlay of tests/cluster/install.py) for its columns and removed for the others; each
   Kruise installed (bench/kruise.py: image, config/default, webhooks) for its run and
   removed after it, whatever happened (two releases share their CRDs and namespace: one
-  at a time; `--keep-kruise` leaves the last one given installed at the end).
-- Every figure is given as the median and range (min-max) over the N runs. A row where
-  lower is better names the lowest column only when its range lies below every other
-  column's; where the ranges overlap it says `tie` and names them.
-- The API server's CPU and the whole node's (every process: /proc/stat's busy time)
-  are read over the flips' window, which is the same workload for every column (the
-  same seeded flips, so the same length), and the same round's baseline run's use over
-  the same length is subtracted: what the system adds. The same at rest (the quiet
-  window). Each system's own CPU and memory from its processes' cgroups (for Kruise its
-  manager and its daemon), writes and requests from the API server's audit log by its
-  identities (for Kruise the manager's and the daemon's ServiceAccounts).
+  at a time; `--keep-kruise` installs the last one given again at the end).
+- Every figure is the median and range (min-max) over the N runs. A row where lower is
+  better names the lowest column only when its range lies below every other column's;
+  where the ranges overlap it says `tie` and names them.
+- The API server's CPU and the whole node's (every process: /proc/stat's busy time) are
+  read over each fixed workload window (the flips, the time at rest, the churn: the
+  same for every column), minus the same round's baseline run's use over the same
+  length: what the system adds. Each system's own CPU and memory from its processes'
+  cgroups (for Kruise its manager and its daemon; bench/vs_node.py), writes and
+  requests from the API server's audit log by its identities (for Kruise the manager's
+  and the daemon's ServiceAccounts).
 - The delays are pooled over every run's flips (p50 / p90 / p99 / max), and each run's
   median is ranked; a flip whose label (condition) was not seen within 10 s is missed,
-  a column of its own.
+  a row of its own (bench/vs_watch.py).
 
-Each system's run, in a namespace of its own:
-- `--pods` busybox pods and one marker, the same spec in `apps.kruise.io/v1alpha1` and
-  `probemarker.io/v1alpha1`: exec `sh -c SCRIPT` in the pod, period 1 s, timeout 1 s,
-  thresholds 1, label `vs.bench/answer: yes|no` and the condition `vs.bench/answer`.
-- The answer is a function of time: SCRIPT counts the moments in the pod's /tmp/flips
-  (the node's uptime in centiseconds, which the host and every container read alike
-  from /proc/uptime) that have passed, and succeeds when the count is even. Each pod
-  gets `--flips` moments 4 to 8 s apart at any centisecond (one seeded schedule, the
-  same for every system and every run), so each flip happens at a known moment, at a
-  uniform phase of each probe's period, and nothing runs on the node to cause it.
-  Delay = the pod watch's event with the new value minus the flip's moment (to 10 ms).
+Each run, in a namespace of its own, goes through its case's phases in this order:
+- pods: `--pods` busybox pods (the case's number by default) and, but for the baseline,
+  one marker, the same spec in `apps.kruise.io/v1alpha1` and `probemarker.io/v1alpha1`:
+  exec `sh -c SCRIPT` in the pod, the case's period, timeout 1 s, thresholds 1, label
+  `vs.bench/answer: yes|no` and the condition `vs.bench/answer`.
 - start: from the marker's creation to 30 s after every pod is marked: the writes.
-- flips: from the first flip to 6 s after the last: the delays, the writes per
-  transition (pods, pods/status and NodePodProbes by the system's identities; Events
-  apart; all of them in the window, and beyond the system's own rate at rest), requests
-  by verb, the CPU figures above, the system's memory (cgroup working set).
-- quiet: the 30 s after the flips, nothing flipping: writes a minute, CPU at rest.
+- flips (case a): the answer is a function of time: SCRIPT counts the moments in the
+  pod's /tmp/flips (the node's uptime in centiseconds, which the host and every
+  container read alike from /proc/uptime) that have passed, and succeeds when the count
+  is even. Each pod gets `--flips` moments 4 to 8 s apart at any centisecond (one seeded
+  schedule, the same for every column and run), so each flip happens at a known moment,
+  at a uniform phase of each probe's period, and nothing runs on the node to cause it.
+  The window: from the first flip to 6 s after the last. Delay = the pod watch's event
+  with the new value minus the flip's moment (to 10 ms). Writes per transition (pods,
+  pods/status and NodePodProbes by the system's identities; Events apart; all of them
+  in the window, and beyond the system's own rate at rest), requests by verb.
+- quiet (a: 30 s; b: 10 minutes, rates per hour): nothing flipping: writes, CPU at rest.
   (Quiet comes after the flips, not before: Kruise's daemon writes Events for its first
   results until client-go's spam filter stops it, about a minute, which is start's cost,
   not steady state's.)
-- restart: the system's node agent's pod deleted (kruise-daemon; the probemarker pod):
-  its writes and the label/condition flaps in the 20 s after its replacement is Ready.
-- delete: two more markers `way` and `gateway` on 3 of the pods (Kruise issue #2508),
-  then the main marker and `way` deleted together; after 10 s gateway's answer is
-  flipped on those pods: does its label follow? 45 s after the delete (probemarker keeps
-  a deleted marker's marks 30 s by default): what is left of the main marker's and of
-  `way`'s marks on the pods.
-The baseline's run has the pods, the flip files, the watch, the flips' and the quiet
-window, and nothing else.
+- churn (c): a pod created every 3 s, each deleted 30 s after its create, until every
+  one is gone and 30 s more: writes, Events and CPU per pod lifecycle.
+- restart (a, d): the system's node agent's pod deleted (kruise-daemon; the probemarker
+  pod): its writes and the label/condition flaps in the 20 s after its replacement is
+  Ready.
+- delete (a): two more markers `way` and `gateway` on 3 of the pods (Kruise issue
+  #2508), then the main marker and `way` deleted together; after 10 s gateway's answer
+  is flipped on those pods: does its label follow? 45 s after the delete (probemarker
+  keeps a deleted marker's marks 30 s by default): what is left of the main marker's
+  and of `way`'s marks on the pods.
 """
 
 from __future__ import annotations
@@ -81,10 +83,9 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -92,35 +93,28 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import kruise
-from bench.cri_exec import TICKS, stat_cpu
-from bench.vs_report import (
-    ALONE,
-    DEFAULT_RUNS,
-    DEFAULT_SYSTEMS,
-    PROBEMARKER_SYSTEMS,
-    document,
-    dumps,
-    report,
+from bench.vs_node import Phase, cgroup_memory_mib
+from bench.vs_plan import (
+    CASES,
+    Case,
+    Column,
+    churn_plan,
+    marker_doc,
+    parse_args,
+    parse_systems,
+    plan,
 )
-from bench.vs_stats import (
-    AGENTS,
-    BASELINE,
+from bench.vs_report import ALONE, document, dumps, report
+from bench.vs_stats import AGENTS, BASELINE, Run, Window, rounds
+from bench.vs_watch import (
     KEY,
-    Requests,
-    Run,
-    Window,
-    agent_pids,
-    busy_seconds,
     condition_value,
     flaps,
     flip_delays,
     label_value,
-    rounds,
     schedule,
     sequences,
-    system_requests,
     uptime_cs,
-    working_set_mib,
 )
 from tests.cluster.install import STATE, Addon, Cluster
 from tests.cluster.kube import Kubectl, Watch, busybox_pod, create_namespace, wait_for
@@ -139,167 +133,7 @@ RESTART_WATCH_SECONDS = 20
 DELETE_WAIT_SECONDS = 45
 
 
-# -- the node: processes, cgroups, the API server's and the node's CPU ------------------
-
-
-def _cmdlines() -> dict[int, bytes]:
-    out = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with suppress(OSError):
-                out[int(entry.name)] = (entry / "cmdline").read_bytes()
-    return out
-
-
-def _cgroup(pid: int, controller: str) -> Path:
-    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
-        _, controllers, path = line.split(":", 2)
-        if controller in controllers.split(","):
-            return Path("/sys/fs/cgroup") / controllers / path.lstrip("/")
-    raise SystemExit(f"pid {pid}: no {controller} cgroup")
-
-
-def _groups(system: str, controller: str) -> set[Path]:
-    """The cgroups of the system's agents (AGENTS), each once."""
-    return {_cgroup(pid, controller) for pid in agent_pids(system, _cmdlines())}
-
-
-def cgroup_cpu_seconds(system: str) -> float:
-    return sum(
-        int((group / "cpuacct.usage").read_text()) / 1e9 for group in _groups(system, "cpuacct")
-    )
-
-
-def cgroup_memory_mib(system: str) -> float:
-    return sum(
-        working_set_mib(
-            int((group / "memory.usage_in_bytes").read_text()), (group / "memory.stat").read_text()
-        )
-        for group in _groups(system, "memory")
-    )
-
-
-def apiserver_cpu_seconds(state: Path) -> float:
-    pid = int((state / "apiserver.pid").read_text())
-    return stat_cpu(Path(f"/proc/{pid}/stat").read_text(), children=False)
-
-
-def node_cpu_seconds() -> float:
-    return busy_seconds(Path("/proc/stat").read_text(), TICKS)
-
-
 # -- the run ----------------------------------------------------------------------------
-
-
-def marker_doc(system: str, name: str, namespace: str, *, selector: Mapping[str, str],
-               command: Sequence[str], key: str, condition_type: str | None) -> dict[str, Any]:  # fmt: skip
-    probe: dict[str, Any] = {
-        "name": "answer",
-        "containerName": "main",
-        "probe": {
-            "exec": {"command": list(command)},
-            "periodSeconds": 1, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 1,
-        },
-        "markerPolicy": [
-            {"state": "Succeeded", "labels": {key: "yes"}},
-            {"state": "Failed", "labels": {key: "no"}},
-        ],
-    }  # fmt: skip
-    if condition_type:
-        probe["podConditionType"] = condition_type
-    group = "apps.kruise.io" if system == "kruise" else "probemarker.io"
-    return {
-        "apiVersion": f"{group}/v1alpha1",
-        "kind": "PodProbeMarker",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"selector": {"matchLabels": dict(selector)}, "probes": [probe]},
-    }
-
-
-@dataclass
-class Phase:
-    """A window: the audit log's mark and the CPU counters at its start and its end."""
-
-    cluster: Cluster
-    system: str  # "kruise", "probemarker" or BASELINE (no processes, no identities)
-    started: float = 0.0
-    mark: int = 0
-    apiserver: float = 0.0
-    node: float = 0.0
-    cpu: float | None = None
-    seconds: float = 0.0  # the rest is set when the window ends
-    apiserver_used: float = 0.0
-    node_used: float = 0.0
-    cpu_used: float | None = None
-    end_mark: int = 0
-
-    def _cpu(self) -> float | None:
-        return cgroup_cpu_seconds(self.system) if AGENTS[self.system] else None
-
-    def __enter__(self) -> Phase:
-        self.mark = self.cluster.audit.mark()
-        self.apiserver = apiserver_cpu_seconds(self.cluster.state)
-        self.node = node_cpu_seconds()
-        self.cpu = self._cpu()
-        self.started = time.monotonic()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds = time.monotonic() - self.started
-        self.apiserver_used = apiserver_cpu_seconds(self.cluster.state) - self.apiserver
-        self.node_used = node_cpu_seconds() - self.node
-        cpu = self._cpu()
-        self.cpu_used = None if cpu is None or self.cpu is None else cpu - self.cpu
-        self.end_mark = self.cluster.audit.mark()
-
-    def requests(self, namespaces: Sequence[str] = ()) -> Requests:
-        """The system's requests in the window (the audit log between the two marks)."""
-        events = self.cluster.audit.events(self.mark, until=self.end_mark)
-        return system_requests(events, self.system, namespaces)
-
-    def window(self, namespaces: Sequence[str]) -> Window:
-        requests = self.requests(namespaces)
-        return Window(self.seconds, self.apiserver_used, self.node_used, self.cpu_used,
-                      requests.writes, requests.by_verb)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Column:
-    """One column of the table, a key of the JSON's results: a system, or the baseline."""
-
-    name: str  # "neither", "kruise LABEL", "probemarker-api", "probemarker-cri"
-    system: str  # "kruise", "probemarker" or BASELINE: whose identities, processes, API group
-    namespace: str  # its pods' and markers'
-    backend: str = ""  # probemarker's exec backend
-    source: kruise.Source | None = None  # the Kruise the user brought
-
-
-def parse_systems(text: str) -> list[str]:
-    """`--systems`: which of probemarker's backends to measure (none: only Kruise)."""
-    wanted = [name for name in text.split(",") if name]
-    if any(name == "kruise" or name.startswith("kruise ") for name in wanted):
-        raise SystemExit(
-            "--systems: Kruise is measured when given, by --kruise LABEL=SOURCE; "
-            f"--systems chooses among {', '.join(PROBEMARKER_SYSTEMS)}"
-        )
-    if unknown := sorted(set(wanted) - set(PROBEMARKER_SYSTEMS)):
-        raise SystemExit(
-            f"--systems: unknown {unknown}; choose from {', '.join(PROBEMARKER_SYSTEMS)}"
-        )
-    return [name for name in PROBEMARKER_SYSTEMS if name in wanted]
-
-
-def plan(sources: Sequence[kruise.Source], systems: Sequence[str]) -> list[Column]:
-    """The columns in the table's order: the baseline, each Kruise as given, then
-    probemarker's (none but the baseline: nothing to measure)."""
-    out = [
-        Column(f"kruise {source.label}", "kruise", f"vs-kruise-{index}", source=source)
-        for index, source in enumerate(sources, 1)
-    ]
-    for name in systems:
-        backend = name.removeprefix("probemarker-")
-        out.append(Column(name, "probemarker", f"vs-probemarker-{backend}", backend=backend))
-    return [Column(BASELINE, BASELINE, f"vs-{BASELINE}"), *out] if out else []
 
 
 def _exec(kubectl: Kubectl, namespace: str, pod: str, script: str) -> None:
@@ -319,10 +153,10 @@ def _watch(kubectl: Kubectl, namespace: str) -> Iterator[Watch]:
 
 
 def measure(
-    cluster: Cluster, addon: Addon, column: Column, args: argparse.Namespace, *,
+    cluster: Cluster, addon: Addon, column: Column, case: Case, args: argparse.Namespace, *,
     round_: int, position: int,
 ) -> Run:  # fmt: skip
-    """One run of one column, its system installed alone (`_run_column`)."""
+    """One run of one column in `case`, its system installed alone (`_run_column`)."""
     kubectl = cluster.kubectl
     system, namespace = column.system, column.namespace
     create_namespace(kubectl, namespace, fresh=True)
@@ -332,38 +166,81 @@ def measure(
                     labels={"app": "vs", **({NAMES_LABEL: "yes"} if i < 3 else {})})
         for i, pod in enumerate(names)
     ]  # fmt: skip
-    kubectl.apply(*pods)
-    _all_running(kubectl, namespace, len(names))
+    if pods:
+        kubectl.apply(*pods)
+        _all_running(kubectl, namespace, len(names))
     phases: dict[str, Any] = {}
+    windows: dict[str, Any] = {"flips": None, "quiet": None}
     try:
         with _watch(kubectl, namespace) as watch:
             if system != BASELINE:  # start: from the marker's creation to 30 s after all marked
-                with Phase(cluster, system) as start:
-                    kubectl.apply(marker_doc(system, "vs", namespace, selector={"app": "vs"},
-                                             command=["sh", "-c", SCRIPT], key=KEY, condition_type=KEY))  # fmt: skip
-                    _all_marked(kubectl, namespace, "yes", timeout=180)
-                    time.sleep(QUIET_SECONDS)
-                started = start.requests([namespace])
-                phases["start_writes"] = started.all_writes()
-                phases["start_writes_by_resource"] = started.writes
-                if system == "probemarker":  # what its log says it did meanwhile
-                    phases["start_daemon_log"] = _log_events(kubectl, start.seconds)
-            flipped, flips_at = _flips(cluster, column, names, args)
-            memory = cgroup_memory_mib(system) if AGENTS[system] else None
-            # quiet: after the flips, nothing flipping
-            with Phase(cluster, system) as quiet:
-                time.sleep(QUIET_SECONDS)
-            seen = flip_delays(list(watch.seen), flips_at) if system != BASELINE else {}
-            if system != BASELINE:
+                phases.update(_start(cluster, system, namespace, case, bool(names)))
+            if "flips" in case.phases:
+                windows["flips"], flips_at = _flips(cluster, column, names, args)
+            memory = cgroup_memory_mib(system) if AGENTS[system] and names else None
+            if "quiet" in case.phases:  # nothing flipping
+                with Phase(cluster, system) as quiet:
+                    time.sleep(case.quiet_seconds)
+                windows["quiet"] = quiet.window([namespace])
+            if "churn" in case.phases:
+                windows["churn"], windows["lifecycles"] = _churn(cluster, column, case)
+                memory = cgroup_memory_mib(system) if AGENTS[system] else None
+            if "flips" in case.phases and system != BASELINE:
+                windows.update(flip_delays(list(watch.seen), flips_at))
+            if "restart" in case.phases and system != BASELINE:
                 phases.update(_restart(cluster, addon, watch, system, namespace))
-                phases.update(_delete(cluster, watch, system, namespace, names))
+            if "delete" in case.phases and system != BASELINE:
+                phases.update(_delete(cluster, watch, system, namespace, names, case.period))
     finally:  # gone before the next column starts: its pods' teardown is not the next one's load
         kubectl.run("delete", "namespace", namespace, "--wait=true", "--timeout=120s",
                     timeout=130, check=False)  # fmt: skip
-    return Run(
-        column.name, round_, position, transitions=len(names) * args.flips,
-        flips=flipped, quiet=quiet.window([namespace]), memory_mib=memory, phases=phases, **seen,
-    )  # fmt: skip
+    transitions = len(names) * args.flips if "flips" in case.phases else 0
+    return Run(column.name, round_, position, transitions=transitions, memory_mib=memory,
+               phases=phases, **windows)  # fmt: skip
+
+
+def _start(
+    cluster: Cluster, system: str, namespace: str, case: Case, has_pods: bool
+) -> dict[str, Any]:
+    """The marker created; its writes until 30 s after every pod is marked."""
+    kubectl = cluster.kubectl
+    with Phase(cluster, system) as start:
+        kubectl.apply(marker_doc(system, "vs", namespace, selector={"app": "vs"},
+                                 command=["sh", "-c", SCRIPT], key=KEY, condition_type=KEY,
+                                 period=case.period))  # fmt: skip
+        if has_pods:
+            _all_marked(kubectl, namespace, "yes", timeout=180)
+        time.sleep(QUIET_SECONDS)
+    started = start.requests([namespace])
+    out: dict[str, Any] = {
+        "start_writes": started.all_writes(),
+        "start_writes_by_resource": started.writes,
+    }
+    if system == "probemarker":  # what its log says it did meanwhile
+        out["start_daemon_log"] = _log_events(kubectl, start.seconds)
+    return out
+
+
+def _churn(cluster: Cluster, column: Column, case: Case) -> tuple[Window, int]:
+    """Pods created and deleted as `churn_plan` says, then every one gone and 30 s more:
+    the window, and how many pods lived in it."""
+    kubectl, namespace = cluster.kubectl, column.namespace
+    steps = churn_plan(case.churn_pods, case.churn_interval, case.churn_lifetime)
+    with Phase(cluster, column.system) as window:
+        begun = time.monotonic()
+        for at, action, name in steps:
+            time.sleep(max(0.0, begun + at - time.monotonic()))
+            if action == "create":
+                kubectl.apply(busybox_pod(name, namespace, script="exec sleep 2147483647",
+                                          labels={"app": "vs"}))  # fmt: skip
+            else:
+                kubectl.run("-n", namespace, "delete", "pod", name, "--wait=false")
+        wait_for(
+            lambda: kubectl.json("-n", namespace, "get", "pods")["items"],
+            lambda items: not items, timeout=120, what=f"every churned pod in {namespace} gone",
+        )  # fmt: skip
+        time.sleep(QUIET_SECONDS)
+    return window.window([namespace]), sum(1 for _, action, _ in steps if action == "create")
 
 
 def _log_events(kubectl: Kubectl, seconds: float) -> dict[str, int]:
@@ -494,13 +371,15 @@ def _left(kubectl: Kubectl, namespace: str, key: str, names: Sequence[str]) -> d
 
 
 def _delete(
-    cluster: Cluster, watch: Watch, system: str, namespace: str, names: Sequence[str]
-) -> dict[str, Any]:
+    cluster: Cluster, watch: Watch, system: str, namespace: str, names: Sequence[str],
+    period: int,
+) -> dict[str, Any]:  # fmt: skip
     kubectl = cluster.kubectl
     chosen = list(names[:3])
     for marker, key in (("way", "vs.bench/way"), ("gateway", "vs.bench/gateway")):
         kubectl.apply(marker_doc(system, marker, namespace, selector={NAMES_LABEL: "yes"},
-                                 command=["test", "-e", "/tmp/gw"], key=key, condition_type=None))  # fmt: skip
+                                 command=["test", "-e", "/tmp/gw"], key=key, condition_type=None,
+                                 period=period))  # fmt: skip
     wait_for(
         lambda: kubectl.json("-n", namespace, "get", "pods", "-l", NAMES_LABEL)["items"],
         lambda items: all(labels_of(p).get("vs.bench/way") == "yes"
@@ -542,7 +421,7 @@ def _probemarker_removed(addon: Addon) -> None:
 
 
 def _run_column(
-    cluster: Cluster, addon: Addon, column: Column, args: argparse.Namespace, *,
+    cluster: Cluster, addon: Addon, column: Column, case: Case, args: argparse.Namespace, *,
     round_: int, position: int, ran: dict[str, dict[str, Any]],
 ) -> Run:  # fmt: skip
     """One run of `column` with its system alone on the node: probemarker's backend
@@ -550,64 +429,27 @@ def _run_column(
     after it, or nothing for the baseline."""
     if column.system == "probemarker":
         addon.use(column.backend)
-        return measure(cluster, addon, column, args, round_=round_, position=position)
+        return measure(cluster, addon, column, case, args, round_=round_, position=position)
     _probemarker_removed(addon)
     if column.source is None:
-        return measure(cluster, addon, column, args, round_=round_, position=position)
+        return measure(cluster, addon, column, case, args, round_=round_, position=position)
     try:
         identity = kruise.install(cluster, column.source)
         ran.setdefault(column.name, identity)
         if identity.get("image_id") != ran[column.name].get("image_id"):
             raise SystemExit(f"{column.name}: another image than in the first round ran")
-        return measure(cluster, addon, column, args, round_=round_, position=position)
+        return measure(cluster, addon, column, case, args, round_=round_, position=position)
     finally:
         kruise.remove(cluster)
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument(
-        "--runs",
-        type=int,
-        default=DEFAULT_RUNS,
-        help=f"rounds, each measuring every column once in rotated order (default "
-        f"{DEFAULT_RUNS}; fewer ranks nothing)",
-    )
-    parser.add_argument("--pods", type=int, default=20)
-    parser.add_argument("--flips", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=32)
-    parser.add_argument(
-        "--kruise",
-        action="append",
-        default=[],
-        metavar="LABEL=SOURCE",
-        help="a Kruise release to measure, repeatable: LABEL=image:REF,config=DIR (an image "
-        "in the node's containerd, the release's config/) or LABEL=DIR (a folder of its "
-        "manager, kruise-daemon and config/); none: probemarker alone",
-    )
-    parser.add_argument(
-        "--systems",
-        default=DEFAULT_SYSTEMS,
-        help=f"probemarker's backends to measure, of {DEFAULT_SYSTEMS} ('': none)",
-    )
-    parser.add_argument("--json", type=Path, help="write the figures here, every run's too")
-    parser.add_argument(
-        "--keep-kruise",
-        action="store_true",
-        help="leave the last Kruise given installed at the end (beside probemarker)",
-    )
-    args = parser.parse_args(argv)
-    if not 1 <= args.pods <= 1000 or args.flips < 1 or args.runs < 1:
-        parser.error("--pods 1..1000, --flips 1 or more and --runs 1 or more")
-    return args
-
-
 def main() -> None:
-    args = parse_args()
+    args = parse_args(doc=__doc__ or "")
+    case = CASES[args.case]
     sources = kruise.parse_sources(args.kruise)
     for source in sources:
         kruise.check_source(source)
-    columns = plan(sources, parse_systems(args.systems))
+    columns = plan(sources, parse_systems(args.systems), baseline=case.baseline)
     if not columns:
         raise SystemExit("nothing to measure: --systems '' and no --kruise LABEL=SOURCE")
     cluster = Cluster.at(STATE)
@@ -622,6 +464,7 @@ def main() -> None:
             kruise.check_loaded(source, listing)
     given = ", ".join(f"Kruise {source.label}" for source in sources)
     print(f"== probemarker and {given}" if sources else f"== {ALONE}", file=sys.stderr)
+    print(f"== case {case.name}: {case.title}", file=sys.stderr)
     versions = cluster.kubectl.json("version")
     addon = Addon(cluster, Path(tempfile.mkdtemp()))
     ran: dict[str, dict[str, Any]] = {}
@@ -631,11 +474,9 @@ def main() -> None:
         for round_, ordered in enumerate(rounds(columns, args.runs)):
             for position, column in enumerate(ordered):
                 print(f"== round {round_ + 1}/{args.runs}: {column.name}", file=sys.stderr)
-                run = _run_column(cluster, addon, column, args, round_=round_,
+                run = _run_column(cluster, addon, column, case, args, round_=round_,
                                   position=position, ran=ran)  # fmt: skip
                 runs.append(run)
-                print(f"   missed {run.missed_labels}, flips window {run.flips.seconds:.1f} s",
-                      file=sys.stderr)  # fmt: skip
     finally:
         addon.use("api")
     if args.keep_kruise and sources:

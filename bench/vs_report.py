@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from bench import kruise
+from bench.vs_plan import CASES, DEFAULT_SYSTEMS
 from bench.vs_stats import (
     BASELINE,
     MIN_RUNS,
@@ -23,9 +24,6 @@ from bench.vs_stats import (
 )
 from probemarker import __version__
 
-PROBEMARKER_SYSTEMS = ("probemarker-api", "probemarker-cri")
-DEFAULT_SYSTEMS = ",".join(PROBEMARKER_SYSTEMS)
-DEFAULT_RUNS = MIN_RUNS
 ALONE = "no Kruise given: probemarker alone"
 FEW_RUNS = (
     "fewer than {min} runs a column: the ranges say little, no row is ranked (a look, "
@@ -34,8 +32,9 @@ FEW_RUNS = (
 METHOD = (
     "{runs} runs a column, in rotated order (round r starts at column r mod {k}); each "
     "figure the median (min-max) over the runs; CPU over the baseline run `neither` of the "
-    "same round (the same pods and flips, no marker); latency pooled over all runs' flips; "
-    "`lowest`: a column whose range lies below every other's, `tie` where ranges overlap"
+    "same round (the same pods and workload, no marker); latency pooled over all runs' "
+    "flips; `lowest`: a column whose range lies below every other's, `tie` where ranges "
+    "overlap"
 )
 
 # (key, title, ranked: lower is better and the verdict column says which is lowest)
@@ -55,6 +54,8 @@ ROWS: tuple[tuple[str, str, bool], ...] = (
     ("start_daemon_log", "  the daemon's log then, by event", False),
     ("steady_writes_per_min", "writes a minute, nothing flipping", True),
     ("steady_writes_per_min_by_resource", "  of which, by resource", False),
+    ("steady_writes_per_hour", "writes an hour, nothing flipping", True),
+    ("steady_writes_per_hour_by_resource", "  of which, by resource", False),
     ("requests_per_min_by_verb", "API requests a minute during the flips, by verb", False),
     ("apiserver_cpu_ms_per_transition", "API server CPU per transition over the baseline, ms", True),
     ("apiserver_cpu_mcores_over_baseline", "API server CPU during the flips over the baseline, mcores", True),
@@ -64,8 +65,18 @@ ROWS: tuple[tuple[str, str, bool], ...] = (
     ("node_cpu_mcores_over_baseline", "node CPU during the flips over the baseline, mcores", True),
     ("node_cpu_mcores_steady_over_baseline", "node CPU at rest over the baseline, mcores", True),
     ("node_cpu_mcores", "node CPU during the flips, as read, mcores", False),
+    ("node_cpu_mcores_steady", "node CPU at rest, as read, mcores", False),
+    ("lifecycles", "pods created and deleted in the churn", False),
+    ("writes_per_lifecycle", "writes per pod lifecycle (pods, NodePodProbes)", True),
+    ("pod_writes_per_lifecycle", "  of which to the pods", True),
+    ("events_per_lifecycle", "Events per pod lifecycle", True),
+    ("churn_writes_by_resource", "writes during the churn, by resource", False),
+    ("apiserver_cpu_ms_per_lifecycle", "API server CPU per pod lifecycle over the baseline, ms", True),
+    ("node_cpu_ms_per_lifecycle", "node CPU per pod lifecycle over the baseline, ms", True),
+    ("apiserver_cpu_mcores_churn", "API server CPU during the churn, as read, mcores", False),
     ("cpu_mcores", "the system's CPU during the flips, mcores (cgroups)", True),
     ("cpu_mcores_steady", "the system's CPU, nothing flipping, mcores", True),
+    ("cpu_mcores_churn", "the system's CPU during the churn, mcores", True),
     ("memory_mib", "the system's memory, MiB (cgroup working set)", True),
     ("restart_writes", "pod writes in 20 s after its node agent restarts", True),
     ("restart_writes_by_resource", "  all writes then, by resource", False),
@@ -118,11 +129,14 @@ def verdicts(summaries: Mapping[str, Mapping[str, Any]], runs: int) -> dict[str,
 
 
 def table(summaries: Mapping[str, Mapping[str, Any]], runs: int) -> str:
-    """The figures, one column a system in `summaries`' order, and the lowest."""
+    """The figures, one column a system in `summaries`' order, and the lowest; a row
+    that no column has (another case's) is left out."""
     columns = list(summaries)
     judged = verdicts(summaries, runs)
     lines = [f"| | {' | '.join(columns)} | lowest |", "|---|" + "---|" * (len(columns) + 1)]
     for key, title, _ in ROWS:
+        if all(summaries[c].get(key) is None for c in columns):
+            continue
         cells = [cell(summaries[c].get(key)) for c in columns]
         lines.append(f"| {title} | {' | '.join(cells)} | {judged.get(key, '')} |")
     return "\n".join(lines)
@@ -130,8 +144,10 @@ def table(summaries: Mapping[str, Mapping[str, Any]], runs: int) -> str:
 
 def command_line(args: argparse.Namespace) -> str:
     """The command that measures the same again."""
-    words = ["python", "bench/vs_kruise.py", "--runs", str(args.runs), "--pods", str(args.pods),
-             "--flips", str(args.flips), "--seed", str(args.seed)]  # fmt: skip
+    words = ["python", "bench/vs_kruise.py", "--case", args.case, "--runs", str(args.runs),
+             "--pods", str(args.pods)]  # fmt: skip
+    if "flips" in CASES[args.case].phases:
+        words += ["--flips", str(args.flips), "--seed", str(args.seed)]
     if args.systems != DEFAULT_SYSTEMS:
         words += ["--systems", args.systems]
     for value in args.kruise:
@@ -151,9 +167,13 @@ def document(
     none: probemarker alone), the command, the order measured, every run's raw figures
     and its figures over its round's baseline, the summaries by column and the
     verdicts by row."""
-    summaries = results(runs, columns)
+    case = CASES[args.case]
+    summaries = results(runs, columns, hourly=case.hourly)
     rounds = sorted({run.round for run in runs})
     return {
+        "case": case.name,
+        "case_title": case.title,
+        "period_seconds": case.period,
         "kubernetes": server,
         "probemarker": f"{__version__} (this checkout)",
         "kruise": [dict(one) for one in ran],
@@ -174,7 +194,7 @@ def document(
         "verdicts": verdicts(summaries, args.runs),
         "raw": [
             {"run": json.loads(json.dumps(asdict(run))), "figures": figures}
-            for run, figures in zip(runs, run_figures(runs), strict=True)
+            for run, figures in zip(runs, run_figures(runs, hourly=case.hourly), strict=True)
         ],
     }
 
@@ -186,13 +206,15 @@ def report(doc: Mapping[str, Any]) -> str:
         lines += [kruise.describe(ran) for ran in doc["kruise"]]
         lines.append(
             "each system installed alone for its runs (the other removed), and neither for "
-            "the baseline `neither`"
+            "the baseline `neither` (when the case has one)"
         )
     else:
         lines.append(ALONE)
+    lines.append(f"case {doc['case']}: {doc['case_title']}")
+    flips = f", {doc['flips']} flips a pod" if doc["case"] == "a" else ""
     lines.append(
-        f"{doc['pods']} pods a system, {doc['flips']} flips a pod, "
-        "exec probe period 1 s, thresholds 1"
+        f"{doc['pods']} pods a system{flips}, exec probe period {doc['period_seconds']} s, "
+        "thresholds 1"
     )
     lines.append(METHOD.format(runs=doc["runs"], k=len(doc["columns"])))
     if doc["runs_note"]:

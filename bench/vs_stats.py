@@ -1,8 +1,8 @@
 """bench/vs_kruise.py's method, pure: what is counted and how runs are compared.
 
-Nothing here touches the cluster; bench/vs_kruise.py reads the counters and the audit
-log and hands them over. tests/unit/test_bench_vs_kruise.py checks every function here
-on made-up inputs.
+Nothing here touches the cluster; bench/vs_kruise.py and bench/vs_node.py read the
+counters and the audit log and hand them over. tests/unit/test_bench_vs_stats.py checks
+every function here on made-up inputs.
 
 - Whose requests: the audit log's events of a system's identities (IDENTITIES: for
   Kruise its manager's and its daemon's ServiceAccounts), each request once, the writes
@@ -10,10 +10,12 @@ on made-up inputs.
 - Whose CPU and memory: the cgroups of a system's processes (AGENTS: for Kruise its
   manager and its daemon), the API server's process, and the whole node (/proc/stat's
   busy time, every process on it).
-- One run of one column gives a `Run`: two `Window`s (the flips, the quiet after them)
-  with their lengths and counters, the delays seen, and the counts of its other phases.
-  `figures` turns a run into its figures, the CPU ones over the same round's baseline
-  run (the column `neither`: the same pods and flips, no marker).
+- One run of one column gives a `Run`: the `Window`s its case has (the flips, the time
+  at rest, the churn) with their lengths and counters, the delays seen
+  (bench/vs_watch.py), and the counts of its other phases. `figures` turns a run into
+  its figures, the CPU ones over the same round's baseline run (the column `neither`:
+  the same pods and workload, no marker), per transition, per minute or hour at rest,
+  per pod lifecycle.
 - Over N runs: every figure as median and range (`spread`), the delays pooled over all
   runs' flips (`pooled_ms`), and a verdict per row that calls overlapping ranges a tie.
 - The order: round r measures the columns starting at column r mod k (`rotation`).
@@ -21,17 +23,14 @@ on made-up inputs.
 
 from __future__ import annotations
 
-import random
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from bench import kruise
 from tests.cluster.kube import DAEMON_USER
-from tests.podfields import condition, labels_of
 
-KEY = "vs.bench/answer"
 BASELINE = "neither"  # the column, and the `system`, with no marker of either system
 IDENTITIES: dict[str, tuple[str, ...]] = {
     "kruise": (kruise.MANAGER_USER, kruise.DAEMON_USER),
@@ -47,7 +46,6 @@ AGENTS: dict[str, tuple[tuple[str, ...], ...]] = {
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 NOT_STORED = frozenset({"exec", "attach", "portforward", "proxy"})  # requests, not writes
 OBJECT_RESOURCES = frozenset({"pods", "nodepodprobes"})
-MISSED_AFTER = 10.0  # s: a flip not seen on the pod by then is missed
 MIN_RUNS = 3  # fewer: the ranges are a look, not a ranking
 
 T = TypeVar("T")
@@ -175,100 +173,6 @@ def working_set_mib(usage: int, memory_stat: str) -> float:
     return max(0, usage - inactive) / 2**20
 
 
-# -- the flips and what the pod watch saw ------------------------------------------------
-
-
-def schedule(flips: int, seed: int) -> list[list[int]]:
-    """Per pod slot (up to 1000), the flips' offsets in centiseconds from the round's
-    start: 4 to 8 s apart (so that each system has settled one before the next), at
-    any centisecond (so that they fall at a uniform phase of any probe schedule)."""
-    rng = random.Random(seed)
-    out = []
-    for _ in range(1000):
-        at, times = rng.randint(0, 300), []
-        for _ in range(flips):
-            at += rng.randint(400, 800)
-            times.append(at)
-        out.append(times)
-    return out
-
-
-def uptime_cs(text: str) -> int:
-    """/proc/uptime's first number in centiseconds, as SCRIPT reads it."""
-    whole, _, fraction = text.split()[0].partition(".")
-    return int(whole + fraction)
-
-
-def answer_after(flip_index: int) -> str:
-    """The label value once flip number `flip_index` (0-based) has happened."""
-    return "no" if flip_index % 2 == 0 else "yes"
-
-
-def condition_expected(index: int) -> str:
-    return "False" if index % 2 == 0 else "True"
-
-
-def label_value(obj: Mapping[str, Any]) -> str | None:
-    return labels_of(dict(obj)).get(KEY)
-
-
-def condition_value(obj: Mapping[str, Any]) -> str | None:
-    found = condition(dict(obj), KEY)
-    return None if found is None else str(found.get("status"))
-
-
-def delays(
-    seen: Sequence[tuple[float, Mapping[str, Any]]],
-    pod: str,
-    flips_at: Sequence[float],
-    value: Callable[[Mapping[str, Any]], str | None],
-    expected: Callable[[int], str],
-    *,
-    within: float = MISSED_AFTER,
-) -> tuple[list[float], int]:
-    """For each flip of `pod` (monotonic times), the delay to the first object seen
-    after it with the value that flip brings; (delays, flips missed). A flip counts as
-    seen only before the next flip and within `within` seconds."""
-    mine = [(at, obj) for at, obj in seen if obj["metadata"]["name"] == pod]
-    found, missed = [], 0
-    for index, flip in enumerate(flips_at):
-        until = flips_at[index + 1] if index + 1 < len(flips_at) else float("inf")
-        until = min(until, flip + within)
-        want = expected(index)
-        hit = next((at for at, obj in mine if flip <= at < until and value(obj) == want), None)
-        if hit is None:
-            missed += 1
-        else:
-            found.append(hit - flip)
-    return found, missed
-
-
-def sequences(
-    seen: Sequence[tuple[float, Mapping[str, Any]]],
-    since: float,
-    value: Callable[[Mapping[str, Any]], str | None],
-) -> dict[str, list[str | None]]:
-    """Per pod, the values of `value` seen from `since` on, repeats folded."""
-    out: dict[str, list[str | None]] = {}
-    for at, obj in seen:
-        if at >= since:
-            values = out.setdefault(obj["metadata"]["name"], [])
-            now = value(obj)
-            if not values or values[-1] != now:
-                values.append(now)
-    return out
-
-
-def flaps(
-    seen: Sequence[tuple[float, Mapping[str, Any]]],
-    since: float,
-    value: Callable[[Mapping[str, Any]], str | None],
-) -> int:
-    """Changes of `value` per pod among the objects seen from `since` on (the first
-    object of each pod sets its value; each change after it is a flap)."""
-    return sum(len(values) - 1 for values in sequences(seen, since, value).values())
-
-
 # -- statistics --------------------------------------------------------------------------
 
 
@@ -389,24 +293,31 @@ class Window:
 
 @dataclass(frozen=True)
 class Run:
-    """One column measured once: the raw figures, kept in the JSON as they were read."""
+    """One column measured once: the raw figures, kept in the JSON as they were read.
+    A window the case does not have is None."""
 
     column: str
     round: int  # 0-based
     position: int  # its place in the round's order, 0-based
     transitions: int  # flips scheduled (pods x flips)
-    flips: Window  # from the first flip to SETTLE s after the last: the fixed workload
-    quiet: Window  # after the flips, nothing flipping
+    flips: Window | None  # from the first flip to SETTLE s after the last: the fixed workload
+    quiet: Window | None  # nothing flipping
     label_delays: Sequence[float] = ()  # s, each flip seen
     condition_delays: Sequence[float] = ()
-    missed_labels: int | None = None  # flips never labelled within MISSED_AFTER
+    missed_labels: int | None = None  # flips never labelled within 10 s (vs_watch.py)
     missed_conditions: int | None = None
     memory_mib: float | None = None
     phases: Mapping[str, Any] = field(default_factory=dict)  # start, restart, delete
+    churn: Window | None = None  # pods created and deleted at a steady rate
+    lifecycles: int = 0  # pods created in the churn
 
 
 def per_minute(count: float, seconds: float) -> float:
     return count * 60 / seconds
+
+
+def per_hour(count: float, seconds: float) -> float:
+    return per_minute(count, seconds) * 60
 
 
 def mcores(cpu_seconds: float, seconds: float) -> float:
@@ -426,10 +337,19 @@ def writes_over_rest(flips: Window, quiet: Window) -> float:
     return object_writes(flips.writes) - rest
 
 
-def figures(run: Run, baseline: Run | None) -> dict[str, Any]:
-    """One run's figures. The CPU ones over `baseline` (the same round's run of the
-    column `neither`) where given; the baseline's own run gives its absolute rates."""
-    flips, quiet, n = run.flips, run.quiet, run.transitions
+def _cpu(window: Window, what: str) -> float:
+    return float(getattr(window, f"{what}_cpu"))
+
+
+def _over(window: Window, base: Window | None, what: str) -> float | None:
+    """The API server's or the node's CPU seconds in `window` over the baseline's."""
+    if base is None:
+        return None
+    return over_baseline(_cpu(window, what), window.seconds, _cpu(base, what), base.seconds)
+
+
+def _flip_figures(run: Run, flips: Window, base: Window | None) -> dict[str, Any]:
+    n = run.transitions
     out: dict[str, Any] = {
         "latency_median_ms": (
             round(statistics.median(run.label_delays) * 1000, 1) if run.label_delays else None
@@ -437,46 +357,80 @@ def figures(run: Run, baseline: Run | None) -> dict[str, Any]:
         "missed_labels": run.missed_labels,
         "missed_conditions": run.missed_conditions,
     }
-    if run.missed_labels is not None:  # a system's run: its own requests and processes
+    if run.column != BASELINE:  # a system's run: its own requests
         out |= {
             "writes_per_transition": round(object_writes(flips.writes) / n, 2),
-            "writes_per_transition_over_rest": round(writes_over_rest(flips, quiet) / n, 2),
             "pod_writes_per_transition": round(pod_writes(flips.writes) / n, 2),
             "events_per_transition": round(event_writes(flips.writes) / n, 2),
             "writes_by_resource": dict(flips.writes),
-            "steady_writes_per_min": round(per_minute(all_writes(quiet.writes), quiet.seconds), 1),
-            "steady_writes_per_min_by_resource": {
-                key: round(per_minute(count, quiet.seconds), 1)
-                for key, count in quiet.writes.items()
-            },
             "requests_per_min_by_verb": {
                 verb: round(per_minute(count, flips.seconds), 1)
                 for verb, count in sorted(flips.by_verb.items())
             },
         }
+        if run.quiet is not None:
+            over_rest = writes_over_rest(flips, run.quiet)
+            out["writes_per_transition_over_rest"] = round(over_rest / n, 2)
     for what in ("apiserver", "node"):  # as read: the baseline's are the background
-        out[f"{what}_cpu_mcores"] = round(mcores(getattr(flips, f"{what}_cpu"), flips.seconds), 1)
-        out[f"{what}_cpu_mcores_steady"] = round(
-            mcores(getattr(quiet, f"{what}_cpu"), quiet.seconds), 1
-        )
-    if baseline is not None and baseline is not run:
-        for what in ("apiserver", "node"):
-            used = over_baseline(
-                getattr(flips, f"{what}_cpu"), flips.seconds,
-                getattr(baseline.flips, f"{what}_cpu"), baseline.flips.seconds,
-            )  # fmt: skip
-            at_rest = over_baseline(
-                getattr(quiet, f"{what}_cpu"), quiet.seconds,
-                getattr(baseline.quiet, f"{what}_cpu"), baseline.quiet.seconds,
-            )  # fmt: skip
+        out[f"{what}_cpu_mcores"] = round(mcores(_cpu(flips, what), flips.seconds), 1)
+        if (used := _over(flips, base, what)) is not None:
             out[f"{what}_cpu_ms_per_transition"] = round(used * 1000 / n, 2)
             out[f"{what}_cpu_mcores_over_baseline"] = round(mcores(used, flips.seconds), 1)
-            out[f"{what}_cpu_mcores_steady_over_baseline"] = round(
-                mcores(at_rest, quiet.seconds), 1
-            )
-    if flips.system_cpu is not None and quiet.system_cpu is not None:
+    if flips.system_cpu is not None:
         out["cpu_mcores"] = round(mcores(flips.system_cpu, flips.seconds), 1)
+    return out
+
+
+def _rest_figures(run: Run, quiet: Window, base: Window | None, *, hourly: bool) -> dict[str, Any]:
+    unit, rate = ("hour", per_hour) if hourly else ("min", per_minute)
+    out: dict[str, Any] = {}
+    if run.column != BASELINE:
+        out |= {
+            f"steady_writes_per_{unit}": round(rate(all_writes(quiet.writes), quiet.seconds), 1),
+            f"steady_writes_per_{unit}_by_resource": {
+                key: round(rate(count, quiet.seconds), 1) for key, count in quiet.writes.items()
+            },
+        }
+    for what in ("apiserver", "node"):
+        out[f"{what}_cpu_mcores_steady"] = round(mcores(_cpu(quiet, what), quiet.seconds), 1)
+        if (used := _over(quiet, base, what)) is not None:
+            out[f"{what}_cpu_mcores_steady_over_baseline"] = round(mcores(used, quiet.seconds), 1)
+    if quiet.system_cpu is not None:
         out["cpu_mcores_steady"] = round(mcores(quiet.system_cpu, quiet.seconds), 1)
+    return out
+
+
+def _churn_figures(run: Run, churn: Window, base: Window | None) -> dict[str, Any]:
+    n = max(1, run.lifecycles)
+    out: dict[str, Any] = {"lifecycles": run.lifecycles}
+    if run.column != BASELINE:
+        out |= {
+            "writes_per_lifecycle": round(object_writes(churn.writes) / n, 2),
+            "pod_writes_per_lifecycle": round(pod_writes(churn.writes) / n, 2),
+            "events_per_lifecycle": round(event_writes(churn.writes) / n, 2),
+            "churn_writes_by_resource": dict(churn.writes),
+        }
+    for what in ("apiserver", "node"):
+        out[f"{what}_cpu_mcores_churn"] = round(mcores(_cpu(churn, what), churn.seconds), 1)
+        if (used := _over(churn, base, what)) is not None:
+            out[f"{what}_cpu_ms_per_lifecycle"] = round(used * 1000 / n, 2)
+    if churn.system_cpu is not None:
+        out["cpu_mcores_churn"] = round(mcores(churn.system_cpu, churn.seconds), 1)
+    return out
+
+
+def figures(run: Run, baseline: Run | None, *, hourly: bool = False) -> dict[str, Any]:
+    """One run's figures, from each window it has. The CPU ones also over `baseline`
+    (the same round's run of the column `neither`) where given; the baseline's own run
+    gives its rates as read (the background). `hourly`: rates at rest per hour."""
+    base = None if baseline is None or baseline is run else baseline
+    out: dict[str, Any] = {}
+    if run.flips is not None:
+        out |= _flip_figures(run, run.flips, base.flips if base else None)
+    if run.quiet is not None:
+        out |= _rest_figures(run, run.quiet, base.quiet if base else None, hourly=hourly)
+    if run.churn is not None:
+        out |= _churn_figures(run, run.churn, base.churn if base else None)
     out["memory_mib"] = None if run.memory_mib is None else round(run.memory_mib, 1)
     out.update(run.phases)
     return out
@@ -497,16 +451,18 @@ def rounds(columns: Sequence[T], runs: int) -> list[list[T]]:
     return [[columns[i] for i in rotation(len(columns), r)] for r in range(runs)]
 
 
-def run_figures(runs: Sequence[Run]) -> list[dict[str, Any]]:
+def run_figures(runs: Sequence[Run], *, hourly: bool = False) -> list[dict[str, Any]]:
     """Each run's figures, over the baseline run of its own round."""
     baselines = {run.round: run for run in runs if run.column == BASELINE}
-    return [figures(run, baselines.get(run.round)) for run in runs]
+    return [figures(run, baselines.get(run.round), hourly=hourly) for run in runs]
 
 
-def results(runs: Sequence[Run], columns: Sequence[str]) -> dict[str, dict[str, Any]]:
+def results(
+    runs: Sequence[Run], columns: Sequence[str], *, hourly: bool = False
+) -> dict[str, dict[str, Any]]:
     """Per column, in `columns`' order: the delays pooled over all its runs' flips, then
     every figure of `run_figures` as `summarize` gives it."""
-    each = run_figures(runs)
+    each = run_figures(runs, hourly=hourly)
     out: dict[str, dict[str, Any]] = {}
     for column in columns:
         mine = [(run, figs) for run, figs in zip(runs, each, strict=True) if run.column == column]
@@ -515,26 +471,4 @@ def results(runs: Sequence[Run], columns: Sequence[str]) -> dict[str, dict[str, 
             "condition_latency_ms": pooled_ms(d for run, _ in mine for d in run.condition_delays),
             **summarize([figs for _, figs in mine]),
         }
-    return out
-
-
-def flip_delays(
-    seen: Sequence[tuple[float, Mapping[str, Any]]], flips_at: Mapping[str, Sequence[float]]
-) -> dict[str, Any]:
-    """Over every pod's flips (monotonic times by pod name): the delays to the label and
-    to the condition, and the flips of each never seen within MISSED_AFTER."""
-    out: dict[str, Any] = {
-        "label_delays": [],
-        "condition_delays": [],
-        "missed_labels": 0,
-        "missed_conditions": 0,
-    }
-    for pod, at in flips_at.items():
-        for what, value, expected in (
-            ("label", label_value, answer_after),
-            ("condition", condition_value, condition_expected),
-        ):
-            found, missed = delays(seen, pod, at, value, expected)
-            out[f"{what}_delays"] += found
-            out[f"missed_{what}s"] += missed
     return out

@@ -37,7 +37,7 @@ from bench.kruise import (
     parse_sources,
     recorded_version,
 )
-from bench.vs_kruise import parse_args, parse_systems, plan
+from bench.vs_plan import CASES, PHASES, churn_plan, marker_doc, parse_args, parse_systems, plan
 from bench.vs_report import ALONE, FEW_RUNS, cell, command_line, document, report, table
 from bench.vs_stats import BASELINE, Run, Window, rounds
 
@@ -409,7 +409,9 @@ def test_without_kruise_the_output_and_the_json_say_probemarker_alone() -> None:
         ["probemarker-api", "probemarker-cri", BASELINE],
         ["probemarker-cri", BASELINE, "probemarker-api"],
     ]
-    assert doc["command"] == "python bench/vs_kruise.py --runs 3 --pods 5 --flips 8 --seed 32"
+    assert doc["command"] == (
+        "python bench/vs_kruise.py --case a --runs 3 --pods 5 --flips 8 --seed 32"
+    )
     # every run's raw figures and its figures over its round's baseline
     assert len(doc["raw"]) == 9
     first_api = next(r for r in doc["raw"] if r["run"]["column"] == "probemarker-api")
@@ -422,8 +424,9 @@ def test_without_kruise_the_output_and_the_json_say_probemarker_alone() -> None:
     lines = text.splitlines()
     assert lines[0].startswith("Kubernetes v1.32.0, one node; probemarker ")
     assert lines[1] == ALONE
-    assert lines[2] == "5 pods a system, 8 flips a pod, exec probe period 1 s, thresholds 1"
-    assert lines[3].startswith(
+    assert lines[2] == "case a: the worst case today: period 1 s, 20 pods, flips at known moments"
+    assert lines[3] == "5 pods a system, 8 flips a pod, exec probe period 1 s, thresholds 1"
+    assert lines[4].startswith(
         "3 runs a column, in rotated order (round r starts at column r mod 3)"
     )
     assert "| | neither | probemarker-api | probemarker-cri | lowest |" in lines
@@ -454,7 +457,7 @@ def test_fewer_than_three_runs_are_said_and_rank_nothing(runs: int) -> None:
     assert doc["runs_note"] == FEW_RUNS.format(min=3)
     assert set(doc["verdicts"].values()) == {"-"}
     lines = report(doc).splitlines()
-    assert lines[4] == (
+    assert lines[5] == (
         "fewer than 3 runs a column: the ranges say little, no row is ranked (a look, "
         "not a comparison)"
     )
@@ -479,7 +482,7 @@ def test_the_table_says_tie_where_the_ranges_overlap() -> None:
     assert _row(text, "the system's CPU during the flips").endswith(
         "| - | 10 (8-12) | 9 (8-11) | tie: probemarker-cri, kruise v1.5.4 |"
     )
-    assert _row(text, "flips never labelled").endswith("| - | - | - | - |")  # not measured
+    assert "flips never labelled" not in text  # no column has it: another case's row
 
 
 @pytest.mark.parametrize(
@@ -544,10 +547,15 @@ def _argv(command: str) -> list[str]:
 
 
 def test_command_line_keeps_the_default_systems_out() -> None:
-    args = argparse.Namespace(runs=5, pods=20, flips=20, seed=32,
+    args = argparse.Namespace(case="a", runs=5, pods=20, flips=20, seed=32,
                               systems="probemarker-api,probemarker-cri", kruise=["v1.5.4=/k"])  # fmt: skip
     assert command_line(args) == (
-        "python bench/vs_kruise.py --runs 5 --pods 20 --flips 20 --seed 32 --kruise v1.5.4=/k"
+        "python bench/vs_kruise.py --case a --runs 5 --pods 20 --flips 20 --seed 32 "
+        "--kruise v1.5.4=/k"
+    )
+    args.case = "b"  # no flips in case b: no --flips, no --seed
+    assert command_line(args) == (
+        "python bench/vs_kruise.py --case b --runs 5 --pods 20 --kruise v1.5.4=/k"
     )
 
 
@@ -557,3 +565,100 @@ def test_command_line_keeps_the_default_systems_out() -> None:
 def test_parse_args_refuses_nothing_to_measure(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         parse_args(argv)
+
+
+# -- the cases -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("case", "pods", "period", "baseline", "hourly"),
+    [("a", 20, 1, True, False), ("b", 100, 10, True, True), ("c", 0, 1, True, False),
+     ("d", 100, 10, False, False)],
+)  # fmt: skip
+def test_the_cases_parameters(
+    case: str, pods: int, period: int, baseline: bool, hourly: bool
+) -> None:
+    args = parse_args(["--case", case])
+    assert args.pods == pods  # the case's, unless --pods
+    found = CASES[case]
+    assert (found.period, found.baseline, found.hourly) == (period, baseline, hourly)
+    assert parse_args(["--case", case, "--pods", "7"]).pods == 7
+    assert list(found.phases) == [p for p in PHASES if p in found.phases]  # in order
+    assert parse_args([]).case == "a"
+
+
+def test_case_b_is_ten_minutes_at_rest_and_c_a_hundred_pods_churned() -> None:
+    assert CASES["b"].quiet_seconds == 600
+    assert CASES["c"].churn_pods == 100
+    assert "restart" in CASES["d"].phases
+    assert "flips" not in CASES["d"].phases
+
+
+def test_a_case_without_a_cpu_window_has_no_baseline_column() -> None:
+    assert [c.name for c in plan([], ["probemarker-api"], baseline=False)] == ["probemarker-api"]
+
+
+@pytest.mark.parametrize(
+    ("pods", "interval", "lifetime", "steps"),
+    [
+        (0, 3.0, 30.0, []),
+        (1, 3.0, 30.0, [(0.0, "create", "c000"), (30.0, "delete", "c000")]),
+        (3, 5.0, 10.0, [(0.0, "create", "c000"), (5.0, "create", "c001"),
+                        (10.0, "delete", "c000"), (10.0, "create", "c002"),
+                        (15.0, "delete", "c001"), (20.0, "delete", "c002")]),
+    ],
+)  # fmt: skip
+def test_churn_plan_creates_at_a_steady_rate_and_deletes_after_the_lifetime(
+    pods: int, interval: float, lifetime: float, steps: list[tuple[float, str, str]]
+) -> None:
+    assert churn_plan(pods, interval, lifetime) == steps
+
+
+def test_churn_plan_of_case_c_keeps_about_ten_pods_alive() -> None:
+    case = CASES["c"]
+    steps = churn_plan(case.churn_pods, case.churn_interval, case.churn_lifetime)
+    alive, most = 0, 0
+    for _, action, _ in steps:
+        alive += 1 if action == "create" else -1
+        most = max(most, alive)
+    assert (len(steps), alive, most) == (200, 0, 10)
+
+
+@pytest.mark.parametrize("period", [1, 10])
+def test_marker_doc_the_same_spec_in_either_group(period: int) -> None:
+    docs = {
+        system: marker_doc(system, "vs", "ns", selector={"app": "vs"}, command=["true"],
+                           key="k", condition_type="k", period=period)
+        for system in ("kruise", "probemarker")
+    }  # fmt: skip
+    assert docs["kruise"]["apiVersion"] == "apps.kruise.io/v1alpha1"
+    assert docs["probemarker"]["apiVersion"] == "probemarker.io/v1alpha1"
+    assert docs["kruise"]["spec"] == docs["probemarker"]["spec"]
+    probe = docs["kruise"]["spec"]["probes"][0]
+    assert probe["probe"]["periodSeconds"] == period
+    assert probe["podConditionType"] == "k"
+
+
+def test_case_c_report_names_the_case_and_shows_its_rows_only() -> None:
+    args = parse_args(["--case", "c"])
+    columns = [BASELINE, "probemarker-cri"]
+    churn = {BASELINE: Window(360, 18.0, 54.0, None, {}, {}),
+             "probemarker-cri": Window(360, 20.0, 60.0, 3.6, {"pods/status": 100, "events": 100}, {})}  # fmt: skip
+    runs = [
+        Run(column, round_, position, 0, None, None, churn=churn[column], lifecycles=100,
+            phases={} if column == BASELINE else {"start_writes": 0})
+        for round_, ordered in enumerate(rounds(columns, 3))
+        for position, column in enumerate(ordered)
+    ]  # fmt: skip
+    doc = document(args, server="v1.32.0", ran=[], columns=columns, runs=runs)
+    assert doc["case"] == "c"
+    text = report(doc)
+    lines = text.splitlines()
+    assert lines[2].startswith("case c: pod churn: a pod created every 3 s")
+    assert lines[3] == "0 pods a system, exec probe period 1 s, thresholds 1"
+    assert _row(text, "writes per pod lifecycle").endswith("| - | 1 | - |")  # one system: no rank
+    assert _row(text, "API server CPU per pod lifecycle over the baseline, ms").endswith(
+        "| - | 20 | - |"
+    )
+    assert "flip -> label" not in text
+    assert doc["command"] == "python bench/vs_kruise.py --case c --runs 3 --pods 0"

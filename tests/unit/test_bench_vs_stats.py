@@ -1,6 +1,6 @@
-"""bench/vs_stats.py: what bench/vs_kruise.py counts and how it compares runs, on
-made-up audit events, process lists, counters and watch events (the bench itself needs
-a real node and is not run in CI).
+"""bench/vs_stats.py and bench/vs_watch.py: what bench/vs_kruise.py counts and how it
+compares runs, on made-up audit events, process lists, counters and watch events (the
+bench itself needs a real node and is not run in CI).
 
 The tests marked "breakage N" are the ones that fail when the counting is broken in
 the ways issue 41's review found unguarded: (1) the baseline run not subtracted,
@@ -26,17 +26,11 @@ from bench.vs_stats import (
     Window,
     agent_pids,
     all_writes,
-    answer_after,
     busy_seconds,
     compare,
-    condition_expected,
     count_requests,
-    delays,
     event_writes,
     figures,
-    flaps,
-    flip_delays,
-    label_value,
     mcores,
     object_writes,
     over_baseline,
@@ -48,15 +42,23 @@ from bench.vs_stats import (
     rotation,
     rounds,
     run_figures,
-    schedule,
-    sequences,
     spread,
     summarize,
     system_requests,
-    uptime_cs,
     verdict,
     working_set_mib,
     writes_over_rest,
+)
+from bench.vs_watch import (
+    answer_after,
+    condition_expected,
+    delays,
+    flaps,
+    flip_delays,
+    label_value,
+    schedule,
+    sequences,
+    uptime_cs,
 )
 from tests.cluster.kube import AuditLog
 
@@ -428,7 +430,7 @@ def _window(seconds: float = 60.0, *, apiserver: float = 0.0, node: float = 0.0,
     return Window(seconds, apiserver, node, system, writes or {}, by_verb or {})
 
 
-def _run(column: str, round_: int = 0, *, flips: Window, quiet: Window, transitions: int = 400,
+def _run(column: str, round_: int = 0, *, flips: Window | None, quiet: Window | None, transitions: int = 400,
          delays: tuple[float, ...] = (0.5,), missed: int | None = 0, **more: Any) -> Run:  # fmt: skip
     return Run(column, round_, 0, transitions, flips, quiet, label_delays=delays,
                condition_delays=delays, missed_labels=missed, missed_conditions=missed,
@@ -598,3 +600,45 @@ def test_rounds_measure_every_column_once_a_round_and_none_always_first() -> Non
     assert {each[0] for each in order} == set(columns)
     assert {each[-1] for each in order} == set(columns)
     assert rounds(columns, 1) == [columns]
+
+
+# -- the other cases' windows: at rest per hour (b), churn (c) ----------------------------------
+
+
+def test_case_b_rates_at_rest_per_hour_over_the_baseline() -> None:
+    quiet = _window(600, apiserver=60.0, node=300.0, system=12.0,
+                    writes={"nodepodprobes/status": 6000, "events": 10})  # fmt: skip
+    run = _run("kruise v1.5.4", flips=None, quiet=quiet, missed=None, delays=())
+    base = _run(BASELINE, flips=None, quiet=_window(600, apiserver=30.0, node=240.0),
+                missed=None, delays=())  # fmt: skip
+    out = figures(run, base, hourly=True)
+    assert out["steady_writes_per_hour"] == 36060.0  # breakage 5: an hour is 3600 s
+    assert out["steady_writes_per_hour_by_resource"] == {
+        "nodepodprobes/status": 36000.0, "events": 60.0,
+    }  # fmt: skip
+    assert "steady_writes_per_min" not in out
+    assert out["apiserver_cpu_mcores_steady_over_baseline"] == 50.0  # breakage 1
+    assert out["node_cpu_mcores_steady_over_baseline"] == 100.0
+    assert out["cpu_mcores_steady"] == 20.0
+    assert "writes_per_transition" not in out  # no flips in case b
+    assert "steady_writes_per_hour" not in figures(base, base, hourly=True)
+
+
+def test_case_c_per_pod_lifecycle_over_the_baseline() -> None:
+    churn = _window(360, apiserver=36.0, node=90.0, system=7.2,
+                    writes={"pods/status": 200, "nodepodprobes/status": 300, "events": 2500})  # fmt: skip
+    run = Run("kruise v1.5.4", 0, 0, 0, None, None, churn=churn, lifecycles=100)
+    base = Run(BASELINE, 0, 1, 0, None, None, churn=_window(360, apiserver=18.0, node=54.0),
+               lifecycles=100)  # fmt: skip
+    out = figures(run, base)
+    assert out["writes_per_lifecycle"] == 5.0  # breakage 2: pods and NodePodProbes only
+    assert out["pod_writes_per_lifecycle"] == 2.0
+    assert out["events_per_lifecycle"] == 25.0
+    assert out["apiserver_cpu_ms_per_lifecycle"] == 180.0  # breakage 1: (36 - 18) s / 100
+    assert out["node_cpu_ms_per_lifecycle"] == 360.0
+    assert out["cpu_mcores_churn"] == 20.0
+    assert out["lifecycles"] == 100
+    own = figures(base, base)
+    assert "writes_per_lifecycle" not in own
+    assert "apiserver_cpu_ms_per_lifecycle" not in own
+    assert own["apiserver_cpu_mcores_churn"] == 50.0
