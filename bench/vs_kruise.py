@@ -3,14 +3,12 @@
 rotated order beside a baseline run of neither, for each Kruise release the user brings
 (none: probemarker alone), in one of four cases (`--case`, bench/vs_plan.py).
 
-Needs root, the cluster up and probemarker's image loaded, and for each Kruise either its
-released manager image loaded into the node's containerd and the release's config/, or a
-folder of its two programs and config/ (docs/development.md, "Measured against Kruise";
-bench/kruise.py says what each form holds):
+Needs root, the cluster up, probemarker's image loaded and each Kruise's image in the
+node's containerd or a folder of its two programs, with its config/ (docs/development.md,
+"Measured against Kruise"; bench/kruise.py says what each form holds):
 
     hack/cluster.sh up && hack/build-image.sh --no-verify && hack/cluster.sh load-image
     python bench/vs_kruise.py                     # probemarker alone: case a, 3 runs
-    python bench/vs_kruise.py --kruise v1.5.4=image:docker.io/openkruise/kruise-manager:v1.5.4,config=/src/kruise-1.5.4/config
     python bench/vs_kruise.py --kruise v1.5.4=/k/1.5.4 --kruise 'v1.5.4+#2007=/k/2007' --runs 5 --json /tmp/vs.json
     python bench/vs_kruise.py --case c --kruise v1.5.4=/k/1.5.4   # pod churn
     python bench/vs_kruise.py --runs 1 --pods 5 --flips 5          # a quick look: no row is ranked
@@ -20,29 +18,21 @@ before anything is installed. The columns: `neither` (the baseline: the same pod
 workload, no marker, neither system installed; not in case d, which has no CPU window),
 each Kruise given, probemarker with its `api` and its `cri` exec backend (`--systems`).
 
-The method (bench/vs_stats.py, pure and unit-tested):
-- `--runs N` rounds (default 3; fewer is allowed for a look, and the output says that
-  no row is ranked then). Each round measures every column once, in an order rotated by
-  one each round: round r starts at column r mod k, so no column is always measured
-  first or last (the order is printed and kept in the JSON).
-- Each column's run has its system alone on the node: probemarker installed (the
-  overlay of tests/cluster/install.py) for its columns and removed for the others; each
-  Kruise installed (bench/kruise.py: image, config/default, webhooks) for its run and
-  removed after it, whatever happened (two releases share their CRDs and namespace: one
-  at a time; `--keep-kruise` installs the last one given again at the end).
-- Every figure is the median and range (min-max) over the N runs. A row where lower is
-  better names the lowest column only when its range lies below every other column's;
-  where the ranges overlap it says `tie` and names them.
-- The API server's CPU and the whole node's (every process: /proc/stat's busy time) are
-  read over each fixed workload window (the flips, the time at rest, the churn: the
-  same for every column), minus the same round's baseline run's use over the same
-  length: what the system adds. Each system's own CPU and memory from its processes'
-  cgroups (for Kruise its manager and its daemon; bench/vs_node.py), writes and
-  requests from the API server's audit log by its identities (for Kruise the manager's
-  and the daemon's ServiceAccounts).
-- The delays are pooled over every run's flips (p50 / p90 / p99 / max), and each run's
-  median is ranked; a flip whose label (condition) was not seen within 10 s is missed,
-  a row of its own (bench/vs_watch.py).
+The method (bench/vs_stats.py, pure and unit-tested; bench/README.md): `--runs N`
+rounds (default 3; fewer for a look, and then no row is ranked), each measuring every
+column once in an order rotated by one each round (round r starts at column r mod k),
+each column's system alone on the node (probemarker removed for the others' runs; each
+Kruise installed for its run and removed after it, whatever happened; `--keep-kruise`
+installs the last one given again at the end). Every figure is the median and range
+(min-max) over the runs; a row names the lowest column only when its range lies below
+every other's, `tie` otherwise. The API server's CPU and the whole node's (/proc/stat)
+are taken over each fixed workload window (the flips, the time at rest, the churn)
+minus the same round's baseline run's over the same length; each system's own CPU and
+memory from its processes' cgroups (bench/vs_node.py; for Kruise its manager and its
+daemon), its writes and requests from the audit log by its identities (for Kruise the
+manager's and the daemon's ServiceAccounts). The delays are pooled over every run's
+flips (p50 / p90 / p99 / max); a flip not seen within 10 s is missed, a row of its own.
+The JSON (`--json`) is written after every run, with every run's raw figures.
 
 Each run, in a namespace of its own, goes through its case's phases in this order:
 - pods: `--pods` busybox pods (the case's number by default) and, but for the baseline,
@@ -435,12 +425,27 @@ def _run_column(
         return measure(cluster, addon, column, case, args, round_=round_, position=position)
     try:
         identity = kruise.install(cluster, column.source)
-        ran.setdefault(column.name, identity)
-        if identity.get("image_id") != ran[column.name].get("image_id"):
-            raise SystemExit(f"{column.name}: another image than in the first round ran")
+        first = ran.setdefault(column.name, identity)
+        # a folder's image is built again each round (another image ID, the same programs)
+        same = ("manager_build",) if column.source.built else ("image_id", "manager_build")
+        if any(identity.get(key) != first.get(key) for key in same):
+            raise SystemExit(f"{column.name}: another Kruise than in the first round ran")
         return measure(cluster, addon, column, case, args, round_=round_, position=position)
     finally:
         kruise.remove(cluster)
+
+
+def _document(
+    args: argparse.Namespace, versions: dict[str, Any], ran: dict[str, dict[str, Any]],
+    columns: Sequence[Column], runs: Sequence[Run],
+) -> dict[str, Any]:  # fmt: skip
+    return document(
+        args,
+        server=versions.get("serverVersion", {}).get("gitVersion", "?"),
+        ran=[ran[c.name] for c in columns if c.name in ran],
+        columns=[c.name for c in columns],
+        runs=runs,
+    )
 
 
 def main() -> None:
@@ -477,19 +482,15 @@ def main() -> None:
                 run = _run_column(cluster, addon, column, case, args, round_=round_,
                                   position=position, ran=ran)  # fmt: skip
                 runs.append(run)
+                if args.json:  # so far: a run that stops later keeps what it measured
+                    args.json.write_text(dumps(_document(args, versions, ran, columns, runs)))
     finally:
         addon.use("api")
     if args.keep_kruise and sources:
         kruise.install(cluster, sources[-1])
         print(f"kept: Kruise {sources[-1].label} (python bench/kruise.py remove removes it)",
               file=sys.stderr)  # fmt: skip
-    doc = document(
-        args,
-        server=versions.get("serverVersion", {}).get("gitVersion", "?"),
-        ran=[ran[c.name] for c in columns if c.name in ran],
-        columns=[c.name for c in columns],
-        runs=runs,
-    )
+    doc = _document(args, versions, ran, columns, runs)
     print(report(doc))
     if args.json:
         args.json.write_text(dumps(doc))

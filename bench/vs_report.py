@@ -186,6 +186,7 @@ def document(
         "seed": args.seed,
         "command": command_line(args),
         "columns": list(columns),
+        "complete": len(runs) == args.runs * len(columns),  # a JSON written as it goes
         "order": [
             [run.column for run in sorted(runs, key=lambda r: r.position) if run.round == n]
             for n in rounds

@@ -402,7 +402,11 @@ def test_without_kruise_the_output_and_the_json_say_probemarker_alone() -> None:
     assert doc["kruise"] == []
     assert doc["probemarker_alone"] is True
     assert doc["note"] == ALONE
-    assert (doc["runs"], doc["runs_note"]) == (3, None)
+    assert (doc["runs"], doc["runs_note"], doc["complete"]) == (3, None, True)
+    so_far = document(args, server="v1.32.0", ran=[], columns=columns, runs=_runs(columns, 3)[:4])
+    assert so_far["complete"] is False  # the JSON written after each run of a longer one
+    assert so_far["order"] == [[BASELINE, "probemarker-api", "probemarker-cri"],
+                               ["probemarker-api"]]  # fmt: skip
     assert list(doc["results"]) == columns
     assert doc["order"] == [
         [BASELINE, "probemarker-api", "probemarker-cri"],
