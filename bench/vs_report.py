@@ -87,6 +87,10 @@ ROWS: tuple[tuple[str, str, bool], ...] = (
     ("way_left_after_delete", "`way`'s marks left 45 s after its delete", False),
     ("gateway_followed_after_way_deleted", "`gateway`'s label follows after `way` is deleted", False),
 )  # fmt: skip
+NO_BASELINE = (  # a case with no CPU window (d) has no baseline column
+    "CPU over the baseline run `neither` of the same round (the same pods and workload, no marker)",
+    "no baseline run (no CPU window in this case)",
+)
 POOLED = ("p50", "p90", "p99", "max", "flips")
 
 
@@ -213,11 +217,12 @@ def report(doc: Mapping[str, Any]) -> str:
         lines.append(ALONE)
     lines.append(f"case {doc['case']}: {doc['case_title']}")
     flips = f", {doc['flips']} flips a pod" if doc["case"] == "a" else ""
-    lines.append(
-        f"{doc['pods']} pods a system{flips}, exec probe period {doc['period_seconds']} s, "
-        "thresholds 1"
-    )
-    lines.append(METHOD.format(runs=doc["runs"], k=len(doc["columns"])))
+    pods = f"{doc['pods']} pods a system" if doc["pods"] else "no pods but the churn's"
+    lines.append(f"{pods}{flips}, exec probe period {doc['period_seconds']} s, thresholds 1")
+    method = METHOD.format(runs=doc["runs"], k=len(doc["columns"]))
+    if BASELINE not in doc["columns"]:
+        method = method.replace(NO_BASELINE[0], NO_BASELINE[1])
+    lines.append(method)
     if doc["runs_note"]:
         lines.append(doc["runs_note"])
     order = [f"round {n + 1}: {', '.join(names)}" for n, names in enumerate(doc["order"])]

@@ -659,10 +659,28 @@ def test_case_c_report_names_the_case_and_shows_its_rows_only() -> None:
     text = report(doc)
     lines = text.splitlines()
     assert lines[2].startswith("case c: pod churn: a pod created every 3 s")
-    assert lines[3] == "0 pods a system, exec probe period 1 s, thresholds 1"
+    assert lines[3] == "no pods but the churn's, exec probe period 1 s, thresholds 1"
     assert _row(text, "writes per pod lifecycle").endswith("| - | 1 | - |")  # one system: no rank
     assert _row(text, "API server CPU per pod lifecycle over the baseline, ms").endswith(
         "| - | 20 | - |"
     )
     assert "flip -> label" not in text
     assert doc["command"] == "python bench/vs_kruise.py --case c --runs 3 --pods 0"
+
+
+def test_case_d_has_no_baseline_and_says_so() -> None:
+    args = parse_args(["--case", "d", "--kruise", "v1.5.4=/k"])
+    columns = ["kruise v1.5.4", "probemarker-cri"]
+    runs = [
+        Run(column, round_, position, 0, None, None,
+            phases={"restart_writes": 28 if column.startswith("kruise") else 0, "restart_flaps": 0})
+        for round_, ordered in enumerate(rounds(columns, 3))
+        for position, column in enumerate(ordered)
+    ]  # fmt: skip
+    doc = document(args, server="v1.32.0", ran=[], columns=columns, runs=runs)
+    text = report(doc)
+    assert "no baseline run (no CPU window in this case)" in text
+    assert "`neither`" not in text.splitlines()[4]
+    assert _row(text, "pod writes in 20 s after its node agent restarts").endswith(
+        "| 28 | 0 | probemarker-cri |"
+    )
