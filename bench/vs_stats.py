@@ -236,8 +236,10 @@ def compare(a: Spread, b: Spread) -> str:
 def verdict(spreads: Mapping[str, Spread], runs: int) -> str:
     """Which column is lowest: its name when its range lies below every other's; "tie:
     A, B" naming the lowest and every column whose range overlaps it; "-" with fewer
-    than two columns or fewer than MIN_RUNS runs (no ranking from so few)."""
-    if len(spreads) < 2 or runs < MIN_RUNS:
+    than two columns, or fewer than MIN_RUNS runs asked for (`runs`) or behind any of
+    the spreads (a JSON written as it goes, a figure some runs lack): no ranking from
+    so few."""
+    if len(spreads) < 2 or min(runs, *(s.runs for s in spreads.values())) < MIN_RUNS:
         return "-"
     best = min(spreads, key=lambda name: spreads[name].median)
     tied = [n for n in spreads if n != best and compare(spreads[best], spreads[n]) == "tie"]

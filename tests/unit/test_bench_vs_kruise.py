@@ -407,6 +407,9 @@ def test_without_kruise_the_output_and_the_json_say_probemarker_alone() -> None:
     assert so_far["complete"] is False  # the JSON written after each run of a longer one
     assert so_far["order"] == [[BASELINE, "probemarker-api", "probemarker-cri"],
                                ["probemarker-api"]]  # fmt: skip
+    # one run a column so far, though 3 are asked: the JSON written meanwhile ranks nothing
+    assert set(so_far["verdicts"].values()) == {"-"}
+    assert any(v != "-" for v in doc["verdicts"].values())
     assert list(doc["results"]) == columns
     assert doc["order"] == [
         [BASELINE, "probemarker-api", "probemarker-cri"],

@@ -397,6 +397,10 @@ def _s(low: float, high: float) -> Spread:
         ({"kruise": _s(1, 2), "api": _s(3, 4)}, 2, "-"),  # fewer than 3 runs: no ranking
         ({"api": _s(1, 2)}, 3, "-"),  # nothing to rank against
         ({}, 3, "-"),
+        # 3 runs asked, fewer behind a spread (the JSON after round 1, a figure some runs
+        # lack): no ranking either
+        ({"kruise": Spread(1.5, 1, 2, 1), "api": Spread(3.5, 3, 4, 1)}, 3, "-"),
+        ({"kruise": Spread(1.5, 1, 2, 3), "api": Spread(3.5, 3, 4, 2)}, 3, "-"),
     ],
 )
 def test_verdict_names_the_lowest_only_clear_of_every_other(
