@@ -138,10 +138,11 @@ def system_requests(
 
 def agent_pids(system: str, cmdlines: Mapping[int, bytes]) -> list[int]:
     """The one process of each of the system's agents (AGENTS), from /proc/PID/cmdline
-    contents by PID; none for the baseline."""
+    contents by PID, its first arguments those whole words (/manager, not
+    /manager-anything); none for the baseline."""
     pids = []
     for argv0 in AGENTS[system]:
-        wanted = "\0".join(argv0).encode()
+        wanted = "".join(f"{word}\0" for word in argv0).encode()
         found = sorted(pid for pid, cmdline in cmdlines.items() if cmdline.startswith(wanted))
         if len(found) != 1:
             raise SystemExit(

@@ -181,6 +181,10 @@ NODE = {
     41: b"/kruise-daemon\0--socket-file=containerd.sock\0",
     50: PROBEMARKER_ARGV + b"--exec-backend\0cri\0",
     60: b"kube-apiserver\0",
+    # another program whose name only starts like an agent's: not one of them
+    70: b"/manager-of-something-else\0",
+    71: b"/kruise-daemonset-helper\0",
+    72: PROBEMARKER_ARGV.replace(b"run\0", b"run-once\0"),
 }
 
 
