@@ -102,6 +102,7 @@ from bench.vs_watch import (
     flaps,
     flip_delays,
     label_value,
+    replacement_ready,
     schedule,
     sequences,
     uptime_cs,
@@ -315,15 +316,15 @@ def _restart(
     kubectl = cluster.kubectl
     with Phase(cluster, system) as phase:
         since = time.monotonic()
-        if system == "kruise":
-            old = kubectl.json("-n", kruise.NAMESPACE, "get", "pods", "-l", "control-plane=daemon")[
-                "items"
-            ]
-            kubectl.run(
-                "-n", kruise.NAMESPACE, "delete", "pod", old[0]["metadata"]["name"], "--wait=true"
-            )
-            kubectl.run("-n", kruise.NAMESPACE, "rollout", "status", f"daemonset/{kruise.DAEMON}",
-                        "--timeout=120s", timeout=130)  # fmt: skip
+        if system == "kruise":  # as Addon.replace_daemon_pod does probemarker's
+            listed = partial(kubectl.json, "-n", kruise.NAMESPACE, "get", "pods",
+                             "-l", "control-plane=daemon")  # fmt: skip
+            old = listed()["items"][0]["metadata"]
+            kubectl.run("-n", kruise.NAMESPACE, "delete", "pod", old["name"], "--wait=true")
+            # rollout status can answer before the DaemonSet has seen its pod go: the
+            # window starts once the replacement is Ready
+            wait_for(lambda: listed()["items"], partial(replacement_ready, old_uid=old["uid"]),
+                     timeout=120, what="the replacement kruise-daemon pod Ready")  # fmt: skip
         else:
             addon.replace_daemon_pod()
         time.sleep(RESTART_WATCH_SECONDS)

@@ -1,6 +1,7 @@
 """bench/vs_kruise.py's flips and what its pod watch saw, pure: the seeded schedule of
 the answers' flips, the delays from each flip to the pod's new label and condition,
-the flips missed (not seen within MISSED_AFTER), and the flaps after a moment."""
+the flips missed (not seen within MISSED_AFTER), the flaps after a moment, and when a
+restarted node agent's replacement is Ready."""
 
 from __future__ import annotations
 
@@ -51,6 +52,17 @@ def label_value(obj: Mapping[str, Any]) -> str | None:
 def condition_value(obj: Mapping[str, Any]) -> str | None:
     found = condition(dict(obj), KEY)
     return None if found is None else str(found.get("status"))
+
+
+def replacement_ready(pods: Sequence[Mapping[str, Any]], old_uid: str) -> bool:
+    """Whether a node agent's pod other than the deleted one (`old_uid`), not itself
+    being deleted, is Ready: where a restart's window starts, for either system."""
+    return any(
+        pod["metadata"]["uid"] != old_uid
+        and not pod["metadata"].get("deletionTimestamp")
+        and (condition(dict(pod), "Ready") or {}).get("status") == "True"
+        for pod in pods
+    )
 
 
 def delays(

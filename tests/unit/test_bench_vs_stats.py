@@ -56,6 +56,7 @@ from bench.vs_watch import (
     flaps,
     flip_delays,
     label_value,
+    replacement_ready,
     schedule,
     sequences,
     uptime_cs,
@@ -650,3 +651,28 @@ def test_case_c_per_pod_lifecycle_over_the_baseline() -> None:
     assert "writes_per_lifecycle" not in own
     assert "apiserver_cpu_ms_per_lifecycle" not in own
     assert own["apiserver_cpu_mcores_churn"] == 50.0
+
+
+def _agent(uid: str, ready: str | None, *, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": f"daemon-{uid}", "uid": uid}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    conditions = [] if ready is None else [{"type": "Ready", "status": ready}]
+    return {"metadata": meta, "status": {"conditions": conditions}}
+
+
+@pytest.mark.parametrize(
+    ("pods", "ready"),
+    [
+        ([_agent("old", "True")], False),  # the DaemonSet has not seen it go yet
+        ([_agent("old", "True", deleting=True), _agent("new", None)], False),
+        ([_agent("new", "False")], False),
+        ([_agent("new", "True", deleting=True)], False),
+        ([_agent("old", "True", deleting=True), _agent("new", "True")], True),
+        ([], False),
+    ],
+)
+def test_a_restart_window_starts_when_the_replacement_is_ready(
+    pods: list[dict[str, Any]], ready: bool
+) -> None:
+    assert replacement_ready(pods, "old") is ready
