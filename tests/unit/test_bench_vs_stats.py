@@ -281,18 +281,21 @@ def _pod(name: str, label: str | None, status: str | None = None) -> dict[str, A
     return {"metadata": {"name": name, "labels": labels}, "status": {"conditions": conditions}}
 
 
-def test_delays_take_the_first_new_value_after_each_flip_and_before_the_next() -> None:
+def test_delays_take_the_first_change_to_the_new_value_after_each_flip() -> None:
     seen = [
         (9.0, _pod("a", "yes")),
         (10.4, _pod("b", "no")),  # another pod
         (10.6, _pod("a", "no")),  # flip 0 at 10.0: 0.6 s
         (20.0, _pod("a", "no")),  # a relist: the same value again
-        (30.9, _pod("a", "no")),  # flip 2 at 30: the value it brings
+        (30.5, _pod("a", "no")),  # another relist, after flip 2 at 30: no change
+        (31.2, _pod("a", "yes")),  # flip 3 at 31: 0.2 s
+        (40.5, _pod("a", "no")),  # flip 4 at 40: 0.5 s
     ]
-    found, missed = delays(seen, "a", [10.0, 15.0, 30.0], label_value, answer_after)
-    # flip 1 (to "yes" at 15) was never seen before flip 2: missed, not matched late
-    assert found == pytest.approx([0.6, 0.9])
-    assert missed == 1
+    found, missed = delays(seen, "a", [10.0, 15.0, 30.0, 31.0, 40.0], label_value, answer_after)
+    # flip 1 (to "yes" at 15) was never seen before flip 2: missed, not matched late; flip
+    # 2 (to "no" at 30) found the pod showing "no" already: no change to time, missed too
+    assert found == pytest.approx([0.6, 0.2, 0.5])
+    assert missed == 2
     assert [answer_after(i) for i in range(3)] == ["no", "yes", "no"]
     assert [condition_expected(i) for i in range(2)] == ["False", "True"]
 
@@ -308,6 +311,13 @@ def test_a_flip_not_seen_within_10_s_is_missed(
     got, lost = delays(seen, "a", [10.0], label_value, answer_after)
     assert got == pytest.approx(found)
     assert lost == missed
+
+
+def test_a_flip_after_a_missed_one_is_not_timed_by_the_next_relist() -> None:
+    # the system missed flip 0 (to "no"): the pod still says "yes" when flip 1 brings
+    # "yes" back, and the watch's relist at 18 s shows it: not a 3 s delay, a miss
+    seen = [(9.0, _pod("a", "yes")), (13.0, _pod("a", "yes")), (18.0, _pod("a", "yes"))]
+    assert delays(seen, "a", [10.0, 15.0], label_value, answer_after) == ([], 2)
 
 
 def test_flip_delays_over_every_pod_label_and_condition_apart() -> None:
