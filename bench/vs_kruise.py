@@ -95,7 +95,7 @@ from bench.vs_plan import (
     plan,
 )
 from bench.vs_report import ALONE, document, dumps, report
-from bench.vs_stats import AGENTS, BASELINE, Run, Window, rounds
+from bench.vs_stats import AGENTS, BASELINE, Run, Window, restart_figures, rounds
 from bench.vs_watch import (
     KEY,
     condition_value,
@@ -336,8 +336,7 @@ def _restart(
         {pod for seen in (labels, conditions) for pod, values in seen.items() if len(values) > 1}
     )
     return {
-        "restart_writes": requests.pod_writes(),
-        "restart_writes_by_resource": requests.writes,
+        **restart_figures(requests.writes),
         "restart_flaps": flaps(watch.seen, since, label_value)
         + flaps(watch.seen, since, condition_value),
         "restart_flapped": {

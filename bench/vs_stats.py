@@ -439,6 +439,18 @@ def figures(run: Run, baseline: Run | None, *, hourly: bool = False) -> dict[str
     return out
 
 
+def restart_figures(writes: Mapping[str, int]) -> dict[str, Any]:
+    """The writes from a node agent's restart to RESTART_WATCH_SECONDS after its
+    replacement is Ready (bench/vs_kruise.py): pods and NodePodProbes, as a transition's
+    are counted (Kruise's restarted daemon writes its NodePodProbe, not the pods), of
+    which to the pods, and all of them by resource."""
+    return {
+        "restart_writes": object_writes(writes),
+        "restart_pod_writes": pod_writes(writes),
+        "restart_writes_by_resource": dict(writes),
+    }
+
+
 # -- the order -------------------------------------------------------------------------------
 
 

@@ -684,6 +684,6 @@ def test_case_d_has_no_baseline_and_says_so() -> None:
     text = report(doc)
     assert "no baseline run (no CPU window in this case)" in text
     assert "`neither`" not in text.splitlines()[4]
-    assert _row(text, "pod writes in 20 s after its node agent restarts").endswith(
+    assert _row(text, "writes (pods, NodePodProbes) from its node agent's restart").endswith(
         "| 28 | 0 | probemarker-cri |"
     )

@@ -38,6 +38,7 @@ from bench.vs_stats import (
     percentile,
     pod_writes,
     pooled_ms,
+    restart_figures,
     results,
     rotation,
     rounds,
@@ -686,3 +687,13 @@ def test_a_restart_window_starts_when_the_replacement_is_ready(
     pods: list[dict[str, Any]], ready: bool
 ) -> None:
     assert replacement_ready(pods, "old") is ready
+
+
+def test_restart_writes_are_a_transitions_kinds_with_the_pods_apart() -> None:
+    # Kruise's restarted daemon writes its NodePodProbe; the manager then the pods
+    writes = {"nodepodprobes/status": 5, "pods/status": 2, "events": 3}
+    assert restart_figures(writes) == {
+        "restart_writes": 7,
+        "restart_pod_writes": 2,
+        "restart_writes_by_resource": writes,
+    }
