@@ -38,8 +38,8 @@ from bench.kruise import (
     recorded_version,
 )
 from bench.vs_plan import CASES, PHASES, churn_plan, marker_doc, parse_args, parse_systems, plan
-from bench.vs_report import ALONE, FEW_RUNS, cell, command_line, document, report, table
-from bench.vs_stats import BASELINE, Run, Window, rounds
+from bench.vs_report import ALONE, FEW_RUNS, ROWS, cell, command_line, document, report, table
+from bench.vs_stats import BASELINE, Run, Window, figures, restart_figures, rounds
 
 
 def _workload(kind: str, name: str, container: dict[str, Any], **spec: Any) -> dict[str, Any]:
@@ -687,3 +687,15 @@ def test_case_d_has_no_baseline_and_says_so() -> None:
     assert _row(text, "writes (pods, NodePodProbes) from its node agent's restart").endswith(
         "| 28 | 0 | probemarker-cri |"
     )
+
+
+@pytest.mark.parametrize("hourly", [False, True])
+def test_every_figure_a_run_gives_has_a_row(hourly: bool) -> None:
+    window = Window(60.0, 1.0, 2.0, 0.5, {"pods/status": 1}, {"patch": 1})
+    background = Window(60.0, 1.0, 2.0, None, {}, {})
+    run = Run("probemarker-api", 0, 0, 10, window, window, label_delays=(0.5,),
+              missed_labels=0, missed_conditions=0, churn=window, lifecycles=3,
+              phases=restart_figures({"pods/status": 1}))  # fmt: skip
+    base = Run(BASELINE, 0, 1, 10, background, background, churn=background, lifecycles=3)
+    given = set(figures(run, base, hourly=hourly)) | set(figures(base, base, hourly=hourly))
+    assert given - {key for key, _, _ in ROWS} == set()
