@@ -27,11 +27,14 @@ installs the last one given again at the end). Every figure is the median and ra
 (min-max) over the runs; a row names the lowest column only when its range lies below
 every other's, `tie` otherwise. The API server's CPU and the whole node's (/proc/stat)
 are taken over each fixed workload window (the flips, the time at rest, the churn)
-minus the same round's baseline run's over the same length; each system's own CPU and
+minus the same round's baseline run's rate over the window's length; each system's own CPU and
 memory from its processes' cgroups (bench/vs_node.py; for Kruise its manager and its
 daemon), its writes and requests from the audit log by its identities (for Kruise the
 manager's and the daemon's ServiceAccounts). The delays are pooled over every run's
-flips (p50 / p90 / p99 / max); a flip not seen within 10 s is missed, a row of its own.
+flips (p50 / p90 / p99 / max, nearest rank); a flip whose value the pod never changed to
+before the next flip and within 10 s is missed, a row of its own (so is one whose pod
+already showed its value: the flip before it was missed). A row is ranked only from
+spreads of 3 runs or more.
 The JSON (`--json`) is written after every run, with every run's raw figures.
 
 Each run, in a namespace of its own, goes through its case's phases in this order:
@@ -46,8 +49,9 @@ Each run, in a namespace of its own, goes through its case's phases in this orde
   is even. Each pod gets `--flips` moments 4 to 8 s apart at any centisecond (one seeded
   schedule, the same for every column and run), so each flip happens at a known moment,
   at a uniform phase of each probe's period, and nothing runs on the node to cause it.
-  The window: from the first flip to 6 s after the last. Delay = the pod watch's event
-  with the new value minus the flip's moment (to 10 ms). Writes per transition (pods,
+  The window: from the first flip to 6 s after the last. Delay = the first change to
+  the new value the pod watch sees minus the flip's moment (to 10 ms). Writes per
+  transition (pods,
   pods/status and NodePodProbes by the system's identities; Events apart; all of them
   in the window, and beyond the system's own rate at rest), requests by verb.
 - quiet (a: 30 s; b: 10 minutes, rates per hour): nothing flipping: writes, CPU at rest.
@@ -57,8 +61,8 @@ Each run, in a namespace of its own, goes through its case's phases in this orde
 - churn (c): a pod created every 3 s, each deleted 30 s after its create, until every
   one is gone and 30 s more: writes, Events and CPU per pod lifecycle.
 - restart (a, d): the system's node agent's pod deleted (kruise-daemon; the probemarker
-  pod): its writes and the label/condition flaps in the 20 s after its replacement is
-  Ready.
+  pod): from the delete to 20 s after its replacement is Ready, its writes (pods and
+  NodePodProbes, the pods' apart) and the label/condition flaps.
 - delete (a): two more markers `way` and `gateway` on 3 of the pods (Kruise issue
   #2508), then the main marker and `way` deleted together; after 10 s gateway's answer
   is flipped on those pods: does its label follow? 45 s after the delete (probemarker

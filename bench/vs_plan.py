@@ -9,7 +9,7 @@ order, median and range, CPU over a baseline run):
   given per hour.
 - c: pod churn: a pod created every 3 s and deleted 30 s after its create, 100 pods in
   all: writes and Events per pod lifecycle, CPU per lifecycle.
-- d: each node agent restarted, on the node of case b: writes and flaps in the 20 s
+- d: each node agent restarted, on the node of case b: writes and flaps to 20 s
   after its replacement is Ready.
 """
 

@@ -33,8 +33,8 @@ METHOD = (
     "{runs} runs a column, in rotated order (round r starts at column r mod {k}); each "
     "figure the median (min-max) over the runs; CPU over the baseline run `neither` of the "
     "same round (the same pods and workload, no marker); latency pooled over all runs' "
-    "flips; `lowest`: a column whose range lies below every other's, `tie` where ranges "
-    "overlap"
+    "flips (nearest rank); `lowest`: a column whose range lies below every other's, `tie` "
+    "where ranges overlap"
 )
 
 # (key, title, ranked: lower is better and the verdict column says which is lowest)
@@ -42,8 +42,8 @@ ROWS: tuple[tuple[str, str, bool], ...] = (
     ("latency_ms", "flip -> label, ms, all runs' flips (p50 / p90 / p99 / max)", False),
     ("latency_median_ms", "  each run's median, ms", True),
     ("condition_latency_ms", "flip -> condition, ms (p50 / p90 / p99 / max)", False),
-    ("missed_labels", "flips never labelled within 10 s, a run", True),
-    ("missed_conditions", "flips whose condition never followed within 10 s, a run", True),
+    ("missed_labels", "flips never labelled within 10 s (nor before the next), a run", True),
+    ("missed_conditions", "flips whose condition never followed within 10 s (nor before the next), a run", True),
     ("writes_per_transition", "writes per transition (pods, NodePodProbes; all in the window)", True),
     ("writes_per_transition_over_rest", "  beyond the system's own rate at rest", True),
     ("pod_writes_per_transition", "  of which to the pods", True),

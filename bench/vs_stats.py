@@ -307,7 +307,7 @@ class Run:
     quiet: Window | None  # nothing flipping
     label_delays: Sequence[float] = ()  # s, each flip seen
     condition_delays: Sequence[float] = ()
-    missed_labels: int | None = None  # flips never labelled within 10 s (vs_watch.py)
+    missed_labels: int | None = None  # flips not labelled in 10 s nor by the next (vs_watch)
     missed_conditions: int | None = None
     memory_mib: float | None = None
     phases: Mapping[str, Any] = field(default_factory=dict)  # start, restart, delete
