@@ -35,7 +35,8 @@ flips (p50 / p90 / p99 / max, nearest rank); a flip whose value the pod never ch
 before the next flip and within 10 s is missed, a row of its own (so is one whose pod
 already showed its value: the flip before it was missed). A row is ranked only from
 spreads of 3 runs or more.
-The JSON (`--json`) is written after every run, with every run's raw figures.
+The JSON (`--json`) is written after every run, with every run's raw figures. Exec
+probes only: the output says HTTP probes were not run (vs_report.EXEC_ONLY).
 
 Each run, in a namespace of its own, goes through its case's phases in this order:
 - pods: `--pods` busybox pods (the case's number by default) and, but for the baseline,

@@ -38,7 +38,17 @@ from bench.kruise import (
     recorded_version,
 )
 from bench.vs_plan import CASES, PHASES, churn_plan, marker_doc, parse_args, parse_systems, plan
-from bench.vs_report import ALONE, FEW_RUNS, ROWS, cell, command_line, document, report, table
+from bench.vs_report import (
+    ALONE,
+    EXEC_ONLY,
+    FEW_RUNS,
+    ROWS,
+    cell,
+    command_line,
+    document,
+    report,
+    table,
+)
 from bench.vs_stats import BASELINE, Run, Window, figures, restart_figures, rounds
 
 
@@ -433,7 +443,8 @@ def test_without_kruise_the_output_and_the_json_say_probemarker_alone() -> None:
     assert lines[1] == ALONE
     assert lines[2] == "case a: the worst case today: period 1 s, 20 pods, flips at known moments"
     assert lines[3] == "5 pods a system, 8 flips a pod, exec probe period 1 s, thresholds 1"
-    assert lines[4].startswith(
+    assert lines[4] == EXEC_ONLY == doc["probes_note"]  # issue 41: HTTP said not run
+    assert lines[5].startswith(
         "3 runs a column, in rotated order (round r starts at column r mod 3)"
     )
     assert "| | neither | probemarker-api | probemarker-cri | lowest |" in lines
@@ -464,7 +475,7 @@ def test_fewer_than_three_runs_are_said_and_rank_nothing(runs: int) -> None:
     assert doc["runs_note"] == FEW_RUNS.format(min=3)
     assert set(doc["verdicts"].values()) == {"-"}
     lines = report(doc).splitlines()
-    assert lines[5] == (
+    assert lines[6] == (
         "fewer than 3 runs a column: the ranges say little, no row is ranked (a look, "
         "not a comparison)"
     )
