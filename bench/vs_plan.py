@@ -62,8 +62,8 @@ CASES: dict[str, Case] = {
     "c": Case("c", "pod churn: a pod created every 3 s, deleted 30 s later, 100 in all: "
               "writes, Events and CPU per pod lifecycle",
               pods=0, period=1, phases=("start", "churn"), churn_pods=100),
-    "d": Case("d", "each node agent restarted, on case b's node: writes and flaps in 20 s "
-              "after Ready", pods=100, period=10, phases=("start", "restart")),
+    "d": Case("d", "each node agent restarted, on case b's node: writes and flaps from "
+              "the restart to 20 s after Ready", pods=100, period=10, phases=("start", "restart")),
 }  # fmt: skip
 
 
