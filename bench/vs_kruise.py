@@ -185,7 +185,9 @@ def measure(
                 windows.update(flip_delays(list(watch.seen), flips_at))
             if "restart" in case.phases and system != BASELINE:
                 phases.update(_restart(cluster, addon, watch, system, namespace))
-            if "delete" in case.phases and system != BASELINE:
+            # Counts, not rates: the first round's say it (`--delete-every-round`: each).
+            if ("delete" in case.phases and system != BASELINE
+                    and (round_ == 0 or args.delete_every_round)):  # fmt: skip
                 phases.update(_delete(cluster, watch, system, namespace, names, case.period))
     finally:  # gone before the next column starts: its pods' teardown is not the next one's load
         kubectl.run("delete", "namespace", namespace, "--wait=true", "--timeout=120s",
@@ -365,6 +367,9 @@ def _left(kubectl: Kubectl, namespace: str, key: str, names: Sequence[str]) -> d
     }
 
 
+DELETE_MARKS_SECONDS = 60  # for the way and gateway markers' first labels
+
+
 def _delete(
     cluster: Cluster, watch: Watch, system: str, namespace: str, names: Sequence[str],
     period: int,
@@ -375,12 +380,25 @@ def _delete(
         kubectl.apply(marker_doc(system, marker, namespace, selector={NAMES_LABEL: "yes"},
                                  command=["test", "-e", "/tmp/gw"], key=key, condition_type=None,
                                  period=period))  # fmt: skip
-    wait_for(
-        lambda: kubectl.json("-n", namespace, "get", "pods", "-l", NAMES_LABEL)["items"],
-        lambda items: all(labels_of(p).get("vs.bench/way") == "yes"
-                          and labels_of(p).get("vs.bench/gateway") == "yes" for p in items),
-        timeout=60, what=f"{namespace}: the way and gateway markers' labels",
-    )  # fmt: skip
+    try:
+        wait_for(
+            lambda: kubectl.json("-n", namespace, "get", "pods", "-l", NAMES_LABEL)["items"],
+            lambda items: all(labels_of(p).get("vs.bench/way") == "yes"
+                              and labels_of(p).get("vs.bench/gateway") == "yes" for p in items),
+            timeout=DELETE_MARKS_SECONDS, what=f"{namespace}: the way and gateway markers' labels",
+        )  # fmt: skip
+    except AssertionError:  # a finding of this run, not the bench's end
+        items = kubectl.json("-n", namespace, "get", "pods", "-l", NAMES_LABEL)["items"]
+        marked = sum(1 for p in items if labels_of(p).get("vs.bench/way") == "yes"
+                     and labels_of(p).get("vs.bench/gateway") == "yes")  # fmt: skip
+        unmarked = (
+            f"{marked}/{len(chosen)} marked by way and gateway within {DELETE_MARKS_SECONDS} s"
+        )
+        return {
+            "left_after_delete": unmarked,
+            "way_left_after_delete": unmarked,
+            "gateway_followed_after_way_deleted": unmarked,
+        }
     group = (
         "podprobemarkers.apps.kruise.io" if system == "kruise" else "podprobemarkers.probemarker.io"
     )

@@ -187,6 +187,11 @@ def parse_args(argv: Sequence[str] | None = None, *, doc: str = "") -> argparse.
         action="store_true",
         help="leave the last Kruise given installed at the end (beside probemarker)",
     )
+    parser.add_argument(
+        "--delete-every-round",
+        action="store_true",
+        help="the delete phase (counts of what is left) in every round, not the first only",
+    )
     args = parser.parse_args(argv)
     case = CASES[args.case]
     if args.pods is None:
