@@ -68,7 +68,10 @@ Each run, in a namespace of its own, goes through its case's phases in this orde
   #2508), then the main marker and `way` deleted together; after 10 s gateway's answer
   is flipped on those pods: does its label follow? 45 s after the delete (probemarker
   keeps a deleted marker's marks 30 s by default): what is left of the main marker's
-  and of `way`'s marks on the pods.
+  and of `way`'s marks on the pods. Counts, not rates, so in the first round only
+  (`--delete-every-round`: in each); a system that has not labelled the 3 pods for
+  both markers within 60 s has that as its finding (`k/3 marked ...`), not the end of
+  the bench.
 """
 
 from __future__ import annotations
