@@ -1,15 +1,14 @@
-"""bench/vs_kruise.py's and bench/kruise.py's pure parts: the audit log's counts, the
-statistics, the delays and flaps read from a pod watch, the changes made to Kruise's
-config/default, the Kruise releases the user gives (`--kruise LABEL=SOURCE`, checked
-before anything is installed), what is said of the Kruise that ran, and the table and
-JSON with several Kruise releases or none (the bench itself needs a real node and is
-not run in CI)."""
+"""bench/vs_kruise.py's, bench/vs_report.py's and bench/kruise.py's pure parts: the
+changes made to Kruise's config/default, the Kruise releases the user gives (`--kruise
+LABEL=SOURCE`, checked before anything is installed), what is said of the Kruise that
+ran, the columns and their order, and the table, the report and the JSON with several
+Kruise releases or none, with many runs or few (the bench itself needs a real node and
+is not run in CI; what it counts: tests/unit/test_bench_vs_stats.py)."""
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import itertools
 import json
 import re
 import shlex
@@ -38,179 +37,19 @@ from bench.kruise import (
     parse_sources,
     recorded_version,
 )
-from bench.vs_kruise import (
+from bench.vs_plan import CASES, PHASES, churn_plan, marker_doc, parse_args, parse_systems, plan
+from bench.vs_report import (
     ALONE,
-    answer_after,
+    EXEC_ONLY,
+    FEW_RUNS,
+    ROWS,
+    cell,
     command_line,
-    condition_expected,
-    count_requests,
-    delays,
     document,
-    flaps,
-    label_value,
-    measure_order,
-    parse_args,
-    parse_systems,
-    percentile,
-    plan,
     report,
-    schedule,
-    sequences,
-    summary_ms,
     table,
-    uptime_cs,
-    working_set_mib,
 )
-from tests.cluster.kube import AuditLog
-
-MANAGER_USER = "system:serviceaccount:kruise-system:kruise-manager"
-DAEMON_USER = "system:serviceaccount:kruise-system:kruise-daemon"
-OURS = "system:serviceaccount:probemarker-system:probemarker"
-
-
-def _event(audit_id: str, user: str, verb: str, resource: str, *, sub: str | None = None,
-           namespace: str | None = "ns", stage: str = "ResponseComplete") -> dict[str, Any]:  # fmt: skip
-    ref: dict[str, Any] = {"resource": resource}
-    if sub:
-        ref["subresource"] = sub
-    if namespace:
-        ref["namespace"] = namespace
-    return {"auditID": audit_id, "stage": stage, "verb": verb, "user": {"username": user},
-            "objectRef": ref}  # fmt: skip
-
-
-def test_count_requests_counts_each_request_once_and_writes_by_resource() -> None:
-    events = [
-        # a watch logs two stages under one auditID: one request
-        _event("w1", MANAGER_USER, "watch", "pods", stage="ResponseStarted"),
-        _event("w1", MANAGER_USER, "watch", "pods"),
-        _event("a", MANAGER_USER, "update", "pods", sub="status"),
-        _event("b", DAEMON_USER, "update", "nodepodprobes", sub="status", namespace=None),
-        _event("c", DAEMON_USER, "patch", "events"),
-        _event("d", MANAGER_USER, "update", "leases", namespace="kruise-system"),
-        _event("e", OURS, "patch", "pods", sub="status"),  # another system: not counted
-    ]
-    found = count_requests(events, (MANAGER_USER, DAEMON_USER))
-    assert found.by_verb == {"watch": 1, "update": 3, "patch": 1}
-    assert found.writes == {"pods/status": 1, "nodepodprobes/status": 1, "events": 1, "leases": 1}
-    assert found.object_writes() == 2  # pods and NodePodProbes
-    assert found.pod_writes() == 1
-    assert found.event_writes() == 1
-    assert found.all_writes() == 4
-
-
-def test_count_requests_exec_is_a_request_not_a_write() -> None:
-    # pods/exec over a WebSocket is a GET; over SPDY a POST (verb create): neither stores
-    events = [
-        _event("x1", OURS, "get", "pods", sub="exec"),
-        _event("x2", OURS, "create", "pods", sub="exec"),
-        _event("x3", OURS, "create", "pods", sub="portforward"),
-    ]
-    found = count_requests(events, (OURS,))
-    assert found.by_verb == {"get": 1, "create": 2}
-    assert found.writes == {}
-
-
-def test_count_requests_keeps_the_bench_namespace_and_cluster_scoped_writes() -> None:
-    events = [
-        _event("1", DAEMON_USER, "update", "nodepodprobes", sub="status", namespace=None),
-        _event("2", MANAGER_USER, "update", "pods", sub="status", namespace="vs-kruise"),
-        _event("3", MANAGER_USER, "update", "leases", namespace="kruise-system"),
-    ]
-    found = count_requests(events, (MANAGER_USER, DAEMON_USER), namespaces=["vs-kruise"])
-    assert found.writes == {"nodepodprobes/status": 1, "pods/status": 1}
-    assert found.by_verb == {"update": 3}  # every request counts by verb
-
-
-def test_audit_log_events_between_two_marks(tmp_path: Path) -> None:
-    log = AuditLog(tmp_path / "audit.log")
-    assert list(log.events(log.mark())) == []  # no log yet
-    log.path.write_text(json.dumps({"auditID": "before"}) + "\n")
-    start = log.mark()
-    with log.path.open("a") as handle:
-        handle.write(json.dumps({"auditID": "in"}) + "\n")
-    end = log.mark()
-    with log.path.open("a") as handle:
-        handle.write(json.dumps({"auditID": "after"}) + "\n")
-    assert [e["auditID"] for e in log.events(start, until=end)] == ["in"]
-    assert [e["auditID"] for e in log.events(start)] == ["in", "after"]
-
-
-@pytest.mark.parametrize(
-    ("values", "q", "expected"),
-    [
-        ([5.0], 90, 5.0),
-        ([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], 90, 9.0),
-        ([10.0, 1.0, 2.0], 50, 2.0),
-        ([1.0, 2.0], 100, 2.0),
-        ([1.0, 2.0], 1, 1.0),
-    ],
-)
-def test_percentile_is_nearest_rank(values: list[float], q: float, expected: float) -> None:
-    assert percentile(values, q) == expected
-
-
-def test_summary_ms() -> None:
-    assert summary_ms([]) is None
-    assert summary_ms([0.1, 0.3, 0.2]) == {"median": 200.0, "p90": 300.0, "max": 300.0}
-
-
-def test_schedule_is_seeded_spaced_and_the_same_for_every_system() -> None:
-    first, again = schedule(20, 32), schedule(20, 32)
-    assert first == again
-    assert schedule(20, 33) != first
-    for times in first[:50]:
-        assert len(times) == 20
-        gaps = [b - a for a, b in itertools.pairwise(times)]
-        assert all(400 <= gap <= 800 for gap in gaps)
-        assert 400 <= times[0] <= 1100
-    # centiseconds: phases other than whole seconds occur
-    assert {t % 100 for times in first for t in times} == set(range(100))
-
-
-def test_uptime_in_centiseconds_as_the_pods_script_reads_it() -> None:
-    assert uptime_cs("350735.47 1386913.33\n") == 35073547
-    assert uptime_cs("12.05 3.00") == 1205
-
-
-def _pod(name: str, label: str | None) -> dict[str, Any]:
-    labels = {} if label is None else {"vs.bench/answer": label}
-    return {"metadata": {"name": name, "labels": labels}, "status": {}}
-
-
-def test_delays_take_the_first_new_value_after_each_flip_and_before_the_next() -> None:
-    seen = [
-        (9.0, _pod("a", "yes")),
-        (10.4, _pod("b", "no")),  # another pod
-        (10.6, _pod("a", "no")),  # flip 0 at 10.0: 0.6 s
-        (20.0, _pod("a", "no")),  # a relist: the same value again
-        (30.9, _pod("a", "no")),  # flip 2 at 30: the value it brings
-    ]
-    found, missed = delays(seen, "a", [10.0, 15.0, 30.0], label_value, answer_after)
-    # flip 1 (to "yes" at 15) was never seen before flip 2: missed, not matched late
-    assert found == pytest.approx([0.6, 0.9])
-    assert missed == 1
-    assert [answer_after(i) for i in range(3)] == ["no", "yes", "no"]
-    assert [condition_expected(i) for i in range(2)] == ["False", "True"]
-
-
-def test_sequences_and_flaps_count_changes_after_a_moment() -> None:
-    seen = [
-        (1.0, _pod("a", "yes")),
-        (2.0, _pod("a", "yes")),
-        (3.0, _pod("a", None)),  # the label gone for a moment
-        (4.0, _pod("a", "yes")),
-        (5.0, _pod("b", "no")),
-    ]
-    assert sequences(seen, 1.5, label_value) == {"a": ["yes", None, "yes"], "b": ["no"]}
-    assert flaps(seen, 1.5, label_value) == 2
-    assert flaps(seen, 3.5, label_value) == 0
-
-
-def test_the_cgroup_working_set() -> None:
-    memory_stat = "cache 100\ntotal_inactive_file 1048576\ntotal_active_file 5\n"
-    assert working_set_mib(3 * 2**20, memory_stat) == pytest.approx(2.0)
-    assert working_set_mib(2**20, "total_inactive_file 4194304\n") == 0.0
+from bench.vs_stats import BASELINE, Run, Window, figures, restart_figures, rounds
 
 
 def _workload(kind: str, name: str, container: dict[str, Any], **spec: Any) -> dict[str, Any]:
@@ -267,33 +106,6 @@ def test_customize_applies_the_helm_charts_production_values_and_the_nodes_socke
 def test_customize_names_what_config_default_lacks() -> None:
     with pytest.raises(SystemExit, match="renders no DaemonSet kruise-daemon"):
         customize(_config_default()[:1], "i", Path("/run/containerd.sock"))
-
-
-ROW = {"latency_ms": {"median": 600.0, "p90": 900.4, "max": 1000.0}, "restart_flaps": 0,
-       "left_after_delete": {"labels": 0, "conditions": 0, "pods": 20}}  # fmt: skip
-
-
-def test_table_prints_every_system_given_in_its_order() -> None:
-    text = table({"kruise v1.5.4": ROW, "probemarker-api": ROW})
-    assert text.splitlines()[0] == "| | kruise v1.5.4 | probemarker-api |"
-    assert text.splitlines()[1] == "|---|---|---|"
-    assert "| 600 / 900 / 1000 | 600 / 900 / 1000 |" in text
-    assert "0 labels, 0 conditions of 20 pods" in text
-
-
-def test_table_has_a_column_for_each_kruise_beside_both_backends() -> None:
-    fixed = {**ROW, "restart_flaps": 3}
-    text = table({"kruise v1.5.4": ROW, "kruise v1.5.4+#2007": fixed,
-                  "probemarker-api": ROW, "probemarker-cri": ROW})  # fmt: skip
-    lines = text.splitlines()
-    assert (
-        lines[0] == "| | kruise v1.5.4 | kruise v1.5.4+#2007 | probemarker-api | probemarker-cri |"
-    )
-    assert lines[1] == "|---|" + "---|" * 4
-    flaps_row = next(line for line in lines if line.startswith("| label/condition flaps"))
-    assert flaps_row.endswith("| 0 | 3 | 0 | 0 |")
-    missed = next(line for line in lines if line.startswith("| flips never seen"))
-    assert missed.endswith("| - | - | - | - |")  # a figure not measured: a dash, not a zero
 
 
 # -- the Kruise the user brings: --kruise LABEL=SOURCE ------------------------------------
@@ -539,43 +351,175 @@ def test_parse_systems_chooses_probemarkers_backends() -> None:
         parse_systems("probemarker-x")
 
 
-def test_plan_a_column_for_each_kruise_then_probemarkers_and_the_order_measured() -> None:
+def test_plan_the_baseline_then_each_kruise_then_probemarkers() -> None:
     sources = parse_sources(["v1.5.4=/k/1.5.4", "v1.5.4+#2007=/k/2007"])
     columns = plan(sources, ["probemarker-api", "probemarker-cri"])
     assert [(c.name, c.system, c.namespace, c.backend) for c in columns] == [
+        (BASELINE, BASELINE, "vs-neither", ""),
         ("kruise v1.5.4", "kruise", "vs-kruise-1", ""),
         ("kruise v1.5.4+#2007", "kruise", "vs-kruise-2", ""),
         ("probemarker-api", "probemarker", "vs-probemarker-api", "api"),
         ("probemarker-cri", "probemarker", "vs-probemarker-cri", "cri"),
     ]
-    assert [c.source for c in columns] == [*sources, None, None]
+    assert [c.source for c in columns] == [None, *sources, None, None]
     for column in columns:  # a namespace is a DNS label, whatever the Kruise's label
         assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", column.namespace)
-    # probemarker first, with no Kruise installed; then each Kruise in turn, as given
-    assert [c.name for c in measure_order(columns)] == [
-        "probemarker-api", "probemarker-cri", "kruise v1.5.4", "kruise v1.5.4+#2007",
+    assert [c.name for c in plan([], ["probemarker-api"])] == [BASELINE, "probemarker-api"]
+    assert plan([], []) == []  # a baseline alone measures nothing
+    # round 2 (index 1) starts at the second column
+    assert [c.name for c in rounds(columns, 3)[1]] == [
+        "kruise v1.5.4", "kruise v1.5.4+#2007", "probemarker-api", "probemarker-cri", BASELINE,
     ]  # fmt: skip
-    assert [c.name for c in plan([], ["probemarker-api"])] == ["probemarker-api"]
+
+
+# a made-up run of each column: probemarker-api's API server CPU well above the others'
+CPU = {BASELINE: 1.2, "probemarker-api": 2.4, "probemarker-cri": 1.4, "kruise v1.5.4": 1.5}
+
+
+def _runs(columns: list[str], runs: int, cpu: dict[str, float] = CPU) -> list[Run]:
+    out = []
+    for round_, ordered in enumerate(rounds(columns, runs)):
+        for position, column in enumerate(ordered):
+            jitter = 0.01 * round_
+            system = None if column == BASELINE else 0.5
+            flips = Window(
+                60.0,
+                cpu[column] + jitter,
+                10.0 + jitter,
+                system,
+                {"pods/status": 40} if system else {},
+                {"patch": 40} if system else {},
+            )
+            quiet = Window(30.0, 0.5, 4.0, None if system is None else 0.1, {}, {})
+            out.append(Run(column, round_, position, 40, flips, quiet,
+                           label_delays=() if system is None else (0.5 + jitter, 0.7),
+                           condition_delays=() if system is None else (0.5, 0.7),
+                           missed_labels=None if system is None else 0,
+                           missed_conditions=None if system is None else 0,
+                           phases={} if system is None else {"restart_flaps": 0}))  # fmt: skip
+    return out
+
+
+def _row(text: str, title: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(f"| {title}"))
 
 
 def test_without_kruise_the_output_and_the_json_say_probemarker_alone() -> None:
-    args = parse_args(["--pods", "5", "--flips", "3"])
-    doc = document(args, server="v1.32.0", ran=[],
-                   results={"probemarker-api": ROW, "probemarker-cri": ROW})  # fmt: skip
+    args = parse_args(["--pods", "5", "--flips", "8"])
+    columns = [BASELINE, "probemarker-api", "probemarker-cri"]
+    doc = document(args, server="v1.32.0", ran=[], columns=columns, runs=_runs(columns, 3))
     assert ALONE == "no Kruise given: probemarker alone"
     assert doc["kruise"] == []
     assert doc["probemarker_alone"] is True
     assert doc["note"] == ALONE
-    assert list(doc["results"]) == ["probemarker-api", "probemarker-cri"]
-    assert doc["command"] == "python bench/vs_kruise.py --pods 5 --flips 3 --seed 32"
+    assert (doc["runs"], doc["runs_note"], doc["complete"]) == (3, None, True)
+    so_far = document(args, server="v1.32.0", ran=[], columns=columns, runs=_runs(columns, 3)[:4])
+    assert so_far["complete"] is False  # the JSON written after each run of a longer one
+    assert so_far["order"] == [[BASELINE, "probemarker-api", "probemarker-cri"],
+                               ["probemarker-api"]]  # fmt: skip
+    # one run a column so far, though 3 are asked: the JSON written meanwhile ranks nothing
+    assert set(so_far["verdicts"].values()) == {"-"}
+    assert any(v != "-" for v in doc["verdicts"].values())
+    assert list(doc["results"]) == columns
+    assert doc["order"] == [
+        [BASELINE, "probemarker-api", "probemarker-cri"],
+        ["probemarker-api", "probemarker-cri", BASELINE],
+        ["probemarker-cri", BASELINE, "probemarker-api"],
+    ]
+    assert doc["command"] == (
+        "python bench/vs_kruise.py --case a --runs 3 --pods 5 --flips 8 --seed 32"
+    )
+    # every run's raw figures and its figures over its round's baseline
+    assert len(doc["raw"]) == 9
+    first_api = next(r for r in doc["raw"] if r["run"]["column"] == "probemarker-api")
+    assert first_api["run"]["flips"]["apiserver_cpu"] == 2.4
+    assert first_api["figures"]["apiserver_cpu_ms_per_transition"] == pytest.approx(30.0)
+    assert doc["verdicts"]["apiserver_cpu_ms_per_transition"] == "probemarker-cri"
+    assert doc["verdicts"]["restart_flaps"] == "tie: probemarker-api, probemarker-cri"
     assert json.loads(json.dumps(doc)) == doc
-    lines = report(doc).splitlines()
+    text = report(doc)
+    lines = text.splitlines()
     assert lines[0].startswith("Kubernetes v1.32.0, one node; probemarker ")
     assert lines[1] == ALONE
-    assert lines[2] == "5 pods a system, 3 flips a pod, exec probe period 1 s, thresholds 1"
-    assert "| | probemarker-api | probemarker-cri |" in lines
+    assert lines[2] == "case a: the worst case today: period 1 s, 20 pods, flips at known moments"
+    assert lines[3] == "5 pods a system, 8 flips a pod, exec probe period 1 s, thresholds 1"
+    assert lines[4] == EXEC_ONLY == doc["probes_note"]  # issue 41: HTTP said not run
+    assert lines[5].startswith(
+        "3 runs a column, in rotated order (round r starts at column r mod 3)"
+    )
+    assert "| | neither | probemarker-api | probemarker-cri | lowest |" in lines
     assert not any(line.startswith("Kruise ") for line in lines)  # no Kruise said to have run
+    assert "round 2: probemarker-api, probemarker-cri, neither" in lines
     assert lines[-1] == f"command: {doc['command']}"
+    # each figure its median (min-max); the baseline's background as read, no verdict of its own
+    assert _row(text, "API server CPU per transition over the baseline, ms") == (
+        "| API server CPU per transition over the baseline, ms | - | 30 | 5 | probemarker-cri |"
+    )
+    assert _row(text, "API server CPU during the flips, as read") == (
+        "| API server CPU during the flips, as read, mcores | 20.2 (20-20.3) | 40.2 (40-40.3) "
+        "| 23.5 (23.3-23.7) |  |"
+    )
+    assert _row(text, "flip -> label").endswith(
+        "| - | 520 / 700 / 700 / 700 (6 flips) | 520 / 700 / 700 / 700 (6 flips) |  |"
+    )
+    assert _row(text, "label/condition flaps").endswith(
+        "| - | 0 | 0 | tie: probemarker-api, probemarker-cri |"
+    )
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+def test_fewer_than_three_runs_are_said_and_rank_nothing(runs: int) -> None:
+    args = parse_args(["--runs", str(runs)])
+    columns = [BASELINE, "probemarker-api", "probemarker-cri"]
+    doc = document(args, server="v1.32.0", ran=[], columns=columns, runs=_runs(columns, runs))
+    assert doc["runs_note"] == FEW_RUNS.format(min=3)
+    assert set(doc["verdicts"].values()) == {"-"}
+    lines = report(doc).splitlines()
+    assert lines[6] == (
+        "fewer than 3 runs a column: the ranges say little, no row is ranked (a look, "
+        "not a comparison)"
+    )
+    assert len(doc["order"]) == runs
+
+
+def test_the_table_says_tie_where_the_ranges_overlap() -> None:
+    spread = {"median": 10, "min": 8, "max": 12, "runs": 3}
+    summaries = {
+        BASELINE: {"apiserver_cpu_mcores": {"median": 5, "min": 5, "max": 5, "runs": 3}},
+        "kruise v1.5.4": {"steady_writes_per_min": {"median": 480, "min": 470, "max": 490, "runs": 3},
+                          "cpu_mcores": spread},
+        "probemarker-cri": {"steady_writes_per_min": {"median": 0, "min": 0, "max": 0, "runs": 3},
+                            "cpu_mcores": {**spread, "median": 9, "max": 11}},
+    }  # fmt: skip
+    text = table(summaries, 3)
+    assert text.splitlines()[0] == "| | neither | kruise v1.5.4 | probemarker-cri | lowest |"
+    assert text.splitlines()[1] == "|---|---|---|---|---|"
+    assert _row(text, "writes a minute, nothing flipping").endswith(
+        "| - | 480 (470-490) | 0 | probemarker-cri |"
+    )
+    assert _row(text, "the system's CPU during the flips").endswith(
+        "| - | 10 (8-12) | 9 (8-11) | tie: probemarker-cri, kruise v1.5.4 |"
+    )
+    assert "flips never labelled" not in text  # no column has it: another case's row
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (None, "-"),
+        ({"median": 2.5, "min": 1.25, "max": 3, "runs": 3}, "2.5 (1.25-3)"),
+        ({"median": 4.0, "min": 4.0, "max": 4.0, "runs": 3}, "4"),
+        ({"p50": 501.4, "p90": 900.6, "p99": 1000.0, "max": 1200.0, "flips": 1200},
+         "501 / 901 / 1000 / 1200 (1200 flips)"),
+        ({"pods/status": {"median": 20, "min": 20, "max": 21, "runs": 3}}, "pods/status 20 (20-21)"),
+        ({}, "none"),
+        (["3/3", "2/3"], "3/3 or 2/3"),
+        ([{"pods": 0}], "pods 0"),
+        ("3/3", "3/3"),
+    ],
+)  # fmt: skip
+def test_cell(value: Any, text: str) -> None:
+    assert cell(value) == text
 
 
 def test_with_two_kruise_the_output_and_the_json_name_each(tmp_path: Path) -> None:
@@ -588,27 +532,30 @@ def test_with_two_kruise_the_output_and_the_json_name_each(tmp_path: Path) -> No
         identity(second, {"image": built_image(second.label), "imageID": "sha256:2"},
                  {"vcs.revision": REVISION}),
     ]  # fmt: skip
-    results = {"kruise v1.5.4": ROW, "kruise v1.5.4+#2007": ROW, "probemarker-cri": ROW}
-    doc = document(args, server="v1.32.0", ran=ran, results=results)
+    columns = [c.name for c in plan([first, second], parse_systems(args.systems))]
+    assert columns == [BASELINE, "kruise v1.5.4", "kruise v1.5.4+#2007", "probemarker-cri"]
+    cpu = {**CPU, "kruise v1.5.4+#2007": 1.5}
+    doc = document(args, server="v1.32.0", ran=ran, columns=columns, runs=_runs(columns, 3, cpu))
     assert doc["probemarker_alone"] is False
     assert doc["note"] is None
     assert [(k["label"], k["source"], k["version"]) for k in doc["kruise"]] == [
         ("v1.5.4", given[0].partition("=")[2], None),
         ("v1.5.4+#2007", str(folder), f"revision {REVISION}"),
     ]
-    assert list(doc["results"]) == list(results)
+    assert list(doc["results"]) == columns
     assert json.loads(json.dumps(doc)) == doc
     text = report(doc)
     assert ALONE not in text
     lines = text.splitlines()
     assert lines[1] == describe(ran[0])
     assert lines[2] == describe(ran[1])
-    assert "installed, measured and removed in turn" in lines[3]
-    assert "| | kruise v1.5.4 | kruise v1.5.4+#2007 | probemarker-cri |" in lines
+    assert "each system installed alone for its runs" in lines[3]
+    assert "| | neither | kruise v1.5.4 | kruise v1.5.4+#2007 | probemarker-cri | lowest |" in lines
     # the command measures the same again, each --kruise as given
     again = parse_args(_argv(doc["command"]))
     assert again.kruise == given
     assert again.systems == "probemarker-cri"
+    assert again.runs == 3
 
 
 def _argv(command: str) -> list[str]:
@@ -618,8 +565,148 @@ def _argv(command: str) -> list[str]:
 
 
 def test_command_line_keeps_the_default_systems_out() -> None:
-    args = argparse.Namespace(pods=20, flips=20, seed=32, systems="probemarker-api,probemarker-cri",
-                              kruise=["v1.5.4=/k"])  # fmt: skip
+    args = argparse.Namespace(case="a", runs=5, pods=20, flips=20, seed=32,
+                              systems="probemarker-api,probemarker-cri", kruise=["v1.5.4=/k"])  # fmt: skip
     assert command_line(args) == (
-        "python bench/vs_kruise.py --pods 20 --flips 20 --seed 32 --kruise v1.5.4=/k"
+        "python bench/vs_kruise.py --case a --runs 5 --pods 20 --flips 20 --seed 32 "
+        "--kruise v1.5.4=/k"
     )
+    args.case = "b"  # no flips in case b: no --flips, no --seed
+    assert command_line(args) == (
+        "python bench/vs_kruise.py --case b --runs 5 --pods 20 --kruise v1.5.4=/k"
+    )
+
+
+@pytest.mark.parametrize(
+    "argv", [["--runs", "0"], ["--pods", "0"], ["--pods", "1001"], ["--flips", "0"]]
+)
+def test_parse_args_refuses_nothing_to_measure(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+
+
+# -- the cases -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("case", "pods", "period", "baseline", "hourly"),
+    [("a", 20, 1, True, False), ("b", 100, 10, True, True), ("c", 0, 1, True, False),
+     ("d", 100, 10, False, False)],
+)  # fmt: skip
+def test_the_cases_parameters(
+    case: str, pods: int, period: int, baseline: bool, hourly: bool
+) -> None:
+    args = parse_args(["--case", case])
+    assert args.pods == pods  # the case's, unless --pods
+    found = CASES[case]
+    assert (found.period, found.baseline, found.hourly) == (period, baseline, hourly)
+    assert parse_args(["--case", case, "--pods", "7"]).pods == 7
+    assert list(found.phases) == [p for p in PHASES if p in found.phases]  # in order
+    assert parse_args([]).case == "a"
+
+
+def test_case_b_is_ten_minutes_at_rest_and_c_a_hundred_pods_churned() -> None:
+    assert CASES["b"].quiet_seconds == 600
+    assert CASES["c"].churn_pods == 100
+    assert "restart" in CASES["d"].phases
+    assert "flips" not in CASES["d"].phases
+
+
+def test_a_case_without_a_cpu_window_has_no_baseline_column() -> None:
+    assert [c.name for c in plan([], ["probemarker-api"], baseline=False)] == ["probemarker-api"]
+
+
+@pytest.mark.parametrize(
+    ("pods", "interval", "lifetime", "steps"),
+    [
+        (0, 3.0, 30.0, []),
+        (1, 3.0, 30.0, [(0.0, "create", "c000"), (30.0, "delete", "c000")]),
+        (3, 5.0, 10.0, [(0.0, "create", "c000"), (5.0, "create", "c001"),
+                        (10.0, "delete", "c000"), (10.0, "create", "c002"),
+                        (15.0, "delete", "c001"), (20.0, "delete", "c002")]),
+    ],
+)  # fmt: skip
+def test_churn_plan_creates_at_a_steady_rate_and_deletes_after_the_lifetime(
+    pods: int, interval: float, lifetime: float, steps: list[tuple[float, str, str]]
+) -> None:
+    assert churn_plan(pods, interval, lifetime) == steps
+
+
+def test_churn_plan_of_case_c_keeps_about_ten_pods_alive() -> None:
+    case = CASES["c"]
+    steps = churn_plan(case.churn_pods, case.churn_interval, case.churn_lifetime)
+    alive, most = 0, 0
+    for _, action, _ in steps:
+        alive += 1 if action == "create" else -1
+        most = max(most, alive)
+    assert (len(steps), alive, most) == (200, 0, 10)
+
+
+@pytest.mark.parametrize("period", [1, 10])
+def test_marker_doc_the_same_spec_in_either_group(period: int) -> None:
+    docs = {
+        system: marker_doc(system, "vs", "ns", selector={"app": "vs"}, command=["true"],
+                           key="k", condition_type="k", period=period)
+        for system in ("kruise", "probemarker")
+    }  # fmt: skip
+    assert docs["kruise"]["apiVersion"] == "apps.kruise.io/v1alpha1"
+    assert docs["probemarker"]["apiVersion"] == "probemarker.io/v1alpha1"
+    assert docs["kruise"]["spec"] == docs["probemarker"]["spec"]
+    probe = docs["kruise"]["spec"]["probes"][0]
+    assert probe["probe"]["periodSeconds"] == period
+    assert probe["podConditionType"] == "k"
+
+
+def test_case_c_report_names_the_case_and_shows_its_rows_only() -> None:
+    args = parse_args(["--case", "c"])
+    columns = [BASELINE, "probemarker-cri"]
+    churn = {BASELINE: Window(360, 18.0, 54.0, None, {}, {}),
+             "probemarker-cri": Window(360, 20.0, 60.0, 3.6, {"pods/status": 100, "events": 100}, {})}  # fmt: skip
+    runs = [
+        Run(column, round_, position, 0, None, None, churn=churn[column], lifecycles=100,
+            phases={} if column == BASELINE else {"start_writes": 0})
+        for round_, ordered in enumerate(rounds(columns, 3))
+        for position, column in enumerate(ordered)
+    ]  # fmt: skip
+    doc = document(args, server="v1.32.0", ran=[], columns=columns, runs=runs)
+    assert doc["case"] == "c"
+    text = report(doc)
+    lines = text.splitlines()
+    assert lines[2].startswith("case c: pod churn: a pod created every 3 s")
+    assert lines[3] == "no pods but the churn's, exec probe period 1 s, thresholds 1"
+    assert _row(text, "writes per pod lifecycle").endswith("| - | 1 | - |")  # one system: no rank
+    assert _row(text, "API server CPU per pod lifecycle over the baseline, ms").endswith(
+        "| - | 20 | - |"
+    )
+    assert "flip -> label" not in text
+    assert doc["command"] == "python bench/vs_kruise.py --case c --runs 3 --pods 0"
+
+
+def test_case_d_has_no_baseline_and_says_so() -> None:
+    args = parse_args(["--case", "d", "--kruise", "v1.5.4=/k"])
+    columns = ["kruise v1.5.4", "probemarker-cri"]
+    runs = [
+        Run(column, round_, position, 0, None, None,
+            phases={"restart_writes": 28 if column.startswith("kruise") else 0, "restart_flaps": 0})
+        for round_, ordered in enumerate(rounds(columns, 3))
+        for position, column in enumerate(ordered)
+    ]  # fmt: skip
+    doc = document(args, server="v1.32.0", ran=[], columns=columns, runs=runs)
+    text = report(doc)
+    assert "no baseline run (no CPU window in this case)" in text
+    assert "`neither`" not in text.splitlines()[4]
+    assert _row(text, "writes (pods, NodePodProbes) from its node agent's restart").endswith(
+        "| 28 | 0 | probemarker-cri |"
+    )
+
+
+@pytest.mark.parametrize("hourly", [False, True])
+def test_every_figure_a_run_gives_has_a_row(hourly: bool) -> None:
+    window = Window(60.0, 1.0, 2.0, 0.5, {"pods/status": 1}, {"patch": 1})
+    background = Window(60.0, 1.0, 2.0, None, {}, {})
+    run = Run("probemarker-api", 0, 0, 10, window, window, label_delays=(0.5,),
+              missed_labels=0, missed_conditions=0, churn=window, lifecycles=3,
+              phases=restart_figures({"pods/status": 1}))  # fmt: skip
+    base = Run(BASELINE, 0, 1, 10, background, background, churn=background, lifecycles=3)
+    given = set(figures(run, base, hourly=hourly)) | set(figures(base, base, hourly=hourly))
+    assert given - {key for key, _, _ in ROWS} == set()
