@@ -13,7 +13,6 @@ version being the package's.
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -23,10 +22,10 @@ import pytest
 import yaml
 
 import probemarker
+from tests.hackscripts import load_hack
 from tests.helm import (
     CHART,
     RELEASE_NAMESPACE,
-    REPO,
     helm_template,
     render_chart,
     require_helm,
@@ -405,11 +404,7 @@ def test_the_schema_refuses_unknown_keys_everywhere() -> None:
 
 def test_the_docs_values_table_is_the_charts() -> None:
     """docs/installation.md's table is hack/chart_values.py's, from the schema and defaults."""
-    spec = importlib.util.spec_from_file_location("chart_values", REPO / "hack" / "chart_values.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_hack("chart_values.py")
     assert module.main(["--check"]) == 0, "python3 hack/chart_values.py"
     table = module.table()
     for path in value_paths(SCHEMA):

@@ -18,7 +18,6 @@ gates at pod creation for the markers that opt in (docs/probes.md, "Readiness ga
 from __future__ import annotations
 
 import copy
-import importlib.util
 import itertools
 import json
 import subprocess
@@ -33,6 +32,7 @@ from probemarker.api import rules
 from probemarker.api.parse import InvalidMarker, parse_marker
 from probemarker.match.match import match_pod
 from probemarker.watch.pods import pod_view
+from tests.hackscripts import load_hack
 from tests.manifests.test_manifests import KUBECTL, MANIFESTS, documents
 from tests.mutating_policy import MutatingPolicy, load
 
@@ -51,13 +51,7 @@ NS = "shop"
 
 
 def _script() -> ModuleType:
-    path = MANIFESTS.parent / "hack" / "readiness_gates.py"
-    spec = importlib.util.spec_from_file_location("readiness_gates", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_hack("readiness_gates.py")
 
 
 # -- one source, three components -------------------------------------------------------

@@ -7,29 +7,17 @@ downloaded.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import re
 import tarfile
 import zipfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "hack" / "helm.py"
+from tests.hackscripts import load_hack
 
-
-def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("hack_helm", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-helm_py = load()
+helm_py = load_hack("helm.py")
 
 
 def fake_wheel(tmp_path: Path, says: str) -> Path:
