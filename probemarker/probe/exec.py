@@ -32,10 +32,10 @@ A command that outlives its run (a deadline passed without its status) keeps
 running in the container whatever the client does (docs/kube-exec.md), so its stream
 is held (`probe.holds.CommandHolds`, entered with the handler) until the command
 ends, and `skips` tells the engine to skip the periods of every probe that runs it
-meanwhile (`busy` says the same without asking for a run). The hold is the command's (its argv's digest) in that container instance,
-whatever probe runs it: a renamed probe, or two probes with one command, never start
-it twice at once (`turn` makes their runs take turns); an edited command runs at the
-next period. `held` and `seed` carry it over a restart of the daemon, through the
+meanwhile (`busy` says the same without asking for a run). The hold is the command's
+(its argv's digest) in that container instance, whatever probe runs it: a renamed
+probe, or two probes with one command, never start it twice at once (`turn` makes
+their runs take turns); an edited command runs at the next period. `held` and `seed` carry it over a restart of the daemon, through the
 pod's ownership record, once a run of it was skipped (probe/holds.py, issue 43). The
 outcome is decided at the deadline all the same.
 
