@@ -134,11 +134,12 @@ def percentile(values: Sequence[float], q: float) -> float:
 def spread(values: Sequence[float]) -> str:
     """`median (min-max) over N`, or the one value: a figure over the windows it was
     measured in, so that a difference inside the range reads as none."""
+    from bench.vs_stats import spread as median_range  # the benches' one median and range
+
     if len(values) == 1:
         return f"{values[0]:.0f} (one window)"
-    return (
-        f"{statistics.median(values):.0f} ({min(values):.0f}-{max(values):.0f}) over {len(values)}"
-    )
+    figure = median_range(values)
+    return f"{figure.median:.0f} ({figure.low:.0f}-{figure.high:.0f}) over {figure.runs}"
 
 
 def stat_cpu(stat: str, *, children: bool) -> float:
