@@ -74,8 +74,11 @@ sim's handler); the sim's CPU is the API server's work (for api, with that ExecS
 Targets (issue 17): cri daemon CPU <= 1.5 ms per exec and below api; cri latency no
 worse than api at p50. Prints the figures and the command that reproduces them.
 Issue 43 measures each backend at 20 and 100 execs/s (`--pods 20 --period 3`, `--pods
-100 --period 3`) with `--idle-rounds 3`: the windows alternate the backends' order, and
-a line per backend gives the daemon's µs/exec and RSS by window as median (min-max).
+100 --period 3`) with `--idle-rounds 3`: each round runs every variant once, in an
+order rotated by one each round, and a line per variant gives the daemon's µs/exec and
+RSS by window as median (min-max). `--phase-steps 0,0.25` makes a variant of each
+backend per phase step (the daemon's --probe-phase-step-seconds: 0 gives every probe a
+moment of its own, 0.25 groups the runs due together, schedule/timing.py).
 """
 
 from __future__ import annotations
@@ -707,9 +710,39 @@ def _exec_figures(before: dict[Any, float], after: dict[Any, float]) -> dict[str
     }
 
 
+def idle_variants(backends: Sequence[str], steps: Sequence[float]) -> list[tuple[str, float]]:
+    """The idle node's variants, (backend, phase step), in the table's order."""
+    return [(backend, step) for backend in backends for step in steps]
+
+
+def idle_order(variants: Sequence[tuple[str, float]], r: int) -> list[tuple[str, float]]:
+    """Round `r`'s order: the variants rotated by `r`, so each goes first in turn."""
+    k = r % len(variants)
+    return [*variants[k:], *variants[:k]]
+
+
+def variant_name(backend: str, step: float, steps: Sequence[float]) -> str:
+    """A variant's row: the backend, and its phase step when several are measured."""
+    return backend if len(steps) == 1 else f"{backend} step {step:g}"
+
+
+def parse_steps(text: str) -> list[float]:
+    """`--phase-steps`: comma-separated seconds, each 0 to 60, none twice."""
+    try:
+        steps = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError as err:
+        raise SystemExit(
+            f"--phase-steps: numbers of seconds, comma-separated, not {text!r}"
+        ) from err
+    if not steps or len(set(steps)) != len(steps) or not all(0 <= s <= 60 for s in steps):
+        raise SystemExit(f"--phase-steps: distinct seconds from 0 to 60, not {text!r}")
+    return steps
+
+
 def idle_turn(
     args: argparse.Namespace,
     backend: str,
+    step: float,
     sim: Child,
     info: dict[str, Any],
     runtime: Runtime,
@@ -719,9 +752,10 @@ def idle_turn(
     from bench.daemonset_resources import Daemon, window
     from bench.engine_idle import execs_in, settle
 
-    node, extra = API_NODE, ()
+    node, extra = API_NODE, ("--probe-phase-step-seconds", f"{step:g}")
     if backend == "cri":
-        node, extra = CRI_NODE, ("--exec-backend", "cri", "--cri-endpoint", runtime.endpoint)
+        extra += ("--exec-backend", "cri", "--cri-endpoint", runtime.endpoint)
+        node = CRI_NODE
     daemon = Daemon(info["kubeconfig"], log, node=node, args=extra)
     try:
         ready = daemon.wait_ready()
@@ -755,14 +789,16 @@ def bench_idle(
     pods: dict[str, list[str]],
 ) -> dict[str, list[dict[str, Any]]]:
     sim.call("marker", body=marker_body(period=args.period, command=args.command))
-    out: dict[str, list[dict[str, Any]]] = {"api": [], "cri": []}
+    variants = idle_variants(("api", "cri"), args.phase_steps)
+    out: dict[str, list[dict[str, Any]]] = {
+        variant_name(b, s, args.phase_steps): [] for b, s in variants
+    }
     with tempfile.TemporaryDirectory(prefix="probemarker-bench-") as scratch:
         log = Path(scratch) / "daemon.log"
         for r in range(args.idle_rounds):
-            order = ("api", "cri") if r % 2 == 0 else ("cri", "api")
-            for backend in order:
-                out[backend].append(
-                    idle_turn(args, backend, sim, info, runtime, pods[backend], log)
+            for backend, step in idle_order(variants, r):
+                out[variant_name(backend, step, args.phase_steps)].append(
+                    idle_turn(args, backend, step, sim, info, runtime, pods[backend], log)
                 )
     return out
 
@@ -775,7 +811,7 @@ def report_idle(args: argparse.Namespace, turns: dict[str, list[dict[str, Any]]]
         f"{args.idle_rounds} window(s) of {args.seconds:g} s per backend"
     )
     print(
-        f"{'backend':<9}{'execs':>7}{'ok':>7}{'daemon mCPU':>12}{'µs/exec':>9}"
+        f"{'variant':<16}{'execs':>7}{'ok':>7}{'daemon mCPU':>12}{'µs/exec':>9}"
         f"{'RSS mean':>9}{'max':>7}{'VmHWM':>7}{'sim mCPU':>9}{'runtime mCPU':>13}"
         f"{'exec ms':>8}"
     )
@@ -788,7 +824,7 @@ def report_idle(args: argparse.Namespace, turns: dict[str, list[dict[str, Any]]]
         ok = sum(f["execs"]["succeeded"] for f in figures)
         means = [f["execs"]["mean"] for f in figures]
         print(
-            f"{backend:<9}{runs:>7.0f}{ok:>7.0f}{cpu / wall * 1e3:>12.1f}"
+            f"{backend:<16}{runs:>7.0f}{ok:>7.0f}{cpu / wall * 1e3:>12.1f}"
             f"{cpu / max(1, runs) * 1e6:>9.0f}"
             f"{statistics.fmean(f['rss_mean'] for f in figures) / MiB:>9.1f}"
             f"{max(f['rss_max'] for f in figures) / MiB:>7.1f}"
@@ -844,7 +880,14 @@ def main() -> int:
     parser.add_argument("--period", type=int, default=10, help="idle: the probes' period")
     parser.add_argument("--seconds", type=float, default=60.0, help="idle: each window")
     parser.add_argument("--idle-warmup", type=float, default=15.0, help="idle: before a window")
-    parser.add_argument("--idle-rounds", type=int, default=1, help="idle: windows per backend")
+    parser.add_argument("--idle-rounds", type=int, default=1, help="idle: windows per variant")
+    parser.add_argument(
+        "--phase-steps",
+        type=parse_steps,
+        default=[0.25],
+        help="idle: the daemons' --probe-phase-step-seconds, comma-separated: each a "
+        "variant of each backend (default 0.25, the daemon's; `0,0.25` compares)",
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: small and short")
     args = parser.parse_args()
     for name in ("execs", "rounds", "concurrency", "pods", "period", "idle_rounds"):

@@ -120,6 +120,16 @@ def crd_missing_hint(group: str) -> str:
     return "the PodProbeMarker CRD is not installed; install it: kubectl apply -f manifests/crd/"
 
 
+def engine_settings(settings: RunSettings) -> EngineSettings:
+    """The engine's part of the run settings."""
+    return EngineSettings(
+        max_concurrent=settings.max_concurrent_probes,
+        cleanup_delay=settings.cleanup_delay_seconds,
+        warning_refresh=settings.message_refresh_seconds,
+        phase_step=settings.probe_phase_step_seconds,
+    )
+
+
 class Daemon:
     """The running daemon: its parts, for `run_daemon` and for tests to look into."""
 
@@ -193,11 +203,7 @@ class Daemon:
             mark=self._mark,
             clock=clock,
             wall=time.time,
-            settings=EngineSettings(
-                max_concurrent=settings.max_concurrent_probes,
-                cleanup_delay=settings.cleanup_delay_seconds,
-                warning_refresh=settings.message_refresh_seconds,
-            ),
+            settings=engine_settings(settings),
             api_version=f"{group}/v1alpha1",
         )
         self.writer = PodWriter(

@@ -37,6 +37,7 @@ class RunSettings:
     namespaces: tuple[str, ...] = ()  # markers watched in these namespaces; () = all
     marker_group: str = rules.GROUP  # or apps.kruise.io: Kruise's CRD, its prober off
     max_concurrent_probes: int = 64
+    probe_phase_step_seconds: float = 0.25
     exec_backend: str = "api"  # api: pods/exec through the API server; cri: the runtime socket
     cri_endpoint: str = DEFAULT_ENDPOINT
     exec_grace_seconds: float = EXEC_GRACE
@@ -69,6 +70,10 @@ _HELP: Mapping[str, str] = {
     "max_concurrent_probes": "probe runs at once on this node; one namespace takes at "
     "most all but a quarter of them, and a freed slot goes to the namespace with the "
     "fewest runs (docs/engine.md)",
+    "probe_phase_step_seconds": "probes' start times are spread over their period in steps "
+    "of this many seconds, so runs come due in groups and the node wakes once for a group, "
+    "not for each run (a wake-up is most of an idle node's CPU per run: docs/engine.md); "
+    "0 gives each probe a moment of its own",
     "exec_backend": "how exec probes run: api (pods/exec through the API server) or cri "
     "(ExecSync on the node's container runtime socket, --cri-endpoint; needs the cri extra "
     "and the socket mounted: docs/cri.md)",
@@ -248,6 +253,8 @@ _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "marker_group": _choice(rules.GROUP, rules.KRUISE_GROUP),
     "node": _node_name,
     "max_concurrent_probes": _Range(int, 1, 10_000),
+    # Steps longer than a minute would leave a 10 s probe a single phase for no gain.
+    "probe_phase_step_seconds": _Range(float, 0, 60),
     "exec_backend": _choice("api", "cri"),
     "cri_endpoint": _checked_text(socket_path),  # a unix socket URL
     # The kubelet waits its runtime request timeout, 2 minutes, past an ExecSync's

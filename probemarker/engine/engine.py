@@ -93,12 +93,17 @@ class EngineSettings:
     # InvalidResultValue Warnings for keys whose answer is a new invalid value every run
     # are raised at most once per pod per this many seconds (--message-refresh-seconds).
     warning_refresh: float = 10.0
+    # Probes' phases lie on steps of this many seconds, so runs come due in groups
+    # (schedule/timing.py; --probe-phase-step-seconds); 0: each probe a phase of its own.
+    phase_step: float = 0.25
 
     def __post_init__(self) -> None:
         if self.max_concurrent < 1 or self.tick <= 0 or self.late_after <= 0:
             raise ValueError("engine needs max_concurrent >= 1, tick > 0, late_after > 0")
-        if self.cleanup_delay < 0 or self.warning_refresh < 0:
-            raise ValueError("engine needs cleanup_delay >= 0 and warning_refresh >= 0")
+        if self.cleanup_delay < 0 or self.warning_refresh < 0 or self.phase_step < 0:
+            raise ValueError(
+                "engine needs cleanup_delay >= 0, warning_refresh >= 0 and phase_step >= 0"
+            )
 
 
 @dataclass(slots=True)
@@ -200,6 +205,7 @@ class Engine:
         self._clock = clock
         self._wall = wall
         self._api_version = api_version
+        self._step = self.settings.phase_step
         self._markers = MarkerTable(
             clock=clock, cleanup_delay=self.settings.cleanup_delay, api_version=api_version
         )
@@ -314,7 +320,9 @@ class Engine:
             if period != old_period and due is not None:
                 # A new period applies from the next run: at the sooner of the old slot
                 # and the first slot of the new grid.
-                self.dispatcher.schedule(key, min(due, first_due(str(key), period, now)))
+                self.dispatcher.schedule(
+                    key, min(due, first_due(str(key), period, now, self._step))
+                )
         record = parse_record(pod.view.annotations.value(OWNED_KEY), pod_uid=pod.view.uid)[0]
         # Commands that may still run, whichever probe's entry names them: a hold is the
         # command's in its container, so a probe renamed meanwhile is held all the same.
@@ -335,7 +343,7 @@ class Engine:
                     self._runner.seed(spec.handler, key, held, facts.container_id)
             self._probes[key] = _Probe(spec, thresholds)
             period = spec.timing.period_seconds
-            self.dispatcher.schedule(key, first_due(str(key), period, now))
+            self.dispatcher.schedule(key, first_due(str(key), period, now, self._step))
         pod.probes = new
         self._mark(pod.view.uid)
 

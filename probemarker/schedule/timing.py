@@ -11,6 +11,17 @@ first run for the same reason; ours is derived, not random, so a restart keeps e
 probe's phase on the same monotonic time line). The hash is blake2b, not `hash()`, whose
 value changes from process to process.
 
+The offsets are spread in steps (`step`, --probe-phase-step-seconds, 0.25 s by default):
+a period holds `period // step` evenly spaced phases, and every probe takes one of them.
+So the runs of a node come due in groups, at most `1 / step` times a second, not each
+at a moment of its own: the daemon, its runtime client and the node wake once for a
+group. A wake-up is what a run costs most on an idle node (issue 43: a gRPC call alone
+costs 0.9 ms of CPU at 20 a second one at a time and 0.35 ms in groups of five, on the
+project's 2-core VM; docs/performance.md). A flip still waits for the probe's next run,
+which is uniform over the period whatever its phase, so the delay from a flip to its
+label is the same. Step 0 gives every probe a phase of its own (the spread before issue
+43). A period shorter than the step has one phase.
+
 A run that starts late never shifts the grid: the next run is due one period after the
 previous due, not after the previous start. When that time has already passed (the run
 overran the period, or the daemon was stalled), the missed slots are skipped, not run
@@ -26,7 +37,7 @@ from __future__ import annotations
 import hashlib
 import math
 
-__all__ = ["first_due", "next_due", "spread_offset"]
+__all__ = ["first_due", "next_due", "phases", "spread_offset"]
 
 _HASH_BITS = 53  # a float holds 53 bits exactly: the fraction below is < 1.0 exactly
 
@@ -36,12 +47,25 @@ def _check_period(period: float) -> None:
         raise ValueError(f"period must be a positive number of seconds, not {period!r}")
 
 
-def spread_offset(identity: str, period: float) -> float:
-    """The probe's phase within `period`, in [0, period), the same in every process."""
+def phases(period: float, step: float) -> int:
+    """How many phases a period of `period` s holds in steps of `step` s (0: no steps,
+    every probe its own phase; returned as 0)."""
     _check_period(period)
+    if not (step >= 0 and math.isfinite(step)):
+        raise ValueError(f"step must be a finite number of seconds >= 0, not {step!r}")
+    return 0 if step == 0 else max(1, math.floor(period / step))
+
+
+def spread_offset(identity: str, period: float, step: float = 0.0) -> float:
+    """The probe's phase within `period`, in [0, period), the same in every process: one
+    of `phases(period, step)` evenly spaced ones (any, for step 0)."""
+    count = phases(period, step)
     digest = hashlib.blake2b(identity.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     fraction = (int.from_bytes(digest, "big") >> (64 - _HASH_BITS)) / (1 << _HASH_BITS)
-    offset = fraction * period
+    if count:
+        offset = min(math.floor(fraction * count), count - 1) * period / count
+    else:
+        offset = fraction * period
     # fraction < 1, but the product may still round up to `period` itself.
     return offset if offset < period else 0.0
 
@@ -56,9 +80,9 @@ def _grid_at_or_after(anchor: float, period: float, now: float) -> tuple[float, 
     return due, k
 
 
-def first_due(identity: str, period: float, now: float) -> float:
-    """The first time t >= now with t = spread_offset(identity, period) mod period."""
-    offset = spread_offset(identity, period)
+def first_due(identity: str, period: float, now: float, step: float = 0.0) -> float:
+    """The first time t >= now with t = spread_offset(identity, period, step) mod period."""
+    offset = spread_offset(identity, period, step)
     anchor = offset + math.floor((now - offset) / period) * period
     return _grid_at_or_after(anchor, period, now)[0]
 

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from bench import cri_exec
 from bench.cri_exec import (
     TICKS,
     is_shim_of,
@@ -119,3 +120,29 @@ def test_percentile_is_nearest_rank() -> None:
 )
 def test_a_figure_over_windows_is_its_median_and_range(values: list[float], shown: str) -> None:
     assert spread(values) == shown
+
+
+def test_idle_variants_take_turns_going_first() -> None:
+    variants = cri_exec.idle_variants(("api", "cri"), [0.0, 0.25])
+    assert variants == [("api", 0.0), ("api", 0.25), ("cri", 0.0), ("cri", 0.25)]
+    orders = [cri_exec.idle_order(variants, r) for r in range(4)]
+    assert [order[0] for order in orders] == variants  # each goes first once
+    assert all(sorted(order) == sorted(variants) for order in orders)
+
+
+@pytest.mark.parametrize(
+    ("steps", "name"),
+    [([0.25], "cri"), ([0.0, 0.25], "cri step 0.25")],
+)
+def test_a_variant_names_its_step_only_beside_others(steps: list[float], name: str) -> None:
+    assert cri_exec.variant_name("cri", 0.25, steps) == name
+
+
+@pytest.mark.parametrize("text", ["", "x", "0,0", "-1", "61", "0.25,nan"])
+def test_bad_phase_steps_are_refused_naming_the_flag(text: str) -> None:
+    with pytest.raises(SystemExit, match="--phase-steps"):
+        cri_exec.parse_steps(text)
+
+
+def test_phase_steps_parse() -> None:
+    assert cri_exec.parse_steps("0, 0.25") == [0.0, 0.25]

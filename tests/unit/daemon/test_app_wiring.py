@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from probemarker.daemon.app import Daemon
+from probemarker.daemon.app import Daemon, engine_settings
 from probemarker.daemon.assembly import client_settings
 from probemarker.daemon.settings import RunSettings
 from probemarker.kube.connect.client import ClientSettings, KubeClient
@@ -40,3 +40,10 @@ def test_a_client_without_room_for_the_held_streams_is_refused() -> None:
     client = KubeClient(CONNECTION, settings=ClientSettings(exec_connections=64))
     with pytest.raises(ValueError, match="64 probe runs at once and 64 held exec streams"):
         Daemon(client, RunSettings(node="n", max_concurrent_probes=64))
+
+
+@pytest.mark.parametrize("step", [0.25, 0.0, 2.0])
+def test_the_probes_phase_step_reaches_the_engine(step: float) -> None:
+    settings = RunSettings(node="n", probe_phase_step_seconds=step, max_concurrent_probes=9)
+    engine = engine_settings(settings)
+    assert (engine.phase_step, engine.max_concurrent) == (step, 9)

@@ -10,9 +10,10 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import pytest
 
 from probemarker.api.model import Handler, ProbeSpec, TCPSocketAction
-from probemarker.engine.engine import Engine
+from probemarker.engine.engine import Engine, EngineSettings
 from probemarker.kube.watch.cache import Entry, entry_of
 from probemarker.kube.write.events import ObjectRef
 from probemarker.match.identity import HeldCommand
@@ -204,6 +205,35 @@ async def running(
         yield r
         await r.engine.dispatcher.stop(grace=0)
         group.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(("step", "most_moments"), [(0.25, 4), (0.5, 2), (0.0, 40)])
+def test_probes_first_dues_lie_on_the_phase_steps(step: float, most_moments: int) -> None:
+    # Issue 43: with steps, runs of a node come due together (at most 1/step moments a
+    # second), so the daemon wakes once for a group; step 0, each probe its own moment.
+    engine = Engine(
+        runner=Runner(),  # type: ignore[arg-type]
+        sink=Sink(),  # type: ignore[arg-type]
+        mark=lambda uid: None,
+        clock=FakeClock(START),
+        wall=lambda: START,
+        settings=EngineSettings(phase_step=step),
+    )
+    engine.sync_marker(marker_entry().key, marker_entry())
+    for i in range(40):
+        raw = pod_raw()
+        raw["metadata"].update(name=f"g{i}", uid=f"pu{i}")
+        pod = entry_of(raw, pod_projection)
+        engine.sync_pod(pod.key, pod)
+    dues = [due for key in engine._probes if (due := engine.dispatcher.due(key)) is not None]
+    assert len(dues) == 40
+    assert all(START <= due < START + 1 for due in dues)
+    moments = set(dues)
+    if step:
+        assert len(moments) <= most_moments
+        assert all((due / step) == pytest.approx(round(due / step)) for due in moments)
+    else:
+        assert len(moments) == most_moments  # every probe its own
 
 
 async def test_failure_threshold_decides_on_exactly_the_third_run() -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
-from probemarker.schedule.timing import first_due, next_due, spread_offset
+from probemarker.schedule.timing import first_due, next_due, phases, spread_offset
 
 IDENTITY = "default/web#ready@0b7c6a52-uid/app"
 
@@ -101,3 +102,60 @@ def test_bad_period(period: float) -> None:
         spread_offset(IDENTITY, period)
     with pytest.raises(ValueError, match="period"):
         next_due(0.0, period, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("period", "step", "expected"),
+    [
+        pytest.param(1.0, 0.25, 4, id="one-second-quarters"),
+        pytest.param(10.0, 0.25, 40, id="ten-seconds"),
+        pytest.param(10.0, 3.0, 3, id="step-not-dividing-the-period"),
+        pytest.param(1.0, 5.0, 1, id="step-longer-than-the-period"),
+        pytest.param(10.0, 0.0, 0, id="no-steps"),
+    ],
+)
+def test_phases(period: float, step: float, expected: int) -> None:
+    assert phases(period, step) == expected
+
+
+@pytest.mark.parametrize(("period", "step"), [(1.0, 0.25), (10.0, 0.25), (10.0, 3.0), (7.0, 0.5)])
+def test_stepped_offsets_take_every_phase_and_only_those(period: float, step: float) -> None:
+    count = phases(period, step)
+    grid = {k * period / count for k in range(count)}
+    offsets = [spread_offset(f"ns/pod-{i}#probe@uid-{i}/c", period, step) for i in range(4_000)]
+    assert set(offsets) == grid  # every phase used, no other moment
+    assert all(0.0 <= offset < period for offset in offsets)
+
+
+def test_stepped_offsets_spread_evenly_over_the_phases() -> None:
+    # 10,000 probes with period 1 s in 4 phases: each phase gets about a quarter.
+    counts = Counter(spread_offset(f"ns/pod-{i}#probe@uid-{i}/c", 1.0, 0.25) for i in range(10_000))
+    assert sorted(counts) == [0.0, 0.25, 0.5, 0.75]
+    assert all(2_300 <= n <= 2_700 for n in counts.values()), counts
+
+
+def test_a_stepped_phase_is_the_unstepped_one_rounded_down() -> None:
+    # The same hash decides both: a probe keeps the phase it had, rounded to its step.
+    for i in range(500):
+        identity = f"ns/pod-{i}#probe@uid-{i}/c"
+        free, stepped = spread_offset(identity, 10.0), spread_offset(identity, 10.0, 0.25)
+        assert stepped <= free < stepped + 0.25
+
+
+def test_stepped_first_dues_of_different_periods_share_moments() -> None:
+    # Dues lie on the step's grid whatever the period, so runs of 1 s and 10 s probes
+    # come due together: 1,000 probes' first dues fall on at most 4 moments a second.
+    now = 1000.0
+    dues = {
+        first_due(f"ns/pod-{i}#probe@uid-{i}/c", float(1 + i % 2 * 9), now, 0.25)
+        for i in range(1_000)
+    }
+    assert all(now <= due < now + 10 for due in dues)
+    assert all((due * 4) == pytest.approx(round(due * 4)) for due in dues)
+    assert len({round(due * 4) for due in dues if due < now + 1}) <= 4
+
+
+@pytest.mark.parametrize("step", [-0.25, float("inf"), float("nan")])
+def test_bad_step(step: float) -> None:
+    with pytest.raises(ValueError, match="step"):
+        spread_offset(IDENTITY, 10.0, step)
