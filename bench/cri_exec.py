@@ -895,6 +895,12 @@ def main() -> int:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.quick:
         args.execs, args.rounds, args.pods, args.seconds, args.idle_warmup = 40, 4, 10, 10.0, 5.0
+    variants = 2 * len(args.phase_steps)
+    if args.only != "exec" and args.idle_rounds % variants:
+        print(
+            f"note: {args.idle_rounds} idle rounds for {variants} variants: not every variant "
+            "goes first equally often (a multiple of the variants' count balances the order)"
+        )
     sys.path.insert(0, str(REPO))
     print("reproduce: python bench/cri_exec.py " + " ".join(sys.argv[1:]))
     print(

@@ -9,7 +9,8 @@ Three kinds of process, so each figure is one process's own:
   JSON logs at info to /dev/null) in a child process of its own;
 - the floor: `run_exec` on a `KubeClient` (probemarker.kube, the layer the daemon's exec
   handler calls) in a child process of its own, the same probes at the same period,
-  their first runs spread by the same hash (`schedule.timing.first_due`) and kept on
+  their first runs spread by the same hash and phase step (`schedule.timing.first_due`,
+  the daemon's default --probe-phase-step-seconds) and kept on
   their grid by one loop over a heap: the execs without scheduling, deciding or writing.
 
 `idle`: 110 pods x 3 exec probes (period 10 s, timeout 1 s, thresholds 1, each probe
@@ -363,8 +364,10 @@ async def _floor_main(
     from probemarker.kube.connect.client import KubeClient
     from probemarker.kube.exec.execresult import ExecExited
     from probemarker.kube.exec.execstream import run_exec
+    from probemarker.daemon.settings import RunSettings
     from probemarker.schedule.timing import first_due
 
+    step = RunSettings().probe_phase_step_seconds  # the daemon's phases, the same groups
     counts = Counter[str]()
     stop = anyio.Event()
     loop = asyncio.get_running_loop()
@@ -397,7 +400,7 @@ async def _floor_main(
         async def fire() -> None:
             now = time.monotonic()
             heap = [
-                (first_due(f"gs-{i}#p{j}", period, now), i, j)
+                (first_due(f"gs-{i}#p{j}", period, now, step), i, j)
                 for i in range(pods)
                 for j in range(probes)
             ]

@@ -18,9 +18,10 @@ Per variant: the process's CPU per call (user+sys of every thread, grpc's own
 included: `time.process_time`) and its context switches per call (voluntary and not,
 of every thread: /proc/self/task/*/status), as median (min-max) over the rounds. The
 calls' own work is the same in every variant, so what differs is what waking for them
-costs: the event loop leaving its wait, grpc's threads handing the answer over, and
-on a virtual machine the host's part of leaving an idle CPU, which the kernel charges
-to the task that woke.
+costs: the event loop leaving its wait and grpc's threads handing the answer over.
+What it does not show: the runtime's side (only this client's CPU is counted) and an
+ExecSync's (a Version call starts no process); bench/cri_exec.py --phase-steps
+measures the whole daemon and the runtime with real execs.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    pass
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -98,12 +103,16 @@ async def window(
 
 async def run(args: argparse.Namespace) -> None:
     from bench.vs_stats import spread
-    from probemarker.cri.client import RuntimeClient
+    from probemarker.cri.client import RuntimeClient, RuntimeInfo
     from probemarker.cri.endpoint import socket_path
 
     client = RuntimeClient(socket_path(args.cri_endpoint))
     try:
-        for _ in range(20):  # the channel connected, the code paths warm
+        first = await client.version(wait=5.0)
+        if not isinstance(first, RuntimeInfo):
+            raise SystemExit(f"{args.cri_endpoint}: {first}")
+        print(f"runtime: {first.name} {first.version}")
+        for _ in range(20):  # the code paths warm
             await client.version(wait=5.0)
         cpu: dict[int, list[float]] = {g: [] for g in args.groups}
         switches: dict[int, list[float]] = {g: [] for g in args.groups}
@@ -136,10 +145,15 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=20.0, help="calls a second, every variant")
     parser.add_argument("--groups", type=parse_groups, default=[1, 2, 5, 10], help="e.g. 1,5")
     parser.add_argument("--seconds", type=float, default=8.0, help="each window")
-    parser.add_argument("--rounds", type=int, default=3, help="windows per variant")
+    parser.add_argument("--rounds", type=int, default=4, help="windows per variant")
     args = parser.parse_args()
     if args.rate <= 0 or args.seconds <= 0 or args.rounds < 1:
         parser.error("--rate and --seconds above 0, --rounds 1 or more")
+    if args.rounds % len(args.groups):
+        print(
+            f"note: {args.rounds} rounds for {len(args.groups)} groups: not every group goes "
+            "first equally often (a multiple of the groups' count balances the order)"
+        )
     sys.path.insert(0, str(REPO))
     print("reproduce: python bench/wakeups.py " + " ".join(sys.argv[1:]))
     print(f"Python {platform.python_version()}, {platform.machine()}, kernel {platform.release()}")

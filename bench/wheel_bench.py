@@ -4,7 +4,8 @@ task per probe (the kubelet's goroutine-per-probe model), at 100,000 probes.
 Both models get the same work, on the same real clock, in fresh child processes:
 
 - the same N probe identities, each with period P (10 s) and its first due from
-  `first_due(identity, P, t0 + lead)`, so starts are spread over the period the same way
+  `first_due(identity, P, t0 + lead, step)` (the daemon's default phase step), so
+  starts are spread over the period the same way
   and nothing fires before both models have finished creating their entries;
 - the same callback per run (count it, record how late it started), and the same next
   due, `next_due(due, P, now)`: the wheel's callback reschedules its key with it, as the
@@ -160,12 +161,14 @@ _BUILD = {"wheel": _wheel_model, "tasks": _tasks_model}
 
 
 async def _child_async(model: str, args: argparse.Namespace, traced: bool) -> Figures:
+    from probemarker.daemon.settings import RunSettings
     from probemarker.schedule.timing import first_due
 
+    step = RunSettings().probe_phase_step_seconds  # the daemon's phases
     loop = asyncio.get_running_loop()
     start_at = loop.time() + args.lead  # loop.time() is time.monotonic(): one time line
     keys = [f"ns-{i % 50}/marker#probe@pod-uid-{i:06d}/app" for i in range(args.probes)]
-    probes = [(key, first_due(key, args.period, start_at)) for key in keys]
+    probes = [(key, first_due(key, args.period, start_at, step)) for key in keys]
     tally = Tally()
     figures = Figures()
     if traced:

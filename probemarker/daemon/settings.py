@@ -21,6 +21,7 @@ from probemarker.api.names import dns1123_label_problems, dns1123_subdomain_prob
 from probemarker.cri.endpoint import DEFAULT_ENDPOINT, socket_path
 from probemarker.observe.address import parse_listen_address
 from probemarker.probe.limits import EXEC_GRACE
+from probemarker.schedule.timing import MAX_STEP, step_problem
 
 ENV_PREFIX = "PROBEMARKER_"
 
@@ -71,9 +72,10 @@ _HELP: Mapping[str, str] = {
     "most all but a quarter of them, and a freed slot goes to the namespace with the "
     "fewest runs (docs/engine.md)",
     "probe_phase_step_seconds": "probes' start times are spread over their period in steps "
-    "of this many seconds, so runs come due in groups and the node wakes once for a group, "
-    "not for each run (a wake-up is most of an idle node's CPU per run: docs/engine.md); "
-    "0 gives each probe a moment of its own",
+    "of this many seconds, so runs come due in groups and the daemon wakes once for a "
+    "group, not for each run (a wake-up is most of an idle node's CPU per run: "
+    "docs/engine.md); 0 gives each probe a moment of its own; lower it on a node of more "
+    "than about 200 runs a second, whose groups would outgrow --max-concurrent-probes",
     "exec_backend": "how exec probes run: api (pods/exec through the API server) or cri "
     "(ExecSync on the node's container runtime socket, --cri-endpoint; needs the cri extra "
     "and the socket mounted: docs/cri.md)",
@@ -180,6 +182,20 @@ class _Range:
         return f"{_number(self.low)} to {_number(self.high)}"
 
 
+class _PhaseStep:
+    """0, or a whole fraction of a second up to 0.5 s (schedule/timing.py: the phases of
+    every whole-second period then share one grid, and a 1 s period keeps two)."""
+
+    def __call__(self, text: str) -> float:
+        value = float(_finite(float(text)))
+        if problem := step_problem(value):
+            raise ValueError(problem)
+        return value
+
+    def __str__(self) -> str:
+        return f"0, or 1/n of a second up to {MAX_STEP:g}"
+
+
 def _number(value: float) -> str:
     return f"{value:g}"
 
@@ -253,8 +269,7 @@ _PARSERS: Mapping[str, Callable[[str], Any]] = {
     "marker_group": _choice(rules.GROUP, rules.KRUISE_GROUP),
     "node": _node_name,
     "max_concurrent_probes": _Range(int, 1, 10_000),
-    # Steps longer than a minute would leave a 10 s probe a single phase for no gain.
-    "probe_phase_step_seconds": _Range(float, 0, 60),
+    "probe_phase_step_seconds": _PhaseStep(),
     "exec_backend": _choice("api", "cri"),
     "cri_endpoint": _checked_text(socket_path),  # a unix socket URL
     # The kubelet waits its runtime request timeout, 2 minutes, past an ExecSync's
@@ -301,7 +316,7 @@ def describe() -> list[SettingDoc]:
     described = []
     for item in fields(RunSettings):
         parser = _PARSERS.get(item.name)
-        accepted = f"; {parser}" if isinstance(parser, _Range) else ""
+        accepted = f"; {parser}" if isinstance(parser, _Range | _PhaseStep) else ""
         described.append(
             SettingDoc(
                 name=item.name,

@@ -71,7 +71,7 @@ from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.ports import unresolved_port
 from probemarker.probe.runner import ProbeRunner, action_kind
 from probemarker.schedule.dispatcher import Dispatcher
-from probemarker.schedule.timing import first_due, next_due
+from probemarker.schedule.timing import first_due, next_due, step_problem
 from probemarker.watch.markers import MarkerTable
 from probemarker.watch.pods import ContainerFacts, PodUID, PodView, pod_view
 from probemarker.write.desired import Decided, DesiredPod, InvalidValue, desired_state
@@ -100,10 +100,10 @@ class EngineSettings:
     def __post_init__(self) -> None:
         if self.max_concurrent < 1 or self.tick <= 0 or self.late_after <= 0:
             raise ValueError("engine needs max_concurrent >= 1, tick > 0, late_after > 0")
-        if self.cleanup_delay < 0 or self.warning_refresh < 0 or self.phase_step < 0:
-            raise ValueError(
-                "engine needs cleanup_delay >= 0, warning_refresh >= 0 and phase_step >= 0"
-            )
+        if self.cleanup_delay < 0 or self.warning_refresh < 0:
+            raise ValueError("engine needs cleanup_delay >= 0 and warning_refresh >= 0")
+        if problem := step_problem(self.phase_step):
+            raise ValueError(f"engine's phase_step {problem}")
 
 
 @dataclass(slots=True)

@@ -12,15 +12,17 @@ probe's phase on the same monotonic time line). The hash is blake2b, not `hash()
 value changes from process to process.
 
 The offsets are spread in steps (`step`, --probe-phase-step-seconds, 0.25 s by default):
-a period holds `period // step` evenly spaced phases, and every probe takes one of them.
-So the runs of a node come due in groups, at most `1 / step` times a second, not each
-at a moment of its own: the daemon, its runtime client and the node wake once for a
-group. A wake-up is what a run costs most on an idle node (issue 43: a gRPC call alone
-costs 0.9 ms of CPU at 20 a second one at a time and 0.35 ms in groups of five, on the
-project's 2-core VM; docs/performance.md). A flip still waits for the probe's next run,
-which is uniform over the period whatever its phase, so the delay from a flip to its
-label is the same. Step 0 gives every probe a phase of its own (the spread before issue
-43). A period shorter than the step has one phase.
+a period holds floor(period / step) evenly spaced phases (at least one), and every
+probe takes one of them. A step is a whole fraction of a second (1/n s, at most 0.5 s:
+`step_problem`), so for the whole-second periods of the API every phase is a multiple
+of the step, and the probes of every period share one grid: the runs of a node come
+due in groups, at most `1 / step` times a second, not each at a moment of its own, and
+the daemon wakes once for a group. On an idle node a wake-up costs far more than a
+run's own work (docs/engine.md, "CPU per run": bench/wakeups.py). A flip still waits
+for the probe's next run, which is uniform over the period whatever its phase, so the
+delay from a flip to its label is the same. Step 0 gives every probe a phase of its
+own (the spread before issue 43). A 1 s period keeps at least two phases, so no step
+fires every probe at once.
 
 A run that starts late never shifts the grid: the next run is due one period after the
 previous due, not after the previous start. When that time has already passed (the run
@@ -37,7 +39,7 @@ from __future__ import annotations
 import hashlib
 import math
 
-__all__ = ["first_due", "next_due", "phases", "spread_offset"]
+__all__ = ["MAX_STEP", "first_due", "next_due", "phases", "spread_offset", "step_problem"]
 
 _HASH_BITS = 53  # a float holds 53 bits exactly: the fraction below is < 1.0 exactly
 
@@ -47,13 +49,34 @@ def _check_period(period: float) -> None:
         raise ValueError(f"period must be a positive number of seconds, not {period!r}")
 
 
+MAX_STEP = 0.5  # a 1 s period keeps two phases at least
+_MIN_STEP = 0.001  # finer than the timer wheel's tick anyway
+
+
+def step_problem(step: float) -> str:
+    """Why `step` cannot be a phase step, or "": 0 (no steps), or a whole fraction of a
+    second (1/n s) from 0.001 to 0.5 s."""
+    if step == 0:
+        return ""
+    if not (math.isfinite(step) and _MIN_STEP <= step <= MAX_STEP):
+        return f"must be 0, or from {_MIN_STEP:g} to {MAX_STEP:g} seconds"
+    n = 1 / step
+    if abs(n - round(n)) > 1e-9 * n:
+        return (
+            f"must divide a second into whole steps (1/n s: 0.5, 0.25, 0.2, 0.1, ...), not {step:g}"
+        )
+    return ""
+
+
 def phases(period: float, step: float) -> int:
     """How many phases a period of `period` s holds in steps of `step` s (0: no steps,
     every probe its own phase; returned as 0)."""
     _check_period(period)
-    if not (step >= 0 and math.isfinite(step)):
-        raise ValueError(f"step must be a finite number of seconds >= 0, not {step!r}")
-    return 0 if step == 0 else max(1, math.floor(period / step))
+    if problem := step_problem(step):
+        raise ValueError(f"step {problem}")
+    # period / step is a whole number for whole-second periods, up to float rounding
+    # (3 / 0.1 is 29.999999999999996).
+    return 0 if step == 0 else max(1, math.floor(period / step + 1e-9))
 
 
 def spread_offset(identity: str, period: float, step: float = 0.0) -> float:

@@ -69,3 +69,20 @@ async def test_slow_execs_leave_another_markers_flip_and_its_writes_alone(world:
             assert (dispatcher.stats.late, dispatcher.stats.slot_waits) == (0, 0)
         finally:
             hanging.release.set()
+
+
+async def test_a_daemon_runs_its_probes_on_its_phase_steps(world: World) -> None:
+    # Issue 43: --probe-phase-step-seconds reaches the engine; every probe's slot lies
+    # on the steps of the daemon's monotonic clock, so at most 2 moments a second here.
+    for i in range(6):
+        await world.create_pod(f"g{i}", labels={"app": "game"})
+    await world.apply_marker(marker("m", probes=[flag("up")]))
+    async with running_daemon(world.sim, probe_phase_step_seconds=0.5) as daemon:
+        for i in range(6):
+            await world.wait_pod(f"g{i}", lambda p: labels_of(p).get("up") == "yes")
+        engine = daemon.engine
+        assert engine.settings.phase_step == 0.5
+        dues = [engine.dispatcher.due(key) for key in engine._probes]
+        assert len(dues) == 6
+        halves = {round(due % 1, 6) for due in dues if due is not None}
+        assert halves <= {0.0, 0.5, 1.0}, dues

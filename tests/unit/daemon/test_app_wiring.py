@@ -42,8 +42,9 @@ def test_a_client_without_room_for_the_held_streams_is_refused() -> None:
         Daemon(client, RunSettings(node="n", max_concurrent_probes=64))
 
 
-@pytest.mark.parametrize("step", [0.25, 0.0, 2.0])
-def test_the_probes_phase_step_reaches_the_engine(step: float) -> None:
+@pytest.mark.parametrize("step", [0.25, 0.0, 0.5])
+def test_the_probes_phase_step_reaches_the_engine_settings(step: float) -> None:
+    # The daemon's own engine: tests/integration/test_slow_probes.py.
     settings = RunSettings(node="n", probe_phase_step_seconds=step, max_concurrent_probes=9)
     engine = engine_settings(settings)
     assert (engine.phase_step, engine.max_concurrent) == (step, 9)

@@ -281,3 +281,25 @@ def test_help_shows_each_numbers_range(monkeypatch: pytest.MonkeyPatch) -> None:
     text = run_help(monkeypatch)
     assert "one write each while several wait (docs/kube-writes.md); 0.01 to 10000" in text
     assert "fewest runs (docs/engine.md); 1 to 10000" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("0.3", "whole steps"),
+        ("1", "from 0.001 to 0.5"),
+        ("1e-310", "from 0.001 to 0.5"),
+        ("-0.25", "from 0.001 to 0.5"),
+    ],
+)
+def test_a_phase_step_that_is_no_whole_fraction_of_a_second_is_refused(
+    text: str, needle: str
+) -> None:
+    with pytest.raises(SettingsError, match=needle):
+        parse_run_settings(["--node", "n", "--probe-phase-step-seconds", text], {})
+
+
+@pytest.mark.parametrize(("text", "step"), [("0", 0.0), ("0.5", 0.5), ("0.1", 0.1)])
+def test_phase_steps_parse(text: str, step: float) -> None:
+    settings = parse_run_settings(["--node", "n", "--probe-phase-step-seconds", text], {})
+    assert settings.probe_phase_step_seconds == step

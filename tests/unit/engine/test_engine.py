@@ -207,18 +207,28 @@ async def running(
         group.cancel_scope.cancel()
 
 
+def on_grid(t: float, step: float) -> bool:
+    """`t` is a whole multiple of `step`, up to float rounding (not of its magnitude)."""
+    rest = t % step
+    return min(rest, step - rest) < 1e-6
+
+
+def stepped_engine(step: float, clock: FakeClock) -> Engine:
+    return Engine(
+        runner=Runner(),  # type: ignore[arg-type]
+        sink=Sink(),  # type: ignore[arg-type]
+        mark=lambda uid: None,
+        clock=clock,
+        wall=clock.now,
+        settings=EngineSettings(phase_step=step),
+    )
+
+
 @pytest.mark.parametrize(("step", "most_moments"), [(0.25, 4), (0.5, 2), (0.0, 40)])
 def test_probes_first_dues_lie_on_the_phase_steps(step: float, most_moments: int) -> None:
     # Issue 43: with steps, runs of a node come due together (at most 1/step moments a
     # second), so the daemon wakes once for a group; step 0, each probe its own moment.
-    engine = Engine(
-        runner=Runner(),  # type: ignore[arg-type]
-        sink=Sink(),  # type: ignore[arg-type]
-        mark=lambda uid: None,
-        clock=FakeClock(START),
-        wall=lambda: START,
-        settings=EngineSettings(phase_step=step),
-    )
+    engine = stepped_engine(step, FakeClock(START))
     engine.sync_marker(marker_entry().key, marker_entry())
     for i in range(40):
         raw = pod_raw()
@@ -231,9 +241,32 @@ def test_probes_first_dues_lie_on_the_phase_steps(step: float, most_moments: int
     moments = set(dues)
     if step:
         assert len(moments) <= most_moments
-        assert all((due / step) == pytest.approx(round(due / step)) for due in moments)
+        assert all(on_grid(due, step) for due in moments)
     else:
         assert len(moments) == most_moments  # every probe its own
+
+
+def test_a_changed_period_keeps_the_probe_on_the_phase_steps() -> None:
+    # A new period applies from the next run: the sooner of the old slot and the first
+    # slot of the new grid, which lies on the steps too (10 s -> 1 s: the new one).
+    clock = FakeClock(START + 0.1)  # off the grid
+    engine = stepped_engine(0.25, clock)
+    slow = marker_entry()
+    slow.obj["spec"]["probes"][0]["probe"]["periodSeconds"] = 10
+    slow = entry_of(slow.obj, marker_projection)
+    engine.sync_marker(slow.key, slow)
+    pod = pod_entry()
+    engine.sync_pod(pod.key, pod)
+    (key,) = engine._probes
+    before = engine.dispatcher.due(key)
+    assert before is not None
+    assert on_grid(before, 0.25)
+    engine.sync_marker(marker_entry().key, marker_entry())  # period 1 s
+    assert engine._probes[key].spec.timing.period_seconds == 1
+    due = engine.dispatcher.due(key)
+    assert due is not None
+    assert clock.now() <= due < clock.now() + 1  # the new grid's first slot
+    assert on_grid(due, 0.25)
 
 
 async def test_failure_threshold_decides_on_exactly_the_third_run() -> None:

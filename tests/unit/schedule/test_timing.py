@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from probemarker.schedule.timing import first_due, next_due, phases, spread_offset
+from probemarker.schedule.timing import first_due, next_due, phases, spread_offset, step_problem
 
 IDENTITY = "default/web#ready@0b7c6a52-uid/app"
 
@@ -27,20 +27,23 @@ def test_offset_within_period(period: float) -> None:
     offsets = [spread_offset(f"{IDENTITY}-{i}", period) for i in range(200)]
     assert all(0.0 <= offset < period for offset in offsets)
     assert len(set(offsets)) == 200
+    stepped = [spread_offset(f"{IDENTITY}-{i}", period, 0.25) for i in range(200)]
+    assert all(0.0 <= offset < period for offset in stepped)
 
 
-def test_offset_is_stable_across_processes() -> None:
+@pytest.mark.parametrize("step", [0.0, 0.25])
+def test_offset_is_stable_across_processes(step: float) -> None:
     # hash() of a str differs between processes (PYTHONHASHSEED); ours must not.
     code = (
         "from probemarker.schedule.timing import spread_offset;"
-        f"print(repr(spread_offset({IDENTITY!r}, 10.0)))"
+        f"print(repr(spread_offset({IDENTITY!r}, 10.0, {step!r})))"
     )
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
         ).stdout
-        assert float(out) == spread_offset(IDENTITY, 10.0)
+        assert float(out) == spread_offset(IDENTITY, 10.0, step)
 
 
 def test_offsets_spread_evenly() -> None:
@@ -66,12 +69,13 @@ def test_first_due_on_the_probes_grid(now: float, expected: float) -> None:
     assert first_due(IDENTITY, 10.0, now + offset) == pytest.approx(expected + offset)
 
 
+@pytest.mark.parametrize("step", [0.0, 0.25])
 @pytest.mark.parametrize("now", [0.0, 3.3, 1234.5678, 1e9 + 0.1])
-def test_first_due_keeps_the_phase_after_a_restart(now: float) -> None:
+def test_first_due_keeps_the_phase_after_a_restart(now: float, step: float) -> None:
     period = 10.0
-    due = first_due(IDENTITY, period, now)
+    due = first_due(IDENTITY, period, now, step)
     assert now <= due < now + period
-    periods = (due - spread_offset(IDENTITY, period)) / period
+    periods = (due - spread_offset(IDENTITY, period, step)) / period
     assert periods == pytest.approx(round(periods), abs=1e-6)
 
 
@@ -109,8 +113,10 @@ def test_bad_period(period: float) -> None:
     [
         pytest.param(1.0, 0.25, 4, id="one-second-quarters"),
         pytest.param(10.0, 0.25, 40, id="ten-seconds"),
-        pytest.param(10.0, 3.0, 3, id="step-not-dividing-the-period"),
-        pytest.param(1.0, 5.0, 1, id="step-longer-than-the-period"),
+        pytest.param(3.0, 0.1, 30, id="float-rounding-of-3-by-0.1"),
+        pytest.param(1.0, 0.5, 2, id="the-longest-step-keeps-two"),
+        pytest.param(86400.0, 0.25, 345_600, id="a-day"),
+        pytest.param(0.001, 0.25, 1, id="period-shorter-than-the-step"),
         pytest.param(10.0, 0.0, 0, id="no-steps"),
     ],
 )
@@ -118,13 +124,19 @@ def test_phases(period: float, step: float, expected: int) -> None:
     assert phases(period, step) == expected
 
 
-@pytest.mark.parametrize(("period", "step"), [(1.0, 0.25), (10.0, 0.25), (10.0, 3.0), (7.0, 0.5)])
-def test_stepped_offsets_take_every_phase_and_only_those(period: float, step: float) -> None:
+@pytest.mark.parametrize(
+    ("period", "step"), [(1.0, 0.25), (10.0, 0.25), (3.0, 0.1), (7.0, 0.5), (2.0, 0.001)]
+)
+def test_stepped_offsets_are_multiples_of_the_step_and_take_every_phase(
+    period: float, step: float
+) -> None:
     count = phases(period, step)
-    grid = {k * period / count for k in range(count)}
-    offsets = [spread_offset(f"ns/pod-{i}#probe@uid-{i}/c", period, step) for i in range(4_000)]
-    assert set(offsets) == grid  # every phase used, no other moment
+    offsets = [spread_offset(f"ns/pod-{i}#probe@uid-{i}/c", period, step) for i in range(20_000)]
     assert all(0.0 <= offset < period for offset in offsets)
+    steps = {round(offset / step) for offset in offsets}
+    assert all(offset == pytest.approx(round(offset / step) * step, abs=1e-9) for offset in offsets)
+    if count <= 100:
+        assert steps == set(range(count))  # every phase used, and no other moment
 
 
 def test_stepped_offsets_spread_evenly_over_the_phases() -> None:
@@ -142,20 +154,37 @@ def test_a_stepped_phase_is_the_unstepped_one_rounded_down() -> None:
         assert stepped <= free < stepped + 0.25
 
 
-def test_stepped_first_dues_of_different_periods_share_moments() -> None:
-    # Dues lie on the step's grid whatever the period, so runs of 1 s and 10 s probes
-    # come due together: 1,000 probes' first dues fall on at most 4 moments a second.
+def test_stepped_first_dues_of_different_periods_share_one_grid() -> None:
+    # Dues lie on the step's grid whatever the whole-second period, so runs of 1, 7 and
+    # 10 s probes come due together: 3,000 probes' dues fall on 4 moments a second.
     now = 1000.0
-    dues = {
-        first_due(f"ns/pod-{i}#probe@uid-{i}/c", float(1 + i % 2 * 9), now, 0.25)
-        for i in range(1_000)
-    }
+    dues = [
+        first_due(f"ns/pod-{i}#probe@uid-{i}/c", float((1, 7, 10)[i % 3]), now, 0.25)
+        for i in range(3_000)
+    ]
     assert all(now <= due < now + 10 for due in dues)
-    assert all((due * 4) == pytest.approx(round(due * 4)) for due in dues)
-    assert len({round(due * 4) for due in dues if due < now + 1}) <= 4
+    assert {(due - now) % 0.25 for due in dues} == {0.0}
+    assert {due % 1 for due in dues} == {0.0, 0.25, 0.5, 0.75}
 
 
-@pytest.mark.parametrize("step", [-0.25, float("inf"), float("nan")])
-def test_bad_step(step: float) -> None:
+@pytest.mark.parametrize(
+    ("step", "problem"),
+    [
+        pytest.param(-0.25, "from 0.001 to 0.5", id="negative"),
+        pytest.param(float("inf"), "from 0.001 to 0.5", id="inf"),
+        pytest.param(float("nan"), "from 0.001 to 0.5", id="nan"),
+        pytest.param(1.0, "from 0.001 to 0.5", id="a-whole-second"),
+        pytest.param(5e-324, "from 0.001 to 0.5", id="denormal"),
+        pytest.param(0.3, "whole steps", id="not-dividing-a-second"),
+        pytest.param(0.4, "whole steps", id="two-and-a-half-a-second"),
+    ],
+)
+def test_bad_step(step: float, problem: str) -> None:
+    assert problem in step_problem(step)
     with pytest.raises(ValueError, match="step"):
         spread_offset(IDENTITY, 10.0, step)
+
+
+@pytest.mark.parametrize("step", [0.0, 0.5, 0.25, 0.2, 0.1, 0.05, 1 / 3, 0.001])
+def test_good_steps(step: float) -> None:
+    assert step_problem(step) == ""
