@@ -361,10 +361,10 @@ async def _floor_main(
 ) -> None:
     import anyio
 
+    from probemarker.daemon.settings import RunSettings
     from probemarker.kube.connect.client import KubeClient
     from probemarker.kube.exec.execresult import ExecExited
     from probemarker.kube.exec.execstream import run_exec
-    from probemarker.daemon.settings import RunSettings
     from probemarker.schedule.timing import first_due
 
     step = RunSettings().probe_phase_step_seconds  # the daemon's phases, the same groups
