@@ -716,9 +716,10 @@ def idle_variants(backends: Sequence[str], steps: Sequence[float]) -> list[tuple
 
 
 def idle_order(variants: Sequence[tuple[str, float]], r: int) -> list[tuple[str, float]]:
-    """Round `r`'s order: the variants rotated by `r`, so each goes first in turn."""
-    k = r % len(variants)
-    return [*variants[k:], *variants[:k]]
+    """Round `r`'s order: the variants rotated by `r` (bench/vs_stats.rotation)."""
+    from bench.vs_stats import rotation
+
+    return [variants[i] for i in rotation(len(variants), r)]
 
 
 def variant_name(backend: str, step: float, steps: Sequence[float]) -> str:

@@ -67,9 +67,10 @@ def parse_groups(text: str) -> list[int]:
 
 
 def rotated(items: Sequence[int], r: int) -> list[int]:
-    """Round `r`'s order: `items` rotated by `r`."""
-    k = r % len(items)
-    return [*items[k:], *items[:k]]
+    """Round `r`'s order: `items` rotated by `r` (bench/vs_stats.rotation)."""
+    from bench.vs_stats import rotation
+
+    return [items[i] for i in rotation(len(items), r)]
 
 
 async def window(
