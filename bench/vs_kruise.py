@@ -93,9 +93,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import kruise
 from bench.vs_node import Phase, cgroup_memory_mib
 from bench.vs_plan import (
-    CASES,
     Case,
     Column,
+    case_of,
     churn_plan,
     marker_doc,
     parse_args,
@@ -476,7 +476,7 @@ def _document(
 
 def main() -> None:
     args = parse_args(doc=__doc__ or "")
-    case = CASES[args.case]
+    case = case_of(args)
     sources = kruise.parse_sources(args.kruise)
     for source in sources:
         kruise.check_source(source)

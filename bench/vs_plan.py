@@ -11,13 +11,18 @@ order, median and range, CPU over a baseline run):
   all: writes and Events per pod lifecycle, CPU per lifecycle.
 - d: each node agent restarted, on the node of case b: writes and flaps to 20 s
   after its replacement is Ready.
+- bd: cases b and d in one run on their one node: at rest, then the restart (what both
+  measure, for the set-up of one).
+
+`--quiet-seconds` shortens (or lengthens) the window at rest of a case that has one; the
+output says the window used beside the case's own.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +69,19 @@ CASES: dict[str, Case] = {
               pods=0, period=1, phases=("start", "churn"), churn_pods=100),
     "d": Case("d", "each node agent restarted, on case b's node: writes and flaps from "
               "the restart to 20 s after Ready", pods=100, period=10, phases=("start", "restart")),
+    "bd": Case("bd", "cases b and d on their one node: period 10 s, 100 pods, 10 minutes at "
+               "rest (rates per hour), then each node agent restarted (writes and flaps to "
+               "20 s after Ready)", pods=100, period=10, phases=("start", "quiet", "restart"),
+               quiet_seconds=600, hourly=True),
 }  # fmt: skip
+MIN_QUIET_SECONDS, MAX_QUIET_SECONDS = 30, 3600
+
+
+def case_of(args: argparse.Namespace) -> Case:
+    """The case `--case` names, with the window at rest `--quiet-seconds` sets."""
+    case = CASES[args.case]
+    seconds = getattr(args, "quiet_seconds", None)
+    return case if seconds is None else replace(case, quiet_seconds=float(seconds))
 
 
 def churn_plan(pods: int, interval: float, lifetime: float) -> list[tuple[float, str, str]]:
@@ -168,6 +185,12 @@ def parse_args(argv: Sequence[str] | None = None, *, doc: str = "") -> argparse.
     parser.add_argument("--flips", type=int, default=20, help="flips a pod (case a)")
     parser.add_argument("--seed", type=int, default=32)
     parser.add_argument(
+        "--quiet-seconds",
+        type=int,
+        help=f"the window at rest, s ({MIN_QUIET_SECONDS}..{MAX_QUIET_SECONDS}; default: the "
+        "case's: 30 for a, 600 for b and bd)",
+    )
+    parser.add_argument(
         "--kruise",
         action="append",
         default=[],
@@ -198,4 +221,11 @@ def parse_args(argv: Sequence[str] | None = None, *, doc: str = "") -> argparse.
         args.pods = case.pods
     if not (1 if case.pods else 0) <= args.pods <= 1000 or args.flips < 1 or args.runs < 1:
         parser.error("--pods 1..1000 (case c: 0..1000), --flips 1 or more, --runs 1 or more")
+    if args.quiet_seconds is not None:
+        if "quiet" not in case.phases:
+            parser.error(f"--quiet-seconds: case {case.name} has no window at rest (cases "
+                         f"{', '.join(n for n, c in CASES.items() if 'quiet' in c.phases)} have)")  # fmt: skip
+        if not MIN_QUIET_SECONDS <= args.quiet_seconds <= MAX_QUIET_SECONDS:
+            parser.error(f"--quiet-seconds {args.quiet_seconds}: give {MIN_QUIET_SECONDS}.."
+                         f"{MAX_QUIET_SECONDS} s")  # fmt: skip
     return args

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from bench import kruise
-from bench.vs_plan import CASES, DEFAULT_SYSTEMS
+from bench.vs_plan import CASES, DEFAULT_SYSTEMS, case_of
 from bench.vs_stats import (
     BASELINE,
     MIN_RUNS,
@@ -157,6 +157,8 @@ def command_line(args: argparse.Namespace) -> str:
              "--pods", str(args.pods)]  # fmt: skip
     if "flips" in CASES[args.case].phases:
         words += ["--flips", str(args.flips), "--seed", str(args.seed)]
+    if (quiet := getattr(args, "quiet_seconds", None)) is not None:
+        words += ["--quiet-seconds", str(quiet)]
     if args.systems != DEFAULT_SYSTEMS:
         words += ["--systems", args.systems]
     for value in args.kruise:
@@ -176,13 +178,15 @@ def document(
     none: probemarker alone), the command, the order measured, every run's raw figures
     and its figures over its round's baseline, the summaries by column and the
     verdicts by row."""
-    case = CASES[args.case]
+    case = case_of(args)
     summaries = results(runs, columns, hourly=case.hourly)
     rounds = sorted({run.round for run in runs})
     return {
         "case": case.name,
         "case_title": case.title,
         "period_seconds": case.period,
+        "quiet_seconds": case.quiet_seconds if "quiet" in case.phases else None,
+        "quiet_seconds_case": CASES[case.name].quiet_seconds if "quiet" in case.phases else None,
         "kubernetes": server,
         "probemarker": f"{__version__} (this checkout)",
         "kruise": [dict(one) for one in ran],
@@ -226,6 +230,9 @@ def report(doc: Mapping[str, Any]) -> str:
     pods = f"{doc['pods']} pods a system" if doc["pods"] else "no pods but the churn's"
     lines.append(f"{pods}{flips}, exec probe period {doc['period_seconds']} s, thresholds 1")
     lines.append(doc["probes_note"])
+    if (quiet := doc.get("quiet_seconds")) is not None and quiet != doc["quiet_seconds_case"]:
+        lines.append(f"at rest: {quiet:g} s a run, not the case's {doc['quiet_seconds_case']:g} s "
+                     "(--quiet-seconds)")  # fmt: skip
     method = METHOD.format(runs=doc["runs"], k=len(doc["columns"]))
     if BASELINE not in doc["columns"]:
         method = method.replace(NO_BASELINE[0], NO_BASELINE[1])

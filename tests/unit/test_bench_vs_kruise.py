@@ -37,7 +37,16 @@ from bench.kruise import (
     parse_sources,
     recorded_version,
 )
-from bench.vs_plan import CASES, PHASES, churn_plan, marker_doc, parse_args, parse_systems, plan
+from bench.vs_plan import (
+    CASES,
+    PHASES,
+    case_of,
+    churn_plan,
+    marker_doc,
+    parse_args,
+    parse_systems,
+    plan,
+)
 from bench.vs_report import (
     ALONE,
     EXEC_ONLY,
@@ -591,7 +600,7 @@ def test_parse_args_refuses_nothing_to_measure(argv: list[str]) -> None:
 @pytest.mark.parametrize(
     ("case", "pods", "period", "baseline", "hourly"),
     [("a", 20, 1, True, False), ("b", 100, 10, True, True), ("c", 0, 1, True, False),
-     ("d", 100, 10, False, False)],
+     ("d", 100, 10, False, False), ("bd", 100, 10, True, True)],
 )  # fmt: skip
 def test_the_cases_parameters(
     case: str, pods: int, period: int, baseline: bool, hourly: bool
@@ -610,6 +619,67 @@ def test_case_b_is_ten_minutes_at_rest_and_c_a_hundred_pods_churned() -> None:
     assert CASES["c"].churn_pods == 100
     assert "restart" in CASES["d"].phases
     assert "flips" not in CASES["d"].phases
+
+
+def test_case_bd_is_b_then_d_on_one_node() -> None:
+    both, b, d = CASES["bd"], CASES["b"], CASES["d"]
+    assert (both.pods, both.period, both.quiet_seconds) == (b.pods, b.period, b.quiet_seconds)
+    assert (both.pods, both.period) == (d.pods, d.period)
+    assert both.phases == ("start", "quiet", "restart")  # at rest first, then the restart
+
+
+@pytest.mark.parametrize(
+    ("argv", "seconds"),
+    [(["--case", "b"], 600.0), (["--case", "b", "--quiet-seconds", "240"], 240.0),
+     (["--case", "bd", "--quiet-seconds", "30"], 30.0), (["--case", "a"], 30.0),
+     (["--case", "a", "--quiet-seconds", "3600"], 3600.0)],
+)  # fmt: skip
+def test_quiet_seconds_sets_the_window_at_rest(argv: list[str], seconds: float) -> None:
+    args = parse_args(argv)
+    assert case_of(args).quiet_seconds == seconds
+    assert CASES[args.case].quiet_seconds in (30, 600)  # the case itself is left as it is
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [(["--case", "d", "--quiet-seconds", "60"], "case d has no window at rest"),
+     (["--case", "c", "--quiet-seconds", "60"], "case c has no window at rest"),
+     (["--case", "b", "--quiet-seconds", "29"], "--quiet-seconds 29: give 30..3600 s"),
+     (["--case", "b", "--quiet-seconds", "3601"], "--quiet-seconds 3601: give 30..3600 s")],
+)  # fmt: skip
+def test_quiet_seconds_refused_where_it_means_nothing(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+    assert says in capsys.readouterr().err
+
+
+def test_a_shortened_window_at_rest_is_in_the_command_and_the_report() -> None:
+    args = parse_args(["--case", "bd", "--quiet-seconds", "240", "--kruise", "v1.5.4=/k"])
+    columns = [BASELINE, "probemarker-cri"]
+    quiet = {BASELINE: Window(240, 4.0, 12.0, None, {}, {}),
+             "probemarker-cri": Window(240, 6.0, 20.0, 2.0, {}, {})}  # fmt: skip
+    runs = [
+        Run(column, round_, position, 0, None, quiet[column],
+            phases={} if column == BASELINE else {"restart_writes": 0, "restart_flaps": 0})
+        for round_, ordered in enumerate(rounds(columns, 3))
+        for position, column in enumerate(ordered)
+    ]  # fmt: skip
+    doc = document(args, server="v1.32.0", ran=[], columns=columns, runs=runs)
+    assert doc["command"] == (
+        "python bench/vs_kruise.py --case bd --runs 3 --pods 100 --quiet-seconds 240 "
+        "--kruise v1.5.4=/k"
+    )
+    assert (doc["quiet_seconds"], doc["quiet_seconds_case"]) == (240, 600)
+    text = report(doc)
+    assert "at rest: 240 s a run, not the case's 600 s (--quiet-seconds)" in text
+    assert _row(text, "writes (pods, NodePodProbes) from its node agent's restart").endswith(
+        "| - | 0 | - |"
+    )
+    same = report(document(parse_args(["--case", "bd"]), server="v1.32.0", ran=[],
+                           columns=columns, runs=runs))  # fmt: skip
+    assert "--quiet-seconds" not in same
 
 
 def test_a_case_without_a_cpu_window_has_no_baseline_column() -> None:
