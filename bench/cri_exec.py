@@ -707,7 +707,26 @@ def _exec_figures(before: dict[Any, float], after: dict[Any, float]) -> dict[str
         "runs": runs,
         "succeeded": delta("probemarker_probe_runs_total", kind="exec", result="Succeeded"),
         "mean": took / count if count else math.nan,
+        # issue 43's item 3: a run that times out and then ends costs no pod write, so the
+        # pod writes are the transitions' (a flip to Failed and back), no more
+        "transitions": delta("probemarker_transitions_total"),
+        "pod_writes": delta("probemarker_pod_writes_total", outcome="written"),
+        "holds_recorded": delta("probemarker_exec_holds_recorded_total"),
     }
+
+
+def writes_line(figures: Sequence[dict[str, Any]]) -> str:
+    """What the windows wrote: pod writes beside transitions (one each is the promise,
+    timeouts under load included) and exec holds put on a pod's record."""
+    writes = sum(f["execs"]["pod_writes"] for f in figures)
+    transitions = sum(f["execs"]["transitions"] for f in figures)
+    holds = sum(f["execs"]["holds_recorded"] for f in figures)
+    failed = sum(f["execs"]["runs"] - f["execs"]["succeeded"] for f in figures)
+    each = f" ({writes / transitions:.2f} a transition)" if transitions else ""
+    return (
+        f"pod writes {writes:.0f}{each}, transitions {transitions:.0f}, runs not Succeeded "
+        f"{failed:.0f}, exec holds recorded {holds:.0f}"
+    )
 
 
 def idle_variants(backends: Sequence[str], steps: Sequence[float]) -> list[tuple[str, float]]:
@@ -840,6 +859,7 @@ def report_idle(args: argparse.Namespace, turns: dict[str, list[dict[str, Any]]]
             f"  {backend}: µs/exec by window {spread(per_run)}; RSS mean MiB by window "
             f"{spread(rss)}"
         )
+        print(f"  {backend}: {writes_line(figures)}")
         api_execs = sum(f["api_execs"] for f in figures)
         ready = ", ".join(f"{f['ready']:.1f}" for f in figures)
         stops = ", ".join(f"exit {f['stop'][0]} in {f['stop'][1]:.2f} s" for f in figures)

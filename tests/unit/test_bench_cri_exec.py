@@ -146,3 +146,37 @@ def test_bad_phase_steps_are_refused_naming_the_flag(text: str) -> None:
 
 def test_phase_steps_parse() -> None:
     assert cri_exec.parse_steps("0, 0.25") == [0.0, 0.25]
+
+
+def _window(runs: int, ok: int, transitions: int, writes: int, holds: int) -> dict[str, object]:
+    return {"execs": {"runs": runs, "succeeded": ok, "transitions": transitions,
+                      "pod_writes": writes, "holds_recorded": holds}}  # fmt: skip
+
+
+def test_the_writes_line_sets_pod_writes_beside_transitions_over_the_windows() -> None:
+    windows = [_window(100, 90, 20, 20, 0), _window(100, 96, 8, 9, 1)]
+    assert cri_exec.writes_line(windows) == (
+        "pod writes 29 (1.04 a transition), transitions 28, runs not Succeeded 14, "
+        "exec holds recorded 1"
+    )
+    assert cri_exec.writes_line([_window(50, 50, 0, 0, 0)]) == (
+        "pod writes 0, transitions 0, runs not Succeeded 0, exec holds recorded 0"
+    )
+
+
+def test_exec_figures_take_the_writes_from_the_daemons_metrics() -> None:
+    before = parse_metrics(
+        'probemarker_transitions_total{state="Failed"} 3\n'
+        'probemarker_pod_writes_total{outcome="written"} 10\n'
+        'probemarker_pod_writes_total{outcome="Conflict"} 1\n'
+        "probemarker_exec_holds_recorded_total 0\n"
+    )
+    after = parse_metrics(
+        'probemarker_transitions_total{state="Failed"} 5\n'
+        'probemarker_transitions_total{state="Succeeded"} 2\n'
+        'probemarker_pod_writes_total{outcome="written"} 14\n'
+        'probemarker_pod_writes_total{outcome="Conflict"} 3\n'
+        "probemarker_exec_holds_recorded_total 1\n"
+    )
+    out = cri_exec._exec_figures(before, after)
+    assert (out["transitions"], out["pod_writes"], out["holds_recorded"]) == (4, 4, 1)
