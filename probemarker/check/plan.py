@@ -12,7 +12,7 @@ would write *if this outcome were the decided one*. Unknown outcomes are never d
 (SPEC §2), so they change nothing on the pod, as in the daemon.
 
 Other owners recorded on the pod: every marker other than the one under check is
-passed to `desired_state` as *held* (its keys stay as they are, unchanged and not
+passed to `desired_state` as *frozen* (its keys stay as they are, unchanged and not
 removed), so check never proposes removing another marker's labels because it does
 not know that marker: it shows the change this marker makes, no more. The marker's
 own recorded probes that its spec no longer has are departed, and their clean-up is
@@ -171,7 +171,7 @@ def decided_of(owner: OwnerRef, spec: ProbeSpec, outcome: Outcome) -> Decided | 
 class PodPlan:
     desired: DesiredPod
     patch: list[dict[str, Any]]
-    held_markers: frozenset[str]  # other markers recorded on the pod, kept as they are
+    frozen_markers: frozenset[str]  # other markers recorded on the pod, kept as they are
 
 
 def plan_pod(
@@ -194,7 +194,7 @@ def plan_pod(
             result = replace(result, result="")
         if result is not None:
             decided.append(result)
-    held = frozenset(o.marker for o in record) - {marker.ref.name}
+    frozen = frozenset(o.marker for o in record) - {marker.ref.name}
     # What the record says of commands that may still run stays, check cannot tell,
     # but for a probe of this marker that is gone: the daemon drops its entry.
     commands = {
@@ -203,9 +203,9 @@ def plan_pod(
         if e.held is not None and (o.marker != marker.ref.name or o in live)
     }
     desired = desired_state(
-        pod=view, decided=decided, live=live, held_markers=held, held_commands=commands
+        pod=view, decided=decided, live=live, frozen_markers=frozen, held_commands=commands
     )
-    return PodPlan(desired, build_patch(pod=view, desired=desired, now=now), held)
+    return PodPlan(desired, build_patch(pod=view, desired=desired, now=now), frozen)
 
 
 def policy_values(spec: ProbeSpec, outcome: Outcome) -> dict[str, dict[str, str]] | None:

@@ -130,7 +130,7 @@ class PodCheck:
     patch: Sequence[Mapping[str, Any]] = ()
     conflicts: tuple[str, ...] = ()
     record_problem: str | None = None
-    held_markers: tuple[str, ...] = ()
+    frozen_markers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +208,7 @@ def to_json(report: CheckReport) -> dict[str, Any]:
                 "patch": [dict(op) for op in pod.patch],
                 "conflicts": list(pod.conflicts),
                 "recordProblem": pod.record_problem,
-                "heldMarkers": list(pod.held_markers),
+                "heldMarkers": list(pod.frozen_markers),
             }
             for pod in report.pods
         ],
@@ -316,10 +316,10 @@ def _pod_lines(pod: PodCheck) -> list[str]:
         lines.append(f"  conflict: {printable(conflict)}")
     if pod.record_problem:
         lines.append(f"  ownership record: {printable(pod.record_problem)}")
-    if pod.held_markers:
+    if pod.frozen_markers:
         lines.append(
             "  kept as they are (other markers recorded on the pod): "
-            + ", ".join(printable(m) for m in sorted(pod.held_markers))
+            + ", ".join(printable(m) for m in sorted(pod.frozen_markers))
         )
     return lines + _patch_lines(pod.patch)
 

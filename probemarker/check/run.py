@@ -301,7 +301,7 @@ async def _check_pod(
         patch=pod_plan.patch,
         conflicts=tuple(_conflict_text(c) for c in pod_plan.desired.conflicts),
         record_problem=pod_plan.desired.record_problem,
-        held_markers=tuple(sorted(pod_plan.held_markers)),
+        frozen_markers=tuple(sorted(pod_plan.frozen_markers)),
     )
 
 

@@ -123,7 +123,7 @@ class EngineStats:
     # new invalid values of keys reported already, not reported: the pod's last such
     # Warning was raised less than `warning_refresh` seconds before (answers that
     # change every run)
-    invalid_values_held: int = 0
+    invalid_values_kept: int = 0
 
 
 @dataclass(slots=True)
@@ -251,9 +251,9 @@ class Engine:
             )
         if change.fixed:
             log.info("marker.fixed", marker=str(ref))
-        if change.runs_changed or change.held_changed:
+        if change.runs_changed or change.frozen_changed:
             for uid in sorted(self._by_namespace.get(key.namespace, ())):
-                self._rematch(self._pods[uid], force_mark=change.held_changed)
+                self._rematch(self._pods[uid], force_mark=change.frozen_changed)
 
     # -- pods ----------------------------------------------------------------------------
 
@@ -495,11 +495,11 @@ class Engine:
                 decided.append(
                     Decided(key.owner, probe.spec, verdict.state, verdict.message, verdict.result)
                 )
-        held = self._markers.held(view.namespace)
+        frozen = self._markers.frozen(view.namespace)
         desired = desired_state(
-            pod=view, decided=decided, live=live, held_markers=held, held_commands=commands
+            pod=view, decided=decided, live=live, frozen_markers=frozen, held_commands=commands
         )
-        ends = [end for o in desired.record if (end := held.get(o.marker)) is not None]
+        ends = [end for o in desired.record if (end := frozen.get(o.marker)) is not None]
         if ends:
             desired = replace(desired, revisit_after=max(0.0, min(ends) - self._clock.now()))
         return desired
@@ -641,7 +641,7 @@ class Engine:
             if seen is not None and token in seen:
                 continue
             if seen is not None and now - pod.invalid_again_at < self.settings.warning_refresh:
-                self.stats.invalid_values_held += 1
+                self.stats.invalid_values_kept += 1
                 continue
             if seen is None:
                 memory[bad.slot] = [token]

@@ -6,7 +6,7 @@ Output: an `AnnotationSummary`:
 
 - `values`: the value of every key the caller asked for (None: not on the object);
 - two fingerprints per annotation, 16 bytes of keyed BLAKE2b each: one of its key,
-  one of (key, value), so `has(key)` and `holds(key, value)` ("does the object carry
+  one of (key, value), so `has(key)` and `carries(key, value)` ("does the object carry
   exactly this?") answer for *any* key, kept or not, without keeping the value;
 - `sizes`: the bytes of each annotation's value, in the order of the key
   fingerprints, so `value_bytes(key)` answers for any key (what a write that replaces
@@ -139,7 +139,7 @@ class AnnotationSummary:
         at = _position(self.keys, _key_print(_utf8(key)))
         return None if at is None else self.sizes[at]
 
-    def holds(self, key: str, value: str) -> bool:
+    def carries(self, key: str, value: str) -> bool:
         """Whether the object carries `key` with exactly `value`; for any key."""
         if key in self.values:
             return self.values[key] == value

@@ -375,7 +375,7 @@ def _probe_families(snap: Snapshot) -> list[Metric]:
             "New invalid {{.Result}} values of keys reported already, not reported: the pod's "
             "last such Warning was less than --message-refresh-seconds before (answers that "
             "change every run).",
-            engine.invalid_values_held,
+            engine.invalid_values_kept,
         ),
         _gauge("probes_tracked", "Probes the daemon runs on this node's pods.", snap.probes),
         _gauge("probes_running", "Probe runs in progress.", snap.running),

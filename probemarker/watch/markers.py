@@ -55,7 +55,7 @@ class MarkerChange:
     """What one `MarkerTable.update` did, for the engine to act on and report."""
 
     runs_changed: bool  # the spec the namespace's pods run changed (or went away)
-    held_changed: bool  # whether the marker's writes are held changed
+    frozen_changed: bool  # whether the marker's writes are frozen changed
     invalid: InvalidMarker | None = None  # newly reported as invalid (once per content)
     kept_generation: int | None = None  # with `invalid`: the valid spec still running
     fixed: bool = False  # valid again after being reported invalid
@@ -63,12 +63,12 @@ class MarkerChange:
 
 class MarkerTable:
     """The markers of every namespace: the valid spec each runs, and the ones whose
-    writes are held as they are (SPEC §3, docs/engine.md):
+    writes are *frozen*, kept as they are (SPEC §3, docs/engine.md):
 
     - an invalid update keeps the last valid spec running (`runs_changed` False);
-    - a marker only ever seen invalid runs nothing, and is *held*: what its probes
+    - a marker only ever seen invalid runs nothing, and is frozen: what its probes
       wrote is neither changed nor removed until it is fixed or deleted;
-    - a deleted marker is held for `cleanup_delay` seconds of `clock`, so a marker
+    - a deleted marker is frozen for `cleanup_delay` seconds of `clock`, so a marker
       re-created meanwhile (to change its immutable selector) takes over without a
       gap; after that its writes are cleaned up.
     """
@@ -79,7 +79,7 @@ class MarkerTable:
         self._api_version = api_version
         self._running: dict[str, dict[MarkerRef, Marker]] = {}
         self._invalid: dict[MarkerRef, Any] = {}  # the spec reported as invalid
-        self._deleted: dict[MarkerRef, float] = {}  # deleted -> end of its hold
+        self._deleted: dict[MarkerRef, float] = {}  # deleted -> when it thaws
 
     def __len__(self) -> int:
         return sum(len(m) for m in self._running.values())
@@ -92,7 +92,7 @@ class MarkerTable:
         """The marker `ref` is now `obj` (None: deleted)."""
         markers = self._running.setdefault(ref.namespace, {})
         old = markers.get(ref)
-        held_before = self._is_held(ref)
+        frozen_before = self._is_frozen(ref)
         invalid: InvalidMarker | None = None
         fixed = False
         if obj is None:
@@ -113,22 +113,22 @@ class MarkerTable:
                 fixed = self._invalid.pop(ref, None) is not None
         return MarkerChange(
             runs_changed=old != markers.get(ref),
-            held_changed=held_before != self._is_held(ref),
+            frozen_changed=frozen_before != self._is_frozen(ref),
             invalid=invalid,
             kept_generation=None if invalid is None or old is None else old.generation,
             fixed=fixed,
         )
 
-    def held(self, namespace: str) -> dict[str, float | None]:
-        """The held markers of `namespace` by name, each with when its hold ends
+    def frozen(self, namespace: str) -> dict[str, float | None]:
+        """The frozen markers of `namespace` by name, each with when it thaws
         (None: when it is fixed or deleted)."""
-        held: dict[str, float | None] = {}
+        frozen: dict[str, float | None] = {}
         for ref in [*self._invalid, *self._deleted]:
-            if self._is_held(ref) and ref.namespace == namespace:  # prunes every ended hold
-                held[ref.name] = self._deleted.get(ref)
-        return held
+            if self._is_frozen(ref) and ref.namespace == namespace:  # prunes every thawed one
+                frozen[ref.name] = self._deleted.get(ref)
+        return frozen
 
-    def _is_held(self, ref: MarkerRef) -> bool:
+    def _is_frozen(self, ref: MarkerRef) -> bool:
         if ref in self._invalid and ref not in self._running.get(ref.namespace, {}):
             return True
         end = self._deleted.get(ref)

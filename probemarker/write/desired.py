@@ -4,17 +4,17 @@ Stage: decide -> **write** (pure). Input: the pod as it is (`PodView`, whose own
 record says what each owner wrote, and with which value), the decided results of the
 probes matched to it (`Decided`; Unknown never gets here), the owners currently
 matched with the spec each runs (`live`), and the markers whose recorded owners are
-held as they are (`held_markers`: a marker that is invalid with no valid spec known,
+kept as they are (`frozen_markers`: a marker that is invalid with no valid spec known,
 or deleted less than the clean-up delay ago). Output: `DesiredPod`: per label,
 annotation and condition either a value, None (remove it) or nothing (not ours to
 touch); the new ownership record (its annotation is among the annotations); the
 conflicts to report. SPEC §3.
 
 Owners fall in three groups: *decided* (a live owner with a published result),
-*holding* (live but undecided, or of a held marker) and *departed* (recorded, but
-neither live nor held: its marker or probe is gone, or the pod no longer matches).
+*waiting* (live but undecided, or of a frozen marker) and *departed* (recorded, but
+neither live nor frozen: its marker or probe is gone, or the pod no longer matches).
 
-Rules, in one pass over decided and holding owners in OwnerRef order (marker name,
+Rules, in one pass over decided and waiting owners in OwnerRef order (marker name,
 then probe name), then one over departed owners:
 - a decided owner claims the keys of its policy for its state and its condition
   (True/False, ProbeSucceeded/ProbeFailed, its message);
@@ -40,10 +40,10 @@ then probe name), then one over departed owners:
   are refused as above (not noted: a note takes room), so the write never meets a
   422 for them. A claim that appears only once another is refused (a conflict's
   loser) is refused too. A few passes, whatever a marker renders;
-- a holding owner keeps what the record says it wrote, at the pod's current values,
+- a waiting owner keeps what the record says it wrote, at the pod's current values,
   as long as they are still the values it wrote: nothing changes until it decides
   (no flap while a restarted container is probed again);
-- hand-over: a departed owner's key that a holding owner with a spec *will* write
+- hand-over: a departed owner's key that a waiting owner with a spec *will* write
   (the key is in one of its policies, or the condition is its type) is kept, still
   recorded under the departed owner, until that owner decides: a renamed probe, or a
   marker re-created under another name, takes its keys over without a gap;
@@ -53,10 +53,10 @@ then probe name), then one over departed owners:
 - removal candidates: the recorded keys of decided owners (each removes what it no
   longer sets: the other policy's keys, keys edited out of its policy, a condition
   type it no longer has) and of departed owners (their entry is dropped), but only
-  those that still hold the recorded value (the hold rule, `ownership.still_held`,
+  those that still hold the recorded value (the ownership rule, `ownership.still_owned`,
   asked once per owner and pass: a condition only with one of our reasons). A candidate is removed only when nobody claims it. Keys not in
   the record, or changed since, are never removed.
-- the new record: per owner the keys it holds after this pass (won, shared, held or
+- the new record: per owner the keys it holds after this pass (won, shared, kept or
   handed over) with the value it wrote; a loser records nothing for the key.
 - the record annotation itself is never a policy's: such a claim is a Conflict won
   by `RECORD_OWNER`;
@@ -92,13 +92,13 @@ from probemarker.write.ownership import (
     OWNED_KEY,
     Owned,
     OwnershipRecord,
-    StillHeld,
+    StillOwned,
     fit_record,
     owners_text,
     parse_record,
     pieces_token,
     render_record,
-    still_held,
+    still_owned,
     value_token,
     warned_slot,
     with_held,
@@ -215,7 +215,7 @@ class DesiredPod:
     # What was wrong with the pod's record or what did not fit in it (one log line
     # or Warning event); None when all is well.
     record_problem: str | None = None
-    # Seconds after which this plan may change with nothing else changing (a held
+    # Seconds after which this plan may change with nothing else changing (a frozen
     # marker's clean-up delay ends): the writer plans the pod again then.
     revisit_after: float | None = None
     # Rendered values refused (their keys keep the last valid value): one Warning each.
@@ -228,20 +228,20 @@ class _Board:
 
     kind: str
     winners: dict[str, tuple[OwnerRef, str]] = field(default_factory=dict)
-    held: dict[OwnerRef, set[str]] = field(default_factory=dict)
+    claimed: dict[OwnerRef, set[str]] = field(default_factory=dict)
     conflicts: list[Conflict] = field(default_factory=list)
 
     def claim(self, owner: OwnerRef, key: str, value: str) -> bool:
-        """True when `owner` now holds `key` (won it or shares the winner's value)."""
+        """True when `owner` now has `key` (won it or shares the winner's value)."""
         current = self.winners.setdefault(key, (owner, value))
         if current[1] != value:
             self.conflicts.append(Conflict(self.kind, key, current[0], owner, current[1], value))
             return False
-        self.held.setdefault(owner, set()).add(key)
+        self.claimed.setdefault(owner, set()).add(key)
         return True
 
     def keys_of(self, owner: OwnerRef) -> frozenset[str]:
-        return frozenset(self.held.get(owner, ()))
+        return frozenset(self.claimed.get(owner, ()))
 
     def desired(
         self, decided: Mapping[OwnerRef, Any], candidates: set[str], values: Mapping[str, Any]
@@ -260,7 +260,7 @@ class _Pass:
 
     pod: PodView
     old: Mapping[OwnerRef, Owned] = field(default_factory=dict)
-    still: Mapping[OwnerRef, StillHeld] = field(default_factory=dict)  # `still_held(old)`
+    still: Mapping[OwnerRef, StillOwned] = field(default_factory=dict)  # `still_owned(old)`
     labels: _Board = field(default_factory=lambda: _Board("label"))
     annotations: _Board = field(default_factory=lambda: _Board("annotation"))
     conditions: _Board = field(default_factory=lambda: _Board("condition"))
@@ -299,7 +299,7 @@ class _Pass:
                 value = self._render(decided, "annotation", key, template)
                 if value is not None and self.annotations.claim(decided.owner, key, value):
                     self.annotation_values.setdefault(key, value)
-                    if uses_result(template) and not self.pod.annotations.holds(key, value):
+                    if uses_result(template) and not self.pod.annotations.carries(key, value):
                         self.rendered.append((decided.owner, "annotation", key))
         type_ = decided.spec.condition_type
         status = _STATUS[decided.state]
@@ -368,9 +368,9 @@ class _Pass:
         if key in shown and board.claim(owner, key, shown[key]):
             values.setdefault(key, shown[key])
 
-    def hold(self, owner: OwnerRef, only: _Wants | None = None) -> None:
+    def keep(self, owner: OwnerRef, only: _Wants | None = None) -> None:
         """Keep what `owner` wrote, where it still holds the value written
-        (`ownership.still_held`); `only`: just the keys in it, and only those nobody
+        (`ownership.still_owned`); `only`: just the keys in it, and only those nobody
         has claimed (a hand-over)."""
         still = self.still[owner]
         labels, annotations, conditions = (
@@ -383,7 +383,7 @@ class _Pass:
 
 
 def _wanted(board: _Board, key: str, only: set[str] | None) -> bool:
-    """Whether a holding owner keeps `key`: always, or in a hand-over (`only`) when
+    """Whether a waiting owner keeps `key`: always, or in a hand-over (`only`) when
     the key is to be handed over and nobody has claimed it."""
     return only is None or (key in only and key not in board.winners)
 
@@ -398,7 +398,7 @@ def _keep(board: _Board, owner: OwnerRef, shown: Mapping[str, str], only: set[st
 
 @dataclass(slots=True)
 class _Wants:
-    """The keys that holding owners will write once they decide (hand-over targets)."""
+    """The keys that waiting owners will write once they decide (hand-over targets)."""
 
     labels: set[str] = field(default_factory=set)
     annotations: set[str] = field(default_factory=set)
@@ -412,7 +412,7 @@ class _Wants:
             self.conditions.add(spec.condition_type)
 
 
-def _candidates(owners: Iterable[StillHeld]) -> tuple[set[str], set[str], set[str]]:
+def _candidates(owners: Iterable[StillOwned]) -> tuple[set[str], set[str], set[str]]:
     """Recorded keys of `owners` that still hold what was written: removed unless claimed."""
     labels: set[str] = set()
     annotations: set[str] = set()
@@ -447,7 +447,7 @@ def _entry(
     owner: OwnerRef, owned: Owned, work: _Pass, decided: Decided | None, *, departed: bool
 ) -> Owned | None:
     """`owner`'s record entry after the pass: the keys it holds, with what it wrote. A
-    holding owner keeps its entry (its state seeds a restarted daemon) even with no
+    waiting owner keeps its entry (its state seeds a restarted daemon) even with no
     key left; a departed one only while it hands keys over."""
     label_keys = work.labels.keys_of(owner)
     annotation_keys = work.annotations.keys_of(owner)
@@ -480,7 +480,7 @@ def desired_state(
     pod: PodView,
     decided: Iterable[Decided],
     live: Mapping[OwnerRef, ProbeSpec | None],
-    held_markers: Collection[str] = (),
+    frozen_markers: Collection[str] = (),
     held_commands: Mapping[OwnerRef, HeldCommand] | None = None,
 ) -> DesiredPod:
     """See the module docstring. `live`: the owners matched to the pod, with the spec
@@ -494,10 +494,10 @@ def desired_state(
     plan = partial(
         _desired,
         pod,
-        _Recorded(old, problem, still_held(pod, old)),
+        _Recorded(old, problem, still_owned(pod, old)),
         tuple(decided),
         live,
-        held_markers,
+        frozen_markers,
         held_commands or {},
     )
     first, rendered = plan(refused={})
@@ -572,12 +572,12 @@ def _no_room(total: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Recorded:
-    """The pod's ownership record as read (`parse_record`), and the hold rule's answer
-    for each of its owners (`still_held`)."""
+    """The pod's ownership record as read (`parse_record`), and the ownership rule's answer
+    for each of its owners (`still_owned`)."""
 
     old: Mapping[OwnerRef, Owned]
     problem: str | None
-    still: Mapping[OwnerRef, StillHeld]
+    still: Mapping[OwnerRef, StillOwned]
 
 
 def _desired(
@@ -585,7 +585,7 @@ def _desired(
     recorded: _Recorded,
     by_order: Iterable[Decided],
     live: Mapping[OwnerRef, ProbeSpec | None],
-    held_markers: Collection[str],
+    frozen_markers: Collection[str],
     held_commands: Mapping[OwnerRef, HeldCommand],
     *,
     refused: Mapping[Claim, str],
@@ -598,22 +598,22 @@ def _desired(
     by_owner: dict[OwnerRef, Decided] = {}
     for result in by_order:
         by_owner.setdefault(result.owner, result)
-    present = live.keys() | by_owner.keys() | {o for o in old if o.marker in held_markers}
+    present = live.keys() | by_owner.keys() | {o for o in old if o.marker in frozen_markers}
     departed = sorted(old.keys() - present)
     wants = _Wants()
     for owner, spec in live.items():
         if spec is not None and owner not in by_owner:
             wants.add(spec)
     work = _Pass(pod, old, recorded.still, refused=refused, notes=notes)
-    holding: dict[OwnerRef, Owned] = {}
+    waiting: dict[OwnerRef, Owned] = {}
     for owner in sorted(by_owner.keys() | (old.keys() & present)):
         if owner in by_owner:
             work.claim(by_owner[owner])
         else:
-            holding[owner] = old[owner]
-            work.hold(owner)
+            waiting[owner] = old[owner]
+            work.keep(owner)
     for owner in departed:
-        work.hold(owner, only=wants)
+        work.keep(owner, only=wants)
     drop_labels, drop_annotations, drop_conditions = _candidates(
         [work.still[o] for o in old if o in by_owner or o in departed]
     )
@@ -625,7 +625,7 @@ def _desired(
             by_owner.get(owner),
             departed=owner not in present,
         )
-        for owner in sorted(by_owner.keys() | holding.keys() | set(departed))
+        for owner in sorted(by_owner.keys() | waiting.keys() | set(departed))
     }
     record, overflow = fit_record(
         _ended_warnings_kept(with_held(entries, held_commands), old)
@@ -717,7 +717,7 @@ def annotation_bytes(pod: PodView, annotations: Mapping[str, str | None]) -> int
     current = pod.annotations
     total = current.total_bytes
     for key, value in annotations.items():
-        if value is not None and current.holds(key, value):
+        if value is not None and current.carries(key, value):
             continue
         key_bytes = len(_utf8(key))
         if (present := current.value_bytes(key)) is not None:

@@ -12,11 +12,11 @@ Rules (SPEC §3):
   a pod the plan leaves alone (None: terminating, finished or unknown);
 - the newest desired state always wins: the plan is computed when the request is
   built (`prepare`, with the token in hand), never queued;
-- a message-only change (`restrict.hold_messages` leaves nothing to send) waits until
+- a message-only change (`restrict.defer_messages` leaves nothing to send) waits until
   `message_refresh` seconds after the pod's last write, or after the daemon first saw
   the pod when it has not written it yet (`restrict.message_due`: a restart writes
   only where a state differs); a transition goes at once and carries every message
-  with it. The shutdown flush keeps a message-only change held too, so a restart
+  with it. The shutdown flush defers a message-only change too, so a restart
   (stop, then start) writes only where a state differs;
 - a failed `test` (422) or a 409: re-read the pod (GET) and recompute at once, up to
   `reread_limit` times in a row, then back off. A re-read that finds another UID
@@ -77,7 +77,7 @@ from probemarker.write.desired import DesiredPod
 from probemarker.write.ownership import pod_projection
 from probemarker.write.patch import build_patch, changes_of
 from probemarker.write.queue import FlushQueue
-from probemarker.write.restrict import Scope, hold_messages, message_due, restrict
+from probemarker.write.restrict import Scope, defer_messages, message_due, restrict
 
 log = structlog.get_logger(__name__)
 
@@ -176,7 +176,7 @@ class Send:
 class Flusher:
     """One pod's flush at a time, for the writer; keeps what it needs of each pod
     between flushes (`pods`). The writer's queue is shared: a flush books the pod's
-    next flush on it (a held message, a hold after an error, a re-read)."""
+    next flush on it (a deferred message, a pause after an error, a re-read)."""
 
     def __init__(
         self,
@@ -259,7 +259,7 @@ class Flusher:
         if to_send is None or not to_send[1]:
             self.stats.unchanged += 1
             state.rereads = 0
-            self._queue.hold(uid, 0.0)
+            self._queue.defer(uid, 0.0)
             return None
         sent = self.stats.sent_by_namespace
         sent[state.namespace] = sent.get(state.namespace, 0) + 1
@@ -297,7 +297,7 @@ class Flusher:
         )
         if not ops or now >= due:
             return target, ops
-        if build_patch(pod=view, desired=hold_messages(target, view), now=""):
+        if build_patch(pod=view, desired=defer_messages(target, view), now=""):
             return target, ops  # a real change goes now, with every message
         self.stats.messages_held += 1
         self._queue.at(uid, due)
@@ -314,7 +314,7 @@ class Flusher:
         now = self._clock.now()
         self.stats.writes += 1
         state.rereads = 0
-        self._queue.hold(uid, 0.0)
+        self._queue.defer(uid, 0.0)
         state.written = now
         if state.backoff is not None:
             state.backoff.reset()
@@ -385,7 +385,7 @@ class Flusher:
             failures=backoff.failures,
             **({} if transient else {"patch": _logged_patch(ops)}),
         )
-        self._queue.hold(uid, self._clock.now() + delay)
+        self._queue.defer(uid, self._clock.now() + delay)
         # flushed again when the hold ends, with the newest plan
         self._queue.mark(uid, flow=state.namespace)
 

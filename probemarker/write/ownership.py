@@ -41,7 +41,7 @@ text and an unchanged record never causes a write):
   `h` that names its command in its container). Left out when nothing is held.
 
 Why values and the UID: a key is removed only while it still holds the value the
-daemon wrote (`holds`), on the pod it wrote it to. A record copied onto another pod or
+daemon wrote (`still_ours`), on the pod it wrote it to. A record copied onto another pod or
 edited by hand can then never make the daemon remove a key it did not write (`app`,
 `tier`: the pod's ReplicaSet and Services). A condition is ours only while its reason
 is one the daemon writes (`ProbeSucceeded`/`ProbeFailed`).
@@ -89,9 +89,8 @@ __all__ = [
     "UID_MEMBER",
     "Owned",
     "OwnershipRecord",
-    "StillHeld",
+    "StillOwned",
     "fit_record",
-    "holds",
     "our_condition",
     "owners_text",
     "parse_record",
@@ -99,7 +98,8 @@ __all__ = [
     "pod_projection",
     "read_keys",
     "render_record",
-    "still_held",
+    "still_ours",
+    "still_owned",
     "value_token",
     "warned_slot",
     "with_held",
@@ -164,7 +164,7 @@ def _digest_token(sha256: bytes) -> str:
     return _DIGEST_MARK + text[:_DIGEST_CHARS]
 
 
-def holds(current: str | None, token: str) -> bool:
+def still_ours(current: str | None, token: str) -> bool:
     """Whether a key whose value is `current` (None: absent) still holds what was
     recorded as `token`, i.e. what the daemon wrote."""
     return current is not None and value_token(current) == token
@@ -399,11 +399,11 @@ def our_condition(pod: PodView, type_: str) -> Mapping[str, Any] | None:
 
 
 @dataclass(frozen=True, slots=True)
-class StillHeld:
+class StillOwned:
     """What an owner's entry names that the pod still shows as the owner wrote it.
 
-    The hold rule: an owner holds a label or an annotation while the pod's value is
-    still the one its entry recorded (`holds`), and its condition while the pod's
+    The ownership rule: an owner holds a label or an annotation while the pod's value is
+    still the one its entry recorded (`still_ours`), and its condition while the pod's
     condition of that type has one of our reasons. A key someone else changed since is
     no longer the owner's: it is never kept, handed over or removed for it."""
 
@@ -412,23 +412,23 @@ class StillHeld:
     condition: tuple[str, str] | None = None  # (type, status) on the pod
 
 
-def still_held(pod: PodView, record: Mapping[OwnerRef, Owned]) -> dict[OwnerRef, StillHeld]:
+def still_owned(pod: PodView, record: Mapping[OwnerRef, Owned]) -> dict[OwnerRef, StillOwned]:
     """For each owner of `record`, what the pod still shows as it wrote it."""
-    out: dict[OwnerRef, StillHeld] = {}
+    out: dict[OwnerRef, StillOwned] = {}
     for owner, owned in record.items():
         labels = {
             k: v
             for k, t in owned.labels.items()
-            if (v := pod.labels.get(k)) is not None and holds(v, t)
+            if (v := pod.labels.get(k)) is not None and still_ours(v, t)
         }
         annotations = {
             k: v
             for k, t in owned.annotations.items()
-            if (v := pod.annotations.value(k)) is not None and holds(v, t)
+            if (v := pod.annotations.value(k)) is not None and still_ours(v, t)
         }
         found = None if owned.condition is None else our_condition(pod, owned.condition)
         condition = None if found is None else (str(owned.condition), str(found.get("status")))
-        out[owner] = StillHeld(labels, annotations, condition)
+        out[owner] = StillOwned(labels, annotations, condition)
     return out
 
 

@@ -67,10 +67,10 @@ def escape_pointer(token: str) -> str:
 @dataclass(frozen=True, slots=True)
 class _Current:
     """What a patch needs of a pod's labels or annotations: whether the map is there at
-    all, whether a key holds a value, whether a key to remove is there."""
+    all, whether a key carries a value, whether a key to remove is there."""
 
     present: bool
-    holds: Callable[[str, str], bool]
+    carries: Callable[[str, str], bool]
     has: Callable[[str], bool]
     value: Callable[[str], str | None]  # None: not known (or absent)
 
@@ -82,7 +82,7 @@ def _labels(labels: Mapping[str, str]) -> _Current:
 def _annotations(annotations: AnnotationSummary) -> _Current:
     return _Current(
         annotations.present,
-        annotations.holds,
+        annotations.carries,
         annotations.has,
         lambda k: annotations.value(k) if annotations.kept(k) else None,
     )
@@ -92,7 +92,7 @@ def _map_ops(path: str, current: _Current, desired: Mapping[str, str | None]) ->
     changed = {
         key: value
         for key, value in sorted(desired.items())
-        if value is not None and not current.holds(key, value)
+        if value is not None and not current.carries(key, value)
     }
     if not current.present:  # absent map (nothing to remove either)
         if not changed:
@@ -237,7 +237,7 @@ def changes_of(pod: PodView, desired: DesiredPod) -> dict[str, Any]:
         "annotations_set": sorted(
             k
             for k, v in desired.annotations.items()
-            if v is not None and k != OWNED_KEY and not annotations.holds(k, v)
+            if v is not None and k != OWNED_KEY and not annotations.carries(k, v)
         ),
         "annotations_removed": sorted(
             k

@@ -42,7 +42,7 @@ class FlushState:
 
     due: float | None = None  # when its pending flush is due
     flushing: bool = False
-    hold_until: float = 0.0
+    deferred_until: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +65,8 @@ def why_waiting(
     message-only change may go (None: more than messages differ, or it may go now).
     Only this pod's own state counts: another pod waiting for the budget says nothing
     about this one (a flush that started has its token)."""
-    if flush.hold_until > now:
-        return WriteWait.BACKOFF, flush.hold_until
+    if flush.deferred_until > now:
+        return WriteWait.BACKOFF, flush.deferred_until
     if message_until is not None and message_until > now:
         return WriteWait.MESSAGE_REFRESH, message_until
     if flush.flushing:

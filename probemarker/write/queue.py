@@ -1,8 +1,8 @@
 """The writer's queue: when each pod is flushed next, and whose turn it is.
 
 Stage: write (no I/O; time only from the injected clock). Input: marks (a pod's
-desired state may have changed), flushes asked for at a time (`at`: a held-back
-message, the end of a clean-up delay or of a smaller patch's backoff), holds (a pod
+desired state may have changed), flushes asked for at a time (`at`: a deferred
+message, the end of a clean-up delay or of a smaller patch's backoff), deferrals (a pod
 backing off after an error), and the start and end of each flush. Output: the next
 pod to flush when the write budget has room (`pop_next`), and when the next one is
 due (`next_due`).
@@ -10,7 +10,7 @@ due (`next_due`).
 Rules:
 - coalescing: a mark is due `coalesce` seconds after it; an earlier due stands, so
   results arriving together become one flush;
-- a held pod is due no sooner than its hold ends, whatever the marks;
+- a deferred pod is due no sooner than its deferral ends, whatever the marks;
 - one flush per pod at a time: a mark during a flush makes the pod due again as soon
   as it ends, and a flush asked for at a time during a flush is booked when it ends;
 - fair by namespace (SPEC §5): a pod that is due waits in its namespace's line
@@ -19,7 +19,7 @@ Rules:
   With N namespaces waiting, each gets at least one flush in every N: a due pod waits
   for the pods of its own namespace due before it, each followed by at most one of
   every other namespace, never for every pod another namespace has due;
-- `finish_now`: at shutdown every marked pod is due at once, holds are lifted and
+- `finish_now`: at shutdown every marked pod is due at once, deferrals are lifted and
   later flushes are no longer booked.
 
 Invariants: a pod is due at most once (a heap entry superseded by a sooner one is
@@ -51,7 +51,7 @@ class _Entry:
     flushing: bool = False
     again: bool = False  # marked while flushing
     later: float | None = None  # a flush asked for at this time while flushing
-    hold_until: float = 0.0
+    deferred_until: float = 0.0
 
 
 class FlushQueue(Generic[K]):
@@ -93,7 +93,7 @@ class FlushQueue(Generic[K]):
         entry = self._entries.get(key)
         if entry is None:
             return None
-        return FlushState(entry.due, entry.flushing or entry.again, entry.hold_until)
+        return FlushState(entry.due, entry.flushing or entry.again, entry.deferred_until)
 
     def lined(self) -> dict[str, int]:
         """Pods due and waiting for their turn, by namespace (namespaces with none are
@@ -124,11 +124,11 @@ class FlushQueue(Generic[K]):
             return False
         return self._book(key, entry, when)
 
-    def hold(self, key: K, until: float) -> None:
-        """No flush of `key` before `until` (0: no hold)."""
+    def defer(self, key: K, until: float) -> None:
+        """No flush of `key` before `until` (0: no deferral)."""
         entry = self._entries.get(key)
         if entry is not None:
-            entry.hold_until = until
+            entry.deferred_until = until
 
     def forget(self, key: K) -> None:
         entry = self._entries.pop(key, None)
@@ -192,18 +192,18 @@ class FlushQueue(Generic[K]):
         return booked
 
     def finish_now(self) -> None:
-        """Shutdown: every pod with a pending flush is due now; no hold, nothing later."""
+        """Shutdown: every pod with a pending flush is due now; no deferral, nothing later."""
         self._final = True
         now = self._clock.now()
         for key, entry in self._entries.items():
-            entry.hold_until = 0.0
+            entry.deferred_until = 0.0
             entry.later = None
             if entry.due is not None and not entry.lined:
                 entry.due = None
                 self._book(key, entry, now)
 
     def _book(self, key: K, entry: _Entry, due: float) -> bool:
-        due = max(due, entry.hold_until)
+        due = max(due, entry.deferred_until)
         if entry.lined or (entry.due is not None and entry.due <= due):
             return False
         entry.due = due

@@ -1,9 +1,9 @@
-"""Smaller versions of a desired state, for what the writer holds back or leaves out.
+"""Smaller versions of a desired state, for what the writer defers or leaves out.
 
 Stage: write (pure). Input: a `DesiredPod` and the pod it is for. Output: a
 `DesiredPod` that changes less of the pod:
 
-- `hold_messages`: a condition whose status and reason stay as they are keeps the
+- `defer_messages`: a condition whose status and reason stay as they are keeps the
   message it shows. The writer sends that version while the pod is within its
   message-refresh interval (SPEC §3: a message-only change is published at most once
   per interval, a transition at once), so a probe whose output changes every run
@@ -45,14 +45,14 @@ from probemarker.write.desired import DesiredCondition, DesiredPod
 from probemarker.write.ownership import (
     OWNED_KEY,
     Owned,
-    holds,
     parse_record,
     render_record,
+    still_ours,
     value_token,
 )
 from probemarker.write.patch import condition_text
 
-__all__ = ["Scope", "hold_messages", "message_due", "restrict"]
+__all__ = ["Scope", "defer_messages", "message_due", "restrict"]
 
 
 class Scope(enum.IntEnum):
@@ -69,7 +69,7 @@ class Scope(enum.IntEnum):
         return Scope(self + 1) if self < Scope.CONDITIONS_ONLY else None
 
 
-def hold_messages(desired: DesiredPod, pod: PodView) -> DesiredPod:
+def defer_messages(desired: DesiredPod, pod: PodView) -> DesiredPod:
     """`desired`, with the pod's own message on every condition that keeps its status
     and reason (a message-only change held back)."""
     conditions: dict[str, DesiredCondition | None] = {}
@@ -99,24 +99,24 @@ def _without_new_annotations(desired: DesiredPod, pod: PodView) -> DesiredPod:
     kept = {
         key: value
         for key, value in desired.annotations.items()
-        if key != OWNED_KEY and (value is None or current.holds(key, value))
+        if key != OWNED_KEY and (value is None or current.carries(key, value))
     }
 
-    def holds_after(key: str, token: str) -> bool:
-        """Whether `key` holds what `token` records once `kept` is written."""
+    def still_ours_after(key: str, token: str) -> bool:
+        """Whether `key` still shows what `token` records once `kept` is written."""
         if key in kept and kept[key] is None:
             return False  # removed by this write
         if current.kept(key):
-            return holds(current.value(key), token)
+            return still_ours(current.value(key), token)
         # Not a key the old record names: only a decided owner records it now, with
         # the value it set (`desired.annotations`), which the pod holds or not.
         wanted = desired.annotations.get(key)
-        return wanted is not None and value_token(wanted) == token and current.holds(key, wanted)
+        return wanted is not None and value_token(wanted) == token and current.carries(key, wanted)
 
     record = {
         owner: replace(
             owned,
-            annotations={k: t for k, t in owned.annotations.items() if holds_after(k, t)},
+            annotations={k: t for k, t in owned.annotations.items() if still_ours_after(k, t)},
         )
         for owner, owned in desired.record.items()
     }

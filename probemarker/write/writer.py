@@ -21,7 +21,7 @@ Rules (SPEC §3, §5):
   flush of each other namespace per pod of its own ahead of it, never behind every
   pod a busy namespace has due. The flush is planned in the same step
   (synchronously, with the newest desired state); when it sends nothing the token
-  goes back (`TokenBucket.refund`), so a held message or an unchanged pod spends none;
+  goes back (`TokenBucket.refund`), so a deferred message or an unchanged pod spends none;
 - shutdown (`flush_pending`): every marked pod is flushed at once, no coalescing, no
   hold, still in turn under the budget.
 """
@@ -54,7 +54,7 @@ from probemarker.write.flush import (
 from probemarker.write.patch import build_patch, changes_of
 from probemarker.write.pending import FlushState, PendingWrite, why_waiting
 from probemarker.write.queue import FlushQueue
-from probemarker.write.restrict import Scope, hold_messages, message_due, restrict
+from probemarker.write.restrict import Scope, defer_messages, message_due, restrict
 
 __all__ = ["PodWriter", "WriterSettings", "WriterStats"]
 
@@ -138,7 +138,7 @@ class PodWriter:
             return None
         message_until = None
         if state is not None and not build_patch(
-            pod=view, desired=hold_messages(target, view), now=""
+            pod=view, desired=defer_messages(target, view), now=""
         ):
             message_until = message_due(
                 seen=state.seen, written=state.written, refresh=self.settings.message_refresh

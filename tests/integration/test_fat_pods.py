@@ -86,8 +86,8 @@ async def test_the_daemon_keeps_no_annotation_value_it_does_not_own(world: World
         assert summary.total_bytes == sum(
             len(k.encode()) + len(v.encode()) for k, v in on_pod.items()
         )
-        assert summary.holds(BIG, BIG_VALUE)
-        assert not summary.holds(BIG, BIG_VALUE + " ")
+        assert summary.carries(BIG, BIG_VALUE)
+        assert not summary.carries(BIG, BIG_VALUE + " ")
 
 
 async def test_a_new_annotation_key_of_a_marker_is_written_and_its_removal_checks_values(

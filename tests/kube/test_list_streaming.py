@@ -121,7 +121,7 @@ async def test_listed_items_are_projected_while_the_answer_is_still_arriving(
     # What the store keeps of the annotations: a summary (size, fingerprints), not the note.
     summary = stored[0]["metadata"]["annotations"]
     assert summary.total_bytes == len("example.com/note") + 1 + len(NOTE)
-    assert summary.holds("example.com/note", f"0{NOTE}")
+    assert summary.carries("example.com/note", f"0{NOTE}")
     assert NOTE not in repr(stored)
 
 

@@ -196,7 +196,7 @@ def test_other_markers_are_held_and_own_departed_probes_are_cleaned() -> None:
     found = plan.plan_pod(
         view, marker(), {key: Outcome.succeeded("idle")}, now="2026-01-01T00:00:00Z"
     )
-    assert found.held_markers == frozenset({"other"})
+    assert found.frozen_markers == frozenset({"other"})
     removed = {op["path"] for op in found.patch if op["op"] == "remove"}
     assert removed == {"/metadata/labels/gone"}  # never /metadata/labels/ready
     assert found.desired.labels["idle"] == "true"

@@ -232,7 +232,7 @@ def hostile_report() -> CheckReport:
                 patch=({"op": "add", "path": "/metadata/annotations/b", "value": "bv" + h},),
                 conflicts=("conflict" + h,),
                 record_problem="record" + h,
-                held_markers=("default/other" + h,),
+                frozen_markers=("default/other" + h,),
             ),
         ),
     )

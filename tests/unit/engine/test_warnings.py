@@ -114,7 +114,7 @@ async def test_an_answer_that_is_new_every_run_is_reported_at_most_once_per_refr
         # 30 s of new values with the default refresh of 10 s: at 1, 11 and 21 s.
         notes = warnings(rig.sink, "InvalidResultValue")
         assert len(notes) == 3, notes
-        assert rig.engine.stats.invalid_values_held == 27
+        assert rig.engine.stats.invalid_values_kept == 27
         assert "at 12:00:00 UTC" in notes[0]
         assert "at 12:00:10 UTC" in notes[1]
 

@@ -40,7 +40,7 @@ def test_size_is_counted_as_the_api_server_counts_it(
 
 
 @pytest.mark.parametrize(
-    ("key", "value", "holds"),
+    ("key", "value", "carries"),
     [
         pytest.param("a.io/x", "1", True, id="same"),
         pytest.param("a.io/x", "2", False, id="other-value"),
@@ -52,9 +52,9 @@ def test_size_is_counted_as_the_api_server_counts_it(
         pytest.param("a.io/x1", "", False, id="key-and-value-shifted"),
     ],
 )
-def test_holds_answers_for_any_key(key: str, value: str, holds: bool) -> None:
+def test_carries_answers_for_any_key(key: str, value: str, carries: bool) -> None:
     for keep in ((), tuple(NOTES)):
-        assert summarize(NOTES, keep).holds(key, value) is holds
+        assert summarize(NOTES, keep).carries(key, value) is carries
 
 
 @pytest.mark.parametrize(
@@ -128,7 +128,7 @@ def test_the_pod_projection_keeps_the_record_and_the_keys_it_names(
     assert isinstance(summary, AnnotationSummary)
     assert sorted(summary.values) == kept
     assert summary.total_bytes == annotations_size(notes)
-    assert summary.holds("other.io/big", "z" * 10_000)
+    assert summary.carries("other.io/big", "z" * 10_000)
     # A whole pod's view keeps no value (which ones to keep is the record's business,
     # write/ownership.py); its fingerprints and sizes are the projection's.
     whole = pod_view(_pod(notes)).annotations

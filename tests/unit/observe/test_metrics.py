@@ -122,7 +122,7 @@ def _transitions(p: Parts) -> None:
 
 def _invalid_values(p: Parts) -> None:
     p.engine.invalid_values.update({"label": 3, "annotation": 1})
-    p.engine.invalid_values_held = 27
+    p.engine.invalid_values_kept = 27
 
 
 def _gauges(p: Parts) -> None:

@@ -60,7 +60,7 @@ class Row:
     decided: tuple[Decided, ...] = ()
     live: tuple[str, ...] = ()  # live owners not decided, without a spec
     live_specs: Mapping[str, ProbeSpec] = field(default_factory=dict)  # ... with one
-    held_markers: tuple[str, ...] = ()
+    frozen_markers: tuple[str, ...] = ()
     record: Mapping[str, Owned] | None = None  # the pod's record
     labels: Mapping[str, str] | None = None  # the pod's labels
     annotations: Mapping[str, str] | None = None
@@ -82,7 +82,7 @@ def compute(row: Row) -> DesiredPod:
     )
     live: dict[OwnerRef, ProbeSpec | None] = {owner(o): None for o in row.live}
     live.update({owner(o): s for o, s in row.live_specs.items()})
-    return desired_state(pod=pod, decided=row.decided, live=live, held_markers=row.held_markers)
+    return desired_state(pod=pod, decided=row.decided, live=live, frozen_markers=row.frozen_markers)
 
 
 def rec(
@@ -206,7 +206,7 @@ ROWS = [
     ),
     pytest.param(
         Row(
-            held_markers=("w",),
+            frozen_markers=("w",),
             record={"w#p": rec(S, {"idle": "true"}, condition=T), "x#p": rec(S, {"x": "1"})},
             labels={"idle": "true", "x": "1"},
             conditions=[condition(T)],

@@ -11,10 +11,10 @@ from probemarker.write.ownership import (
     RECORD_LIMIT,
     Owned,
     fit_record,
-    holds,
     owners_text,
     parse_record,
     render_record,
+    still_ours,
     value_token,
     with_held,
 )
@@ -62,9 +62,9 @@ def test_value_token_is_the_value_or_a_digest(value: str, literal: bool) -> None
     if not literal:
         assert token.startswith("#")
         assert len(token) == 23
-    assert holds(value, token)
-    assert not holds(value + "!", token)
-    assert not holds(None, token)
+    assert still_ours(value, token)
+    assert not still_ours(value + "!", token)
+    assert not still_ours(None, token)
 
 
 def test_digests_of_different_values_differ() -> None:

@@ -14,10 +14,10 @@ from probemarker.write.desired import DesiredCondition, DesiredPod, desired_stat
 from probemarker.write.ownership import (
     OWNED_KEY,
     Owned,
-    holds,
     parse_record,
     pod_projection,
     render_record,
+    still_ours,
 )
 from probemarker.write.patch import build_patch, changes_of
 from probemarker.write.restrict import Scope, restrict
@@ -149,7 +149,7 @@ owned = st.builds(
 
 def _cycle_inputs(data: st.DataObject, pod: dict[str, Any]) -> dict[str, Any]:
     """A record on `pod`, decided results, live owners (some with a spec that wants
-    keys), held markers: the arguments of desired_state but the pod."""
+    keys), frozen markers: the arguments of desired_state but the pod."""
     record = data.draw(st.dictionaries(st.sampled_from(OWNERS), owned, max_size=3))
     text = render_record({owner(k): v for k, v in record.items()}, pod_uid=UID)
     if text is not None:
@@ -168,7 +168,7 @@ def _cycle_inputs(data: st.DataObject, pod: dict[str, Any]) -> dict[str, Any]:
         for o in data.draw(st.lists(st.sampled_from(OWNERS), unique=True))
     }
     held = data.draw(st.lists(st.sampled_from(["a", "b"]), unique=True))
-    return {"decided": results, "live": live, "held_markers": held}
+    return {"decided": results, "live": live, "frozen_markers": held}
 
 
 @SETTINGS
@@ -197,9 +197,9 @@ def _assert_record_is_true(pod: dict[str, Any]) -> None:
     record, _ = parse_record(annotations.get(OWNED_KEY), pod_uid=UID)
     for owned_entry in record.values():
         for key, token in owned_entry.labels.items():
-            assert holds(labels.get(key), token), key
+            assert still_ours(labels.get(key), token), key
         for key, token in owned_entry.annotations.items():
-            assert holds(annotations.get(key), token), key
+            assert still_ours(annotations.get(key), token), key
 
 
 @SETTINGS

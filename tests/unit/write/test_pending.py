@@ -32,7 +32,7 @@ NOW = 100.0
             id="a-message-whose-time-has-come-goes-with-the-next-flush",
         ),
         pytest.param(
-            FlushState(due=NOW + 4, hold_until=NOW + 4),
+            FlushState(due=NOW + 4, deferred_until=NOW + 4),
             NOW + 9,
             (WriteWait.BACKOFF, NOW + 4),
             id="backoff-first",
@@ -60,6 +60,6 @@ def test_the_queue_tells_where_a_pod_stands() -> None:
     clock.advance(0.05)
     assert queue.pop_due() == ["a"]
     assert queue.state("a") == FlushState(flushing=True)
-    queue.hold("a", NOW + 5)
+    queue.defer("a", NOW + 5)
     queue.done("a")
-    assert queue.state("a") == FlushState(hold_until=NOW + 5)
+    assert queue.state("a") == FlushState(deferred_until=NOW + 5)

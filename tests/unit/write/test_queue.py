@@ -1,4 +1,4 @@
-"""FlushQueue: coalescing, holds, flushes asked for at a time, one flush per pod at a
+"""FlushQueue: coalescing, deferrals, flushes asked for at a time, one flush per pod at a
 time, shutdown. A manual clock; no loop needed (the queue does no I/O)."""
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ def test_a_mark_during_a_flush_flushes_again_right_after() -> None:
     assert not q.busy
 
 
-def test_a_hold_delays_every_flush_until_it_ends() -> None:
+def test_a_deferral_delays_every_flush_until_it_ends() -> None:
     clock, q = queue()
     q.mark("a")
     clock.advance(COALESCE)
     q.pop_due()
-    q.hold("a", 110.0)
+    q.defer("a", 110.0)
     q.mark("a")
     q.done("a")
     clock.advance(5)
@@ -85,7 +85,7 @@ def test_shutdown_flushes_what_is_pending_now_and_books_nothing_later() -> None:
     q.mark("a")
     clock.advance(COALESCE)
     q.pop_due()
-    q.hold("a", 200.0)  # a failed flush: backing off
+    q.defer("a", 200.0)  # a failed flush: backing off
     q.mark("a")
     q.done("a")
     q.mark("b")
@@ -93,7 +93,7 @@ def test_shutdown_flushes_what_is_pending_now_and_books_nothing_later() -> None:
     assert q.pop_due() == ["b"]
     q.at("b", 150.0)
     q.finish_now()
-    assert q.pop_due() == ["a"]  # no coalescing, no hold
+    assert q.pop_due() == ["a"]  # no coalescing, no deferral
     assert not q.done("b")  # its later flush is dropped
     assert not q.at("a", 150.0)
     q.done("a")
