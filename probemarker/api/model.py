@@ -11,8 +11,9 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import ClassVar, Literal
 
+from probemarker.api import rules
 from probemarker.api.template import uses_result
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -38,6 +39,7 @@ class MarkerRef:
 
 @dataclass(frozen=True, slots=True)
 class ExecAction:
+    kind: ClassVar[str] = rules.EXEC  # the probe field that holds it (api/rules.py)
     command: tuple[str, ...]
 
 
@@ -49,6 +51,7 @@ class HTTPHeader:
 
 @dataclass(frozen=True, slots=True)
 class HTTPGetAction:
+    kind: ClassVar[str] = rules.HTTP_GET
     port: int | str
     path: str = "/"
     scheme: Literal["HTTP", "HTTPS"] = "HTTP"
@@ -57,15 +60,18 @@ class HTTPGetAction:
 
 @dataclass(frozen=True, slots=True)
 class TCPSocketAction:
+    kind: ClassVar[str] = rules.TCP_SOCKET
     port: int | str
 
 
 @dataclass(frozen=True, slots=True)
 class GRPCAction:
+    kind: ClassVar[str] = rules.GRPC
     port: int
     service: str | None = None
 
 
+# A probe kind is named once, in api/rules.py: its action's `kind`.
 Handler = ExecAction | HTTPGetAction | TCPSocketAction | GRPCAction
 
 

@@ -115,19 +115,19 @@ def _probe(raw: Mapping[str, Any]) -> ProbeSpec:
 
 
 def _handler(spec: Mapping[str, Any]) -> Handler:
-    if "exec" in spec:
-        return ExecAction(command=tuple(spec["exec"]["command"]))
-    if "httpGet" in spec:
-        http = spec["httpGet"]
+    if ExecAction.kind in spec:
+        return ExecAction(command=tuple(spec[ExecAction.kind]["command"]))
+    if HTTPGetAction.kind in spec:
+        http = spec[HTTPGetAction.kind]
         return HTTPGetAction(
             port=_port(http["port"]),
             path=http.get("path") or rules.HTTP_PATH_DEFAULT,
             scheme=cast(Literal["HTTP", "HTTPS"], http.get("scheme") or rules.HTTP_SCHEME_DEFAULT),
             headers=tuple(HTTPHeader(h["name"], h["value"]) for h in http.get("httpHeaders") or ()),
         )
-    if "tcpSocket" in spec:
-        return TCPSocketAction(port=_port(spec["tcpSocket"]["port"]))
-    grpc = spec["grpc"]
+    if TCPSocketAction.kind in spec:
+        return TCPSocketAction(port=_port(spec[TCPSocketAction.kind]["port"]))
+    grpc = spec[GRPCAction.kind]
     return GRPCAction(port=int(grpc["port"]), service=grpc.get("service"))
 
 

@@ -28,7 +28,14 @@ KRUISE_API_VERSION: Final = f"{KRUISE_GROUP}/v1alpha1"
 ACCEPTED_API_VERSIONS: Final = (API_VERSION, KRUISE_API_VERSION)
 
 STATES: Final = ("Succeeded", "Failed")
-HANDLERS: Final = ("exec", "httpGet", "tcpSocket", "grpc")
+# The probe kinds, each named here once (core/v1 Probe's field names): api/model.py's
+# actions carry them as `kind`, api/parse.py reads them, daemon/assembly.py registers
+# their handlers.
+EXEC: Final = "exec"
+HTTP_GET: Final = "httpGet"
+TCP_SOCKET: Final = "tcpSocket"
+GRPC: Final = "grpc"
+HANDLERS: Final = (EXEC, HTTP_GET, TCP_SOCKET, GRPC)
 SCHEMES: Final = ("HTTP", "HTTPS")
 SELECTOR_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
-from typing import Literal, Self
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, Self
 
 from probemarker.api.model import ExecAction, GRPCAction, HTTPGetAction, TCPSocketAction
 from probemarker.cri.client import RuntimeClient
@@ -34,6 +34,8 @@ from probemarker.probe.http import HTTPGetHandler
 from probemarker.probe.tcp import TCPSocketHandler
 
 __all__ = [
+    "NETWORK_KINDS",
+    "NetworkHandler",
     "ProbeHandlers",
     "client_settings",
     "connect",
@@ -63,37 +65,57 @@ def client_settings(settings: RunSettings) -> ClientSettings:
     return ClientSettings(exec_connections=exec_connections(settings))
 
 
+class NetworkHandler(ProbeHandler, Protocol):
+    """A network kind's handler: runs its probes, and is entered and closed with the
+    others (`probe.handler.OwnsConnections`)."""
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(self, *exc_info: object) -> None: ...
+
+
+# The network probe kinds, each named once: its action type (api/model.py, whose `kind`
+# is the probe field) and how its handler is made (`http_idle`: the keep-alive
+# connections an httpGet handler may keep, None: its default). A new network kind is a
+# row here; exec is the backends' (`probe_handlers`).
+NETWORK_KINDS: tuple[tuple[type, Callable[[int | None], NetworkHandler]], ...] = (
+    (HTTPGetAction, lambda idle: HTTPGetHandler() if idle is None else HTTPGetHandler(max_idle=idle)),
+    (TCPSocketAction, lambda idle: TCPSocketHandler()),
+    (GRPCAction, lambda idle: GRPCHandler()),  # grpcio is loaded by the first grpc probe, if any
+)  # fmt: skip
+
+
 @dataclass(slots=True)
 class ProbeHandlers:
     """One handler per kind of action, built once; `opened()` enters them all.
 
     `exec` is the api backend's (`pods/exec`), `runtime` the cri backend's; exactly one
-    of them runs exec probes. A network kind without a handler (`check` without
-    --direct) is None: its probes are not run (probe/runner.py says so)."""
+    of them runs exec probes. `network`: the network kinds' handlers by action type
+    (`NETWORK_KINDS`); none without the network (`check` without --direct): their
+    probes are not run (probe/runner.py says so)."""
 
     exec: ExecHandler | None = None
     runtime: CRIExecHandler | None = None
     runtime_client: RuntimeClient | None = None
-    http: HTTPGetHandler | None = None
-    tcp: TCPSocketHandler | None = None
-    grpc: GRPCHandler | None = None
+    network: dict[type, NetworkHandler] = field(default_factory=dict)
+
+    @property
+    def http(self) -> HTTPGetHandler | None:
+        """The httpGet handler (its keep-alive pool is counted in /metrics), if any."""
+        handler = self.network.get(HTTPGetAction)
+        return handler if isinstance(handler, HTTPGetHandler) else None
 
     def table(self) -> dict[type, ProbeHandler]:
         """The runner's table: action type -> handler, for the kinds that have one."""
-        found: dict[type, ProbeHandler | None] = {
-            ExecAction: self.runtime or self.exec,
-            HTTPGetAction: self.http,
-            TCPSocketAction: self.tcp,
-            GRPCAction: self.grpc,
-        }
-        return {kind: handler for kind, handler in found.items() if handler is not None}
+        exec_handler: ProbeHandler | None = self.runtime or self.exec
+        return ({} if exec_handler is None else {ExecAction: exec_handler}) | self.network
 
     @contextlib.asynccontextmanager
     async def opened(self) -> AsyncIterator[Self]:
-        """Every handler entered (http, tcp, grpc, the runtime, exec: the order the daemon
-        has always used), and closed in reverse on the way out."""
+        """Every handler entered (the network kinds', then the runtime, then exec), and
+        closed in reverse on the way out."""
         async with contextlib.AsyncExitStack() as stack:
-            for handler in (self.http, self.tcp, self.grpc, self.runtime, self.exec):
+            for handler in (*self.network.values(), self.runtime, self.exec):
                 if handler is not None:
                     await stack.enter_async_context(handler)
             yield self
@@ -133,9 +155,5 @@ def probe_handlers(
             holds=CommandHolds(settings=holds, clock=clock, changed=changed),
         )
     if network:
-        handlers.http = (
-            HTTPGetHandler() if http_idle is None else HTTPGetHandler(max_idle=http_idle)
-        )
-        handlers.tcp = TCPSocketHandler()
-        handlers.grpc = GRPCHandler()  # grpcio is loaded by the first grpc probe, if any
+        handlers.network = {action: make(http_idle) for action, make in NETWORK_KINDS}
     return handlers

@@ -42,14 +42,7 @@ import anyio
 import anyio.lowlevel
 import structlog
 
-from probemarker.api.model import (
-    ExecAction,
-    GRPCAction,
-    Handler,
-    HTTPGetAction,
-    ProbeSpec,
-    TCPSocketAction,
-)
+from probemarker.api.model import Handler, ProbeSpec
 from probemarker.match.identity import HeldCommand, ProbeKey
 from probemarker.probe.handler import HoldsCommands, ProbeHandler, ProbeTarget
 from probemarker.probe.limits import RUNNER_GRACE, runner_wait
@@ -76,15 +69,15 @@ class WaitsPastTheLimit(Protocol):
     def grace(self) -> float: ...
 
 
-# The field names of core/v1 Probe, as a user writes them.
-_KINDS: Mapping[type, str] = MappingProxyType(
-    {ExecAction: "exec", HTTPGetAction: "httpGet", TCPSocketAction: "tcpSocket", GRPCAction: "grpc"}
-)
-
-
 def action_kind(action: Handler) -> str:
-    """The probe field that holds `action`: exec, httpGet, tcpSocket or grpc."""
-    return _KINDS.get(type(action), type(action).__name__)
+    """The probe field that holds `action` (its model's `kind`: exec, httpGet, tcpSocket,
+    grpc)."""
+    return _kind_of(type(action))
+
+
+def _kind_of(action_type: type) -> str:
+    kind = getattr(action_type, "kind", None)
+    return kind if isinstance(kind, str) else action_type.__name__
 
 
 def _unsupported(kind: str) -> str:
@@ -110,7 +103,7 @@ class ProbeRunner:
         self._traced: set[tuple[str, type[BaseException]]] = set()
 
     def __repr__(self) -> str:
-        kinds = sorted(_KINDS.get(t, t.__name__) for t in self._handlers)
+        kinds = sorted(_kind_of(t) for t in self._handlers)
         return f"ProbeRunner(handlers={kinds}, grace={self._grace:g})"
 
     async def unavailable(self, action: Handler) -> str | None:
