@@ -2,7 +2,9 @@
 
 - Importing a pure stage loads no I/O: no event loop, no network library, not the
   API client, not the container runtime's, not the sim. Each import runs in a fresh
-  interpreter, so what another test loaded cannot hide what the stage loads.
+  interpreter, so what another test loaded cannot hide what the stage loads. The pure
+  stages and what they may not load are the import contract's "pure-stages" (one
+  list, in pyproject.toml; a package named there is pure in every module).
 - The import contract in pyproject.toml ([tool.importlinter]) holds: `lint-imports`
   passes (.ci/run runs it too; here it also fails a plain `pytest`).
 - No module takes a private name (`_x`) from another module of ours: what a room
@@ -18,54 +20,39 @@ import json
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PURE = [
-    "probemarker.kit.annotations",
-    "probemarker.kit.backoff",
-    "probemarker.kit.fairqueue",
-    "probemarker.kit.histogram",
-    "probemarker.kit.projection",
-    "probemarker.kit.repeats",
-    "probemarker.kit.text",
-    "probemarker.api.crd",
-    "probemarker.api.documents",
-    "probemarker.api.fields",
-    "probemarker.api.model",
-    "probemarker.api.names",
-    "probemarker.api.parse",
-    "probemarker.api.rules",
-    "probemarker.api.template",
-    "probemarker.api.validation",
-    "probemarker.watch.pods",
-    "probemarker.match.match",
-    "probemarker.match.identity",
-    "probemarker.schedule.timing",
-    "probemarker.schedule.wheel",
-    "probemarker.decide.decide",
-    "probemarker.probe.outcome",
-    "probemarker.probe.output",
-    "probemarker.probe.limits",
-    "probemarker.write.ownership",
-    "probemarker.write.desired",
-    "probemarker.write.patch",
-    "probemarker.write.pending",
-    "probemarker.write.restrict",
-    "probemarker.engine.seen",
-    "probemarker.observe.snapshot",
-    "probemarker.check.plan",
-    "probemarker.check.report",
-    "probemarker.status.render",
-    "probemarker.demo.model",
-    "probemarker.demo.view",
-]
-# Libraries that do I/O, and our modules that do.
-IO = ("aiohttp", "anyio", "asyncio", "grpc", "kubernetes_asyncio", "socket", "ssl")
-OURS_IO = ("probemarker.kube", "probemarker.cri", "probemarker.sim")
+CONTRACT = "pure-stages"  # pyproject.toml's [tool.importlinter]: the one list of the pure
+
+
+def _contract(contract_id: str) -> dict[str, list[str]]:
+    with (ROOT / "pyproject.toml").open("rb") as file:
+        contracts = tomllib.load(file)["tool"]["importlinter"]["contracts"]
+    found: dict[str, list[str]] = next(c for c in contracts if c["id"] == contract_id)
+    return found
+
+
+def _modules(name: str) -> list[str]:
+    """`name` if it is a module, else every module of the package `name` (the contract
+    names a whole package where all of it is pure)."""
+    path = ROOT.joinpath(*name.split("."))
+    if not path.is_dir():
+        return [name]
+    return sorted(
+        ".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for f in path.rglob("*.py")
+    )
+
+
+PURE = [module for name in _contract(CONTRACT)["source_modules"] for module in _modules(name)]
+# Libraries that do I/O, and our modules that do: what the contract forbids them.
+IO = tuple(m for m in _contract(CONTRACT)["forbidden_modules"] if not m.startswith("probemarker"))
+OURS_IO = tuple(m for m in _contract(CONTRACT)["forbidden_modules"] if m.startswith("probemarker"))
 
 _LOADED = """
 import json, sys
@@ -87,6 +74,14 @@ def loaded_by(module: str) -> list[str]:
     )
     found: list[str] = json.loads(answer.stdout)
     return found
+
+
+def test_the_pure_list_is_read_from_the_contract() -> None:
+    assert "probemarker.write.desired" in PURE
+    assert "probemarker.api.model" in PURE  # a package named whole: each of its modules
+    assert "probemarker.api" in PURE
+    assert "asyncio" in IO
+    assert "probemarker.kube" in OURS_IO
 
 
 @pytest.mark.parametrize("module", PURE)
