@@ -402,7 +402,7 @@ def status_command(args: argparse.Namespace) -> int:
             nodes = [anyio.run(lambda: read_local_socket(options, os.environ))]
         else:
             resolved = settings.resolve_connection(args, os.environ)
-            nodes = anyio.run(lambda: read_cluster(options, resolved))
+            nodes = anyio.run(lambda: read_cluster(options, resolved.connection))
     except (UsageError, ConfigError, settings.SettingsError) as exc:
         sys.stderr.write(f"probemarker status: {printable(str(exc))}\n")
         return EXIT_UNREADABLE

@@ -13,7 +13,6 @@ daemon cannot drift apart on how a probe is run.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, Self
@@ -24,7 +23,8 @@ from probemarker.cri.endpoint import socket_path
 from probemarker.daemon.settings import RunSettings
 from probemarker.kit.clock import Clock
 from probemarker.kube.connect.client import ClientSettings, KubeClient
-from probemarker.kube.connect.config import Connection, load_incluster, load_kubeconfig
+from probemarker.kube.connect.config import Connection
+from probemarker.kube.connect.config import connect as connect_to
 from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.grpc import GRPCHandler
@@ -45,10 +45,8 @@ __all__ = [
 
 
 async def connect(settings: RunSettings, environ: Mapping[str, str] | None = None) -> Connection:
-    """A kubeconfig when one is named, else the pod's in-cluster configuration."""
-    if settings.kubeconfig:
-        return await load_kubeconfig(settings.kubeconfig, context=settings.context)
-    return load_incluster(environ=dict(os.environ if environ is None else environ))
+    """The connection `settings` name (kube/connect/config.py `connect`)."""
+    return await connect_to(settings.connection, environ)
 
 
 def exec_connections(settings: RunSettings) -> int:

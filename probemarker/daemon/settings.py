@@ -14,7 +14,7 @@ import argparse
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import Field, dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probemarker.api import rules
 from probemarker.api.names import dns1123_label_problems, dns1123_subdomain_problems
@@ -22,6 +22,9 @@ from probemarker.cri.endpoint import DEFAULT_ENDPOINT, socket_path
 from probemarker.observe.address import parse_listen_address
 from probemarker.probe.limits import EXEC_GRACE
 from probemarker.schedule.timing import MAX_STEP, step_problem
+
+if TYPE_CHECKING:
+    from probemarker.kube.connect.config import ConnectionSettings
 
 ENV_PREFIX = "PROBEMARKER_"
 
@@ -58,6 +61,14 @@ class RunSettings:
     metrics_address: str = ":9808"
     # The Unix socket `probemarker status` reads (observe/statussocket.py); "": none.
     status_socket: str = ""
+
+    @property
+    def connection(self) -> ConnectionSettings:
+        """Which API server (kube/connect/config.py `connect`). Imported here, not at
+        the top: `probemarker status --local` reads these settings and loads no client."""
+        from probemarker.kube.connect.config import ConnectionSettings
+
+        return ConnectionSettings(kubeconfig=self.kubeconfig, context=self.context)
 
 
 _HELP: Mapping[str, str] = {

@@ -1,7 +1,7 @@
 """`probemarker status`: ask each node's daemon what it holds, through the API server.
 
-Stage: edge (I/O). Input: `StatusOptions` (from cli.py) and the connection settings
-(`settings.resolve_connection`: --kubeconfig, --context, as `check` reads them).
+Stage: edge (I/O). Input: `StatusOptions` (from cli.py) and the `ConnectionSettings`
+(kube/connect/config.py: --kubeconfig, --context, as `check` reads them).
 Output: one `NodeStatus` per node (render.py prints them), or with `--local` the
 daemon's own answer as it is.
 
@@ -31,8 +31,8 @@ from typing import Any
 import anyio
 import orjson
 
-from probemarker.daemon.settings import RunSettings
 from probemarker.kube.connect.client import ClientSettings, KubeClient
+from probemarker.kube.connect.config import ConnectionSettings, connect
 from probemarker.kube.connect.errors import ApiForbidden, ApiNotFound
 from probemarker.kube.connect.resources import PODS
 from probemarker.kube.exec.execresult import ExecExited, ExecNotStarted
@@ -223,10 +223,8 @@ async def _ask(client: KubeClient, raw: Mapping[str, Any], options: StatusOption
     )
 
 
-async def read_cluster(options: StatusOptions, settings: RunSettings) -> list[NodeStatus]:
+async def read_cluster(options: StatusOptions, settings: ConnectionSettings) -> list[NodeStatus]:
     """Every daemon's answer (only `options.node`'s when given), by node name."""
-    from probemarker.daemon.assembly import connect
-
     connection = await connect(settings, dict(os.environ))
     namespace = options.daemon_namespace
     async with KubeClient(

@@ -20,7 +20,7 @@ import anyio
 from kubernetes_asyncio import client
 
 from probemarker.daemon.app import Daemon
-from probemarker.daemon.settings import RunSettings
+from probemarker.kube.connect.config import ConnectionSettings
 from probemarker.observe.snapshot import SNAPSHOT_VERSION
 from probemarker.observe.statussocket import StatusRequest
 from probemarker.sim.exec.runners import DEFAULT_PATH, ExecIO, ExecReply, ExecRequest
@@ -306,7 +306,7 @@ async def through_exec(world: World, daemon: Daemon) -> None:
         return ExecReply(0, answer)
 
     world.sim.exec_handlers.register(DAEMONS, "probemarker-a", "probemarker", reader)
-    settings = RunSettings(kubeconfig=str(world.sim.kubeconfig_path))
+    settings = ConnectionSettings(kubeconfig=str(world.sim.kubeconfig_path))
     await world.wait_pod("nosidecar", lambda p: labels_of(p).get("idle") == "yes")
     with anyio.fail_after(30):
         nodes = await read_cluster(StatusOptions(pod=f"{NS}/nosidecar"), settings)

@@ -14,6 +14,9 @@ TLS material, credentials) from which `client.KubeClient` builds its session.
   and its projected token (re-read as it rotates), as client-go's
   `rest.InClusterConfig` does.
 
+- `connect`: one of the two, as `ConnectionSettings` say (--kubeconfig and --context, as
+  every command that talks to a cluster reads them: `run`, `check`, `status`).
+
 Both also say the connection's default namespace, as kubectl's
 `ClientConfig.Namespace()` does: the kubeconfig context's `namespace`; in a pod
 `POD_NAMESPACE`, else the service account's `namespace` file; else `default`.
@@ -54,7 +57,9 @@ __all__ = [
     "SERVICE_ACCOUNT_DIR",
     "ConfigError",
     "Connection",
+    "ConnectionSettings",
     "TlsMaterial",
+    "connect",
     "load_incluster",
     "load_kubeconfig",
 ]
@@ -281,3 +286,21 @@ def _pod_namespace(env: Mapping[str, str], account_dir: Path) -> tuple[str, str]
         if text:
             return text, f"the service account's namespace ({path})"
     return "default", "the default: the pod gives no namespace"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSettings:
+    """Which API server: a kubeconfig (a file or a `KUBECONFIG` list) and its context,
+    or, with no kubeconfig, the pod's in-cluster configuration."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+
+
+async def connect(
+    settings: ConnectionSettings, environ: Mapping[str, str] | None = None
+) -> Connection:
+    """A kubeconfig when one is named, else the pod's in-cluster configuration."""
+    if settings.kubeconfig:
+        return await load_kubeconfig(settings.kubeconfig, context=settings.context)
+    return load_incluster(environ=dict(os.environ if environ is None else environ))
