@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from probemarker import __version__
-from probemarker.api.fields import printable
+from probemarker.kit.printable import printable
 
 if TYPE_CHECKING:
     from probemarker.demo.stopping import StopSignals

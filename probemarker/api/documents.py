@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from probemarker.api import rules
-from probemarker.api.fields import printable
+from probemarker.kit.printable import printable
 
 
 class DocumentError(ValueError):

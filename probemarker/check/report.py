@@ -59,7 +59,7 @@ from typing import Any, Final
 
 import orjson
 
-from probemarker.api.fields import printable, printable_json
+from probemarker.kit.printable import printable, printable_json
 
 __all__ = [
     "API_VERSION",

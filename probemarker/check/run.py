@@ -147,7 +147,7 @@ def _read(path: str) -> str:
 
 async def marker_from_cluster(client: Any, text: str, group: str, *, err: TextIO) -> Marker:
     """The marker NS/NAME as the API server holds it, validated as the daemon does."""
-    from probemarker.api.fields import printable
+    from probemarker.kit.printable import printable
     from probemarker.watch.markers import marker_resource, read_marker
 
     namespace, name = split_ref(text, "--marker")

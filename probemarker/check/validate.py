@@ -16,9 +16,9 @@ from typing import TextIO
 
 from probemarker.api import rules
 from probemarker.api.documents import Document, DocumentError, load_documents, other_object
-from probemarker.api.fields import printable
 from probemarker.api.parse import marker_ref_text
 from probemarker.api.validation import validate_marker
+from probemarker.kit.printable import printable
 
 __all__ = [
     "EXIT_INVALID",

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 import orjson
 import structlog
 
-from probemarker.api.fields import printable, printable_json
+from probemarker.kit.printable import printable, printable_json
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
 

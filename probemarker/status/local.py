@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from probemarker.api.fields import printable
 from probemarker.api.names import dns1123_label_problems, dns1123_subdomain_problems
+from probemarker.kit.printable import printable
 
 __all__ = [
     "ANSWER_LIMIT",

@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from probemarker.api.fields import printable, printable_json
+from probemarker.kit.printable import printable, printable_json
 from probemarker.observe.snapshot import SNAPSHOT_VERSION
 
 __all__ = [
