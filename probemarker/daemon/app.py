@@ -73,7 +73,7 @@ from probemarker.observe.serve import MetricsServer
 from probemarker.observe.snapshot import head_document, wall_times
 from probemarker.observe.statussocket import StatusRequest, StatusSocket
 from probemarker.probe.cri import CRIExecHandler
-from probemarker.probe.holds import CommandKey
+from probemarker.probe.holdtable import CommandKey
 from probemarker.probe.runner import ProbeRunner
 from probemarker.watch.markers import marker_projection, marker_resource
 from probemarker.watch.pods import PodUID

@@ -29,7 +29,8 @@ from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.grpc import GRPCHandler
 from probemarker.probe.handler import ProbeHandler
-from probemarker.probe.holds import CommandHolds, CommandKey, HoldSettings
+from probemarker.probe.holds import CommandHolds
+from probemarker.probe.holdtable import CommandKey, HoldSettings
 from probemarker.probe.http import HTTPGetHandler
 from probemarker.probe.tcp import TCPSocketHandler
 
