@@ -2,7 +2,7 @@
 
 Stage: the front door. Parses arguments and dispatches: `validate` to
 check/validate.py, `check` to check/run.py, `status` to status/read.py and
-status/render.py, `run` to daemon/app.py, `demo` to demo/,
+status/render.py, `run` to daemon/process.py, `demo` to demo/,
 `sim` to sim/cli.py, `crd` to api/crd.py; each command's imports are made when it runs.
 What it does itself: resolve the settings, map a command's errors to a message and an
 exit code. See docs/cli.md.
@@ -284,7 +284,7 @@ def run_command(args: argparse.Namespace) -> int:
     # ends the start-up: nothing has been done that needs finishing.
     previous = {sig: signal.signal(sig, _stop_starting) for sig in STOP_SIGNALS}
     try:
-        from probemarker.daemon.app import run_daemon  # the daemon's imports, only when it runs
+        from probemarker.daemon.process import run_daemon  # the daemon's imports, only when it runs
         from probemarker.kube.connect.config import ConfigError
         from probemarker.observe.serve import MetricsServerError
         from probemarker.observe.statussocket import StatusSocketError
