@@ -308,7 +308,8 @@ def check_command(args: argparse.Namespace) -> int:
     """`probemarker check`: see probemarker/check/run.py and docs/cli.md."""
     import anyio
 
-    from probemarker.check.run import CheckOptions, UsageError, run_check
+    from probemarker.check.marker import UsageError
+    from probemarker.check.run import CheckOptions, run_check
     from probemarker.daemon import settings
     from probemarker.kube.connect.config import ConfigError
     from probemarker.kube.connect.errors import ApiError, KubeError
