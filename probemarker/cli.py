@@ -2,7 +2,7 @@
 
 Stage: the front door. Parses arguments and dispatches: `validate` to
 check/validate.py, `check` to check/run.py, `status` to status/read.py and
-status/render.py, `run` to daemon/app.py, `demo` to demo/,
+status/render.py, `run` to daemon/process.py, `demo` to demo/,
 `sim` to sim/cli.py, `crd` to api/crd.py; each command's imports are made when it runs.
 What it does itself: resolve the settings, map a command's errors to a message and an
 exit code. See docs/cli.md.
@@ -271,20 +271,18 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         resolved = settings.resolve(args, os.environ)
     except settings.SettingsError as exc:
-        sys.stderr.write(f"probemarker run: {exc}\n")
-        return EXIT_UNREADABLE
+        return _failed("run", str(exc))
     configure_logging(format=resolved.log_format, level=resolved.log_level)
     if resolved.exec_backend == "cri":
         from probemarker.cri.client import missing_library
 
         if (missing := missing_library()) is not None:
-            sys.stderr.write(f"probemarker run: --exec-backend cri: {missing}\n")
-            return EXIT_UNREADABLE
+            return _failed("run", f"--exec-backend cri: {missing}")
     # Until the daemon receives signals itself (its first step), a SIGTERM or SIGINT
     # ends the start-up: nothing has been done that needs finishing.
     previous = {sig: signal.signal(sig, _stop_starting) for sig in STOP_SIGNALS}
     try:
-        from probemarker.daemon.app import run_daemon  # the daemon's imports, only when it runs
+        from probemarker.daemon.process import run_daemon  # the daemon's imports, only when it runs
         from probemarker.kube.connect.config import ConfigError
         from probemarker.observe.serve import MetricsServerError
         from probemarker.observe.statussocket import StatusSocketError
@@ -292,8 +290,7 @@ def run_command(args: argparse.Namespace) -> int:
         try:
             return anyio.run(run_daemon, resolved)
         except (ConfigError, MetricsServerError, StatusSocketError) as exc:
-            sys.stderr.write(f"probemarker run: {exc}\n")
-            return EXIT_UNREADABLE
+            return _failed("run", str(exc))
     except _StoppedStarting as stopped:
         structlog.get_logger("probemarker.app").info(
             "daemon.stopped", signal=signal.Signals(stopped.signum).name, stage="importing"
@@ -308,22 +305,22 @@ def check_command(args: argparse.Namespace) -> int:
     """`probemarker check`: see probemarker/check/run.py and docs/cli.md."""
     import anyio
 
-    from probemarker.check.run import CheckOptions, UsageError, run_check
+    from probemarker.check.marker import UsageError
+    from probemarker.check.run import CheckOptions, run_check
     from probemarker.daemon import settings
     from probemarker.kube.connect.config import ConfigError
-    from probemarker.kube.connect.errors import ApiError, KubeError
+    from probemarker.kube.connect.errors import KubeError
 
     try:
         resolved = settings.resolve_connection(args, os.environ)
     except settings.SettingsError as exc:
-        sys.stderr.write(f"probemarker check: {exc}\n")
-        return EXIT_UNREADABLE
+        return _failed("check", str(exc))
     if args.direct and args.via_api_proxy:
-        sys.stderr.write(
-            "probemarker check: --direct and --via-api-proxy: choose one (--direct connects "
-            "to the pod IP, inside the cluster; --via-api-proxy goes through the API server)\n"
+        return _failed(
+            "check",
+            "--direct and --via-api-proxy: choose one (--direct connects to the pod IP, "
+            "inside the cluster; --via-api-proxy goes through the API server)",
         )
-        return EXIT_UNREADABLE
     options = CheckOptions(
         file=args.file,
         marker=args.marker,
@@ -337,17 +334,9 @@ def check_command(args: argparse.Namespace) -> int:
         return anyio.run(lambda: run_check(options, resolved, out=sys.stdout, err=sys.stderr))
     # Each message may echo what a marker, a file or the API server said: printable.
     except (UsageError, ConfigError) as exc:
-        sys.stderr.write(f"probemarker check: {printable(str(exc))}\n")
-        return EXIT_UNREADABLE
-    except ApiError as exc:  # a refusal: RBAC (403), a missing CRD (404), ...
-        sys.stderr.write(f"probemarker check: the API server refused: {printable(str(exc))}\n")
-        return EXIT_UNREADABLE
+        return _failed("check", printable(str(exc)))
     except KubeError as exc:
-        sys.stderr.write(
-            f"probemarker check: the cluster did not answer: {printable(str(exc))}; check "
-            "the kubeconfig (--kubeconfig, --context) and that its server is reachable\n"
-        )
-        return EXIT_UNREADABLE
+        return _failed("check", _cluster_problem(exc))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
 
@@ -377,14 +366,12 @@ def status_command(args: argparse.Namespace) -> int:
     try:
         check_options(options)
     except UsageError as exc:
-        sys.stderr.write(f"probemarker status: {printable(str(exc))}\n")
-        return EXIT_UNREADABLE
+        return _failed("status", printable(str(exc)))
     if options.local:
         try:
             print_local(options, os.environ, out=sys.stdout.buffer)
         except OSError as exc:
-            sys.stderr.write(f"probemarker status --local: {printable(str(exc))}\n")
-            return EXIT_FAILED
+            return _failed("status --local", printable(str(exc)), EXIT_FAILED)
         except KeyboardInterrupt:
             return EXIT_INTERRUPTED
         return EXIT_OK
@@ -393,7 +380,7 @@ def status_command(args: argparse.Namespace) -> int:
 
     from probemarker.daemon import settings
     from probemarker.kube.connect.config import ConfigError
-    from probemarker.kube.connect.errors import ApiError, KubeError
+    from probemarker.kube.connect.errors import KubeError
     from probemarker.status.read import ReadError, read_cluster, read_local_socket
     from probemarker.status.render import exit_code, render_json, render_text
 
@@ -404,20 +391,11 @@ def status_command(args: argparse.Namespace) -> int:
             resolved = settings.resolve_connection(args, os.environ)
             nodes = anyio.run(lambda: read_cluster(options, resolved.connection))
     except (UsageError, ConfigError, settings.SettingsError) as exc:
-        sys.stderr.write(f"probemarker status: {printable(str(exc))}\n")
-        return EXIT_UNREADABLE
+        return _failed("status", printable(str(exc)))
     except ReadError as exc:
-        sys.stderr.write(f"probemarker status: {printable(str(exc))}\n")
-        return EXIT_FAILED
-    except ApiError as exc:
-        sys.stderr.write(f"probemarker status: the API server refused: {printable(str(exc))}\n")
-        return EXIT_FAILED
+        return _failed("status", printable(str(exc)), EXIT_FAILED)
     except KubeError as exc:
-        sys.stderr.write(
-            f"probemarker status: the cluster did not answer: {printable(str(exc))}; check "
-            "the kubeconfig (--kubeconfig, --context) and that its server is reachable\n"
-        )
-        return EXIT_FAILED
+        return _failed("status", _cluster_problem(exc), EXIT_FAILED)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     asked = " ".join(
@@ -434,6 +412,26 @@ def status_command(args: argparse.Namespace) -> int:
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 EXIT_INTERRUPTED = 128 + signal.SIGINT
+
+
+def _failed(command: str, problem: str, code: int = EXIT_UNREADABLE) -> int:
+    """Every command's failure, said one way: `probemarker COMMAND: PROBLEM`, one line
+    on stderr; `code` is the command's exit code."""
+    sys.stderr.write(f"probemarker {command}: {problem}\n")
+    return code
+
+
+def _cluster_problem(exc: Exception) -> str:
+    """What a command that asks the cluster says of its refusal (`ApiError`: RBAC's
+    403, a missing CRD's 404, ...) or its silence (any other `KubeError`)."""
+    from probemarker.kube.connect.errors import ApiError
+
+    if isinstance(exc, ApiError):
+        return f"the API server refused: {printable(str(exc))}"
+    return (
+        f"the cluster did not answer: {printable(str(exc))}; check the kubeconfig "
+        "(--kubeconfig, --context) and that its server is reachable"
+    )
 
 
 def _demo_signals() -> StopSignals:

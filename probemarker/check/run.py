@@ -4,18 +4,17 @@ would write, write nothing.
 Stage: edge (I/O). Input: `CheckOptions` (from cli.py) and the connection settings
 (`settings.resolve_connection`: --kubeconfig, --context, --marker-group, as `probemarker
 run` reads them). Output: the report on `out` (text or JSON), problems on `err`, and
-the exit code (report.py). The decisions are the daemon's (plan.py says which); the
-requests are reads only: GET/LIST of pods and markers, pods/exec (a GET WebSocket), and
-with --via-api-proxy a GET of pods/proxy. No PATCH, POST, PUT or DELETE is ever sent.
+the exit code (report.py). The marker is a file's or the cluster's (marker.py), the
+decisions the daemon's (plan.py says which); the requests are reads only: GET/LIST of
+pods and markers, pods/exec (a GET WebSocket), and with --via-api-proxy a GET of
+pods/proxy. No PATCH, POST, PUT or DELETE is ever sent.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
 import os
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,10 +22,9 @@ from typing import Any, TextIO
 
 import anyio
 
-from probemarker.api import rules
 from probemarker.api.model import Marker
-from probemarker.api.parse import InvalidMarker
 from probemarker.check import plan
+from probemarker.check.marker import UsageError, marker_to_check, read_marker_file, split_ref
 from probemarker.check.report import (
     CheckReport,
     PodCheck,
@@ -37,7 +35,6 @@ from probemarker.check.report import (
     render_text,
 )
 from probemarker.daemon.settings import RunSettings
-from probemarker.kube.connect.config import Connection
 from probemarker.kube.connect.errors import ApiNotFound
 from probemarker.kube.connect.resources import PODS
 from probemarker.match.identity import ProbeKey
@@ -46,14 +43,10 @@ from probemarker.probe.runner import action_kind
 from probemarker.watch.pods import PodView, pod_view
 from probemarker.write.ownership import pod_projection
 
-__all__ = ["CheckOptions", "UsageError", "run_check", "split_ref"]
+__all__ = ["CheckOptions", "run_check"]
 
 _PROBES_AT_ONCE = 16  # probe runs at once (each an exec connection or a request)
 _STATUS = {Result.SUCCEEDED: Status.SUCCEEDED, Result.FAILED: Status.FAILED}
-
-
-class UsageError(Exception):
-    """A problem with the command line or its input: printed, exit 2."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,111 +58,6 @@ class CheckOptions:
     via_api_proxy: bool = False
     direct: bool = False
     output: str = "text"
-
-
-def split_ref(text: str, what: str) -> tuple[str, str]:
-    """`NS/NAME` -> (NS, NAME); UsageError naming the flag otherwise."""
-    namespace, sep, name = text.partition("/")
-    if not sep or not namespace or not name or "/" in name:
-        raise UsageError(f"{what} {text!r}: expected NAMESPACE/NAME, for example default/web-0")
-    return namespace, name
-
-
-@dataclass(frozen=True, slots=True)
-class MarkerFile:
-    """The one marker document of a file, validated; parsed once its namespace is
-    known (`file_namespace`), which may take the connection's."""
-
-    body: Mapping[str, Any]
-    label: str  # the file, `<stdin>` for `-`
-    namespace: str | None  # metadata.namespace, else --namespace; None: neither
-
-
-def read_marker_file(path: str, namespace: str | None, *, err: TextIO) -> MarkerFile:
-    """The one PodProbeMarker of `path` (`-`: stdin), validated as `probemarker validate`
-    does, with its messages; UsageError when it cannot be used. A `metadata.namespace`
-    that differs from `namespace` (--namespace) is an error, as `kubectl apply -f -n`."""
-    from probemarker.api.documents import DocumentError, load_documents, other_object
-    from probemarker.check.validate import validate_document
-
-    label = "<stdin>" if path == "-" else path
-    try:
-        text = sys.stdin.read() if path == "-" else _read(path)
-        documents = list(load_documents(text))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"-f {label}: cannot read: {exc}") from exc
-    except DocumentError as exc:
-        raise UsageError(f"{label}: {exc}") from exc
-    markers = [d for d in documents if other_object(d.body) is None]
-    if len(markers) != 1:
-        raise UsageError(
-            f"-f {label}: holds {len(markers)} PodProbeMarkers; check runs exactly one "
-            "(put it in a file of its own, or use --marker NS/NAME)"
-        )
-    doc = markers[0]
-    said = io.StringIO()  # `probemarker validate`'s lines, shown only when invalid
-    if not validate_document(label, doc, out=said):
-        err.write(said.getvalue())
-        raise UsageError(f"{label}: the PodProbeMarker is invalid (messages above)")
-    meta = doc.body.get("metadata") or {}
-    own = meta.get("namespace")
-    if own and namespace and own != namespace:
-        raise UsageError(
-            f"the namespace of the marker in {label} ({own}) does not match --namespace "
-            f"{namespace}; drop --namespace or change metadata.namespace"
-        )
-    return MarkerFile(body=doc.body, label=label, namespace=own or namespace)
-
-
-def file_namespace(marker: MarkerFile, connection: Connection) -> tuple[str, str]:
-    """(namespace, where it came from) of a marker file, as `kubectl apply -f` chooses
-    it: `metadata.namespace`, else --namespace, else the connection's (the kubeconfig
-    context's namespace; in a pod, its own), else `default`."""
-    from probemarker.api import names
-
-    if marker.namespace is not None:
-        own = (marker.body.get("metadata") or {}).get("namespace")
-        return marker.namespace, (f"metadata.namespace in {marker.label}" if own else "--namespace")
-    problems = names.dns1123_label_problems(connection.namespace)
-    if problems:
-        raise UsageError(
-            f"-f {marker.label} sets no metadata.namespace, and the default namespace "
-            f"{connection.namespace!r} ({connection.namespace_from}) {problems[0]}; pass "
-            "--namespace NS or fix the namespace there"
-        )
-    return connection.namespace, connection.namespace_from
-
-
-def _read(path: str) -> str:
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
-
-
-async def marker_from_cluster(client: Any, text: str, group: str, *, err: TextIO) -> Marker:
-    """The marker NS/NAME as the API server holds it, validated as the daemon does."""
-    from probemarker.kit.printable import printable
-    from probemarker.watch.markers import marker_resource, read_marker
-
-    namespace, name = split_ref(text, "--marker")
-    resource = marker_resource(group)
-    try:
-        raw = await client.request(
-            "GET", resource.path(namespace, name), info=resource.info("get", namespace, name)
-        )
-    except ApiNotFound as exc:
-        raise UsageError(
-            f"--marker {text}: PodProbeMarker {name} not found in namespace {namespace} "
-            f"(group {group}; kubectl get ppm -A lists them; if none are listed, the CRD of "
-            f"group {group} may not be installed)"
-        ) from exc
-    try:
-        return read_marker(raw, api_version=f"{group}/{rules.VERSION}")
-    except InvalidMarker as exc:
-        for error in exc.errors:
-            err.write(f"cluster: PodProbeMarker {printable(exc.ref)}: {printable(str(error))}\n")
-        raise UsageError(
-            f"--marker {text}: the PodProbeMarker is invalid (messages above)"
-        ) from exc
 
 
 async def _pods(
@@ -325,24 +213,6 @@ def _check_refs(options: CheckOptions) -> None:
         split_ref(text, "--pod")
 
 
-async def _marker(
-    client: Any,
-    options: CheckOptions,
-    marker_file: MarkerFile | None,
-    connection: Connection,
-    group: str,
-    *,
-    err: TextIO,
-) -> tuple[Marker, str]:
-    """The marker to check, and where its namespace came from."""
-    from probemarker.api.parse import parse_marker
-
-    if marker_file is None:
-        return await marker_from_cluster(client, options.marker or "", group, err=err), "--marker"
-    namespace, namespace_from = file_namespace(marker_file, connection)
-    return parse_marker(marker_file.body, default_namespace=namespace), namespace_from
-
-
 async def _check_pods(
     client: Any, settings: RunSettings, options: CheckOptions, marker: Marker
 ) -> list[PodCheck]:
@@ -379,17 +249,18 @@ async def run_check(
     options: CheckOptions, settings: RunSettings, *, out: TextIO, err: TextIO
 ) -> int:
     """See the module docstring; UsageError for exit 2 (the caller prints it)."""
-    from probemarker.daemon.assembly import client_settings, connect
+    from probemarker.daemon.assembly import client_settings
     from probemarker.kube.connect.client import KubeClient
+    from probemarker.kube.connect.config import connect
 
     _check_refs(options)
     marker_file = None
     if options.file is not None:
         marker_file = read_marker_file(options.file, options.namespace, err=err)
-    connection = await connect(settings, dict(os.environ))
+    connection = await connect(settings.connection, dict(os.environ))
     async with KubeClient(connection, settings=client_settings(settings)) as client:
-        marker, namespace_from = await _marker(
-            client, options, marker_file, connection, settings.marker_group, err=err
+        marker, namespace_from = await marker_to_check(
+            client, options.marker, marker_file, connection, settings.marker_group, err=err
         )
         pods = await _check_pods(client, settings, options, marker)
     namespace = marker.ref.namespace

@@ -1,4 +1,5 @@
-"""Wiring of `probemarker run`: the stages in one task group, nothing else.
+"""Wiring of `probemarker run`: the stages in one task group, nothing else (the process
+around it, its signals and its connection: daemon/process.py).
 
     pods informer ──┐                    ┌─> runner (exec, httpGet, ┐
                     │                    │   tcpSocket, grpc)       │
@@ -19,23 +20,18 @@ deleted, a pod relabelled) is cleaned up then, and a pod that matches is not wri
 The health and metrics server (`--metrics-address`, observe/serve.py) listens first,
 before the informers list, so /healthz answers while the daemon waits for an API server
 or a CRD, and /readyz says what it waits for; it closes last, after the shutdown. Its
-connections are held to a share of the open-files limit, which `run_daemon` first
-raises to the hard limit (observe/descriptors.py); the event loop's own reports go
-through structlog, at most one line a minute per kind (observe/looperrors.py).
+connections are held to a share of the open-files limit (observe/descriptors.py),
+which the process raised to the hard limit first.
 
-Shutdown (SIGTERM/SIGINT, at any stage): stop starting probes, give running ones and
-pending writes `shutdown_grace_seconds`, write queued events, exit 0. Before the first
-LISTs there is nothing to finish, so it stops at once. A second signal exits at once
-with 128 + the signal's number.
+Shutdown (`stop` set: a SIGTERM or SIGINT, at any stage): stop starting probes, give
+running ones and pending writes `shutdown_grace_seconds`, write queued events, exit 0.
+Before the first LISTs there is nothing to finish, so it stops at once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import os
-import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -45,7 +41,7 @@ import structlog
 
 from probemarker.api import rules
 from probemarker.cri.client import RuntimeInfo
-from probemarker.daemon.assembly import client_settings, connect, exec_connections, probe_handlers
+from probemarker.daemon.assembly import exec_connections, probe_handlers
 from probemarker.daemon.settings import RunSettings
 from probemarker.engine.engine import Engine, EngineSettings
 from probemarker.engine.report import Reporter
@@ -64,16 +60,14 @@ from probemarker.observe.descriptors import (
     connection_limits,
     idle_http_connections,
     open_files_limit,
-    raise_open_files_limit,
 )
 from probemarker.observe.health import Health, HealthSettings, Heartbeat
-from probemarker.observe.looperrors import LoopErrors
 from probemarker.observe.metrics import HTTPPool, InformerSnapshot, Snapshot, build_registry
 from probemarker.observe.serve import MetricsServer
 from probemarker.observe.snapshot import head_document, wall_times
 from probemarker.observe.statussocket import StatusRequest, StatusSocket
 from probemarker.probe.cri import CRIExecHandler
-from probemarker.probe.holds import CommandKey
+from probemarker.probe.holdtable import CommandKey
 from probemarker.probe.runner import ProbeRunner
 from probemarker.watch.markers import marker_projection, marker_resource
 from probemarker.watch.pods import PodUID
@@ -131,7 +125,8 @@ def engine_settings(settings: RunSettings) -> EngineSettings:
 
 
 class Daemon:
-    """The running daemon: its parts, for `run_daemon` and for tests to look into."""
+    """The running daemon: its parts, for `run_daemon` (daemon/process.py) and for tests
+    to look into."""
 
     def __init__(
         self,
@@ -441,68 +436,3 @@ class Daemon:
             await self.writer.flush_pending()
             await self.events.drain()
         stages.cancel_scope.cancel()
-
-
-async def run_daemon(settings: RunSettings) -> int:
-    """`probemarker run`: until SIGTERM or SIGINT; 0 after a clean shutdown.
-
-    The signals are received from the first moment, so they stop the daemon at every
-    stage: reading the kubeconfig, getting credentials, listing from a dead server,
-    waiting for the CRD, running. A second signal ends the process at once (see
-    `_receive_signals`).
-    """
-    _take_open_files_limit()
-    LoopErrors(clock=MONOTONIC).install()
-    stop = anyio.Event()
-    failed: list[Exception] = []
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
-        async with anyio.create_task_group() as group:
-            group.start_soon(_receive_signals, received, stop, settings.shutdown_grace_seconds)
-            try:
-                await _serve(settings, stop)
-            except Exception as err:  # a ConfigError: re-raised below, not in a group
-                failed.append(err)
-            group.cancel_scope.cancel()
-    if failed:
-        raise failed[0]
-    log.info("daemon.stopped")
-    return 0
-
-
-def _take_open_files_limit() -> None:
-    """The soft open-files limit up to the hard one, once, before any descriptor is
-    needed (observe/descriptors.py says why); one line when it changed or could not."""
-    limit = raise_open_files_limit()
-    if limit.error is not None:
-        log.warning("daemon.open_files_limit", soft=limit.soft, hard=limit.hard, error=limit.error)
-    elif limit.raised:
-        log.info("daemon.open_files_limit", soft=limit.soft, hard=limit.hard, was=limit.before)
-
-
-async def _serve(settings: RunSettings, stop: anyio.Event) -> None:
-    # Connecting may run an exec credential plugin, which may wait for a login.
-    connection = await unless_stopped(stop, lambda: connect(settings))
-    if connection is None:
-        log.info("daemon.stopping", stage="connecting")
-        return
-    log.info("daemon.starting", node=settings.node, server=connection.server)
-    async with KubeClient(connection, settings=client_settings(settings)) as client:
-        await Daemon(client, settings).run(stop=stop)
-
-
-async def _receive_signals(received: AsyncIterator[int], stop: anyio.Event, grace: float) -> None:
-    """The first SIGTERM/SIGINT sets `stop` (a graceful stop within `grace` seconds);
-    a second one exits at once with 128 + its number, as a shell reports a process
-    killed by it (143 for SIGTERM, 130 for SIGINT): whoever sends it has given up
-    waiting, so pending writes are dropped and nothing else is waited for."""
-    async for signum in received:
-        name = signal.Signals(signum).name
-        if not stop.is_set():
-            log.info("daemon.signal", signal=name, grace_seconds=grace)
-            stop.set()
-            continue
-        code = 128 + signum
-        log.warning("daemon.stopped_at_once", signal=name, exit_code=code)
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os._exit(code)

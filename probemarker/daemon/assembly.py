@@ -1,8 +1,9 @@
-"""What `probemarker run` and `probemarker check` are both built from: the connection,
-the client's settings, and the table of probe handlers.
+"""What `probemarker run` and `probemarker check` are both built from: the client's
+settings and the table of probe handlers (the connection is kube/connect/config.py's
+`connect`).
 
-Stage: assembly (wiring, no decisions). Input: `RunSettings`. Output: a `Connection`
-(`connect`), the `ClientSettings` that give every probe run and every held exec stream
+Stage: assembly (wiring, no decisions). Input: `RunSettings`. Output: the
+`ClientSettings` that give every probe run and every held exec stream
 an exec connection of its own (`client_settings`), and `ProbeHandlers`: one handler per
 kind of action (exec, httpGet, tcpSocket, grpc), built once for the settings, entered
 and closed together. The daemon (daemon/app.py) runs its probes through them; `check`
@@ -13,7 +14,7 @@ daemon cannot drift apart on how a probe is run.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, Self
 
@@ -23,13 +24,12 @@ from probemarker.cri.endpoint import socket_path
 from probemarker.daemon.settings import RunSettings
 from probemarker.kit.clock import Clock
 from probemarker.kube.connect.client import ClientSettings, KubeClient
-from probemarker.kube.connect.config import Connection
-from probemarker.kube.connect.config import connect as connect_to
 from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.exec import ExecHandler
 from probemarker.probe.grpc import GRPCHandler
 from probemarker.probe.handler import ProbeHandler
-from probemarker.probe.holds import CommandHolds, CommandKey, HoldSettings
+from probemarker.probe.holds import CommandHolds
+from probemarker.probe.holdtable import CommandKey, HoldSettings
 from probemarker.probe.http import HTTPGetHandler
 from probemarker.probe.tcp import TCPSocketHandler
 
@@ -38,15 +38,9 @@ __all__ = [
     "NetworkHandler",
     "ProbeHandlers",
     "client_settings",
-    "connect",
     "exec_connections",
     "probe_handlers",
 ]
-
-
-async def connect(settings: RunSettings, environ: Mapping[str, str] | None = None) -> Connection:
-    """The connection `settings` name (kube/connect/config.py `connect`)."""
-    return await connect_to(settings.connection, environ)
 
 
 def exec_connections(settings: RunSettings) -> int:

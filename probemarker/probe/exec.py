@@ -62,7 +62,8 @@ from probemarker.kube.exec.execresult import (
 from probemarker.kube.exec.execstream import ExecSettings, run_exec
 from probemarker.match.identity import HeldCommand, ProbeKey, command_digest, container_mark
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
-from probemarker.probe.holds import CommandHolds, CommandKey
+from probemarker.probe.holds import CommandHolds
+from probemarker.probe.holdtable import CommandKey
 from probemarker.probe.limits import EXEC_GRACE, client_wait
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.output import choose_answer, choose_message, clean_message

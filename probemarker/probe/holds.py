@@ -58,18 +58,13 @@ in that window, never a pile: that copy, if it outlives its timeout too, is
 recorded at its next due run like any other (before issue 43 the window was the
 write's coalescing, 50 ms).
 
-Shared by every namespace on the node (issue 40), so fair by namespace (kit/shares.py):
-the `max_streams` held streams are work-conserving (one namespace alone may hold them
-all), and a namespace that finds them all held and holds fewer than its share
-(`max_streams // n`, n the namespaces holding streams and itself) takes one from the
-namespace holding the most: that namespace's oldest held stream is aborted and its
-command held by time alone, to the same end (`limit_hits["share"]`). A namespace at
-or above its share that finds them all held has its own command held by time
-(`limit_hits["streams"]`). So a namespace that hangs commands by the hundred holds
-its share of streams and waits out `limit` for the rest, and another namespace's
-command that outlives its timeout is always read to its end while that namespace
-holds no more than its share. Holds by time alone are bounded too (`_REMEMBERED` in
-all): past that, the namespace holding the most holds forgets its oldest.
+Shared by every namespace on the node (issue 40), so fair by namespace: the
+`max_streams` held streams are shared as probe/holdtable.py says. A stream given up
+for another namespace's share is aborted and its command held by time alone, to the
+same end (`limit_hits["share"]`); a namespace at or above its share that finds them
+all held has its own command held by time (`limit_hits["streams"]`). Holds by time
+alone are bounded too (`_REMEMBERED` in all): past that, the namespace holding the
+most holds forgets its oldest.
 
 Log lines (`exec.hold_*`) are bounded the same way: one a minute per event and
 namespace, saying how many were held back (`kit.repeats`); the counters count all.
@@ -107,91 +102,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol, Self
+from typing import Any, Self
 
 import structlog
 
 from probemarker.kit.clock import MONOTONIC, Clock
 from probemarker.kit.repeats import Repeats
-from probemarker.kit.shares import share, yielder
 from probemarker.match.identity import HeldCommand
+from probemarker.probe.holdtable import (
+    CommandKey,
+    Hold,
+    Holdable,
+    HoldSettings,
+    HoldStats,
+    HoldTable,
+    shown,
+)
 from probemarker.probe.turns import Turns
-from probemarker.watch.pods import PodUID
 
-__all__ = ["CommandHolds", "CommandKey", "HoldSettings", "HoldSlot", "HoldStats", "Holdable"]
+__all__ = ["CommandHolds", "HoldSlot"]
 
 log = structlog.get_logger(__name__)
 
 _REMEMBERED = 65536  # keys held at once, by time or stream (a node runs far fewer probes)
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class CommandKey:
-    """A command (`command_digest` of its argv) in one container of one pod: what a hold
-    holds, whatever probe ran it."""
-
-    namespace: str
-    pod_uid: PodUID
-    container: str  # the container's name; the hold names its instance
-    command: str
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.pod_uid}/{self.container}@{self.command}"
-
-
-class Holdable(Protocol):
-    """A stream whose command may still run (`kube.exec.execstream.HeldStream`)."""
-
-    async def finish(self) -> bool:
-        """Read until the stream ends; close it. True when the command's exit status
-        came (it has ended), False when the stream ended without it."""
-
-    def abort(self) -> None:
-        """Drop the connection now."""
-
-
-@dataclass(frozen=True, slots=True)
-class HoldSettings:
-    limit: float = 600.0  # seconds a command is held at most (--exec-hold-seconds)
-    max_streams: int = 64  # streams held at once (--max-held-exec-streams)
-
-    def __post_init__(self) -> None:
-        if not self.limit > 0 or self.max_streams < 0:
-            raise ValueError("holds need limit > 0 and max_streams >= 0")
-
-
-@dataclass(slots=True)
-class HoldStats:
-    held_total: int = 0  # streams held past their run's deadline
-    ended: int = 0  # of them, those whose command's end was seen
-    lost: int = 0  # of them, those whose stream ended first: held on by time
-    seeded: int = 0  # holds taken over from the pod's record after a restart
-    # holds put on the pod's record: a run of the command came due while it lasted
-    recorded: int = 0
-    # "time": the limit ran out; "streams": no room for a stream (the namespace at its
-    # share); "share": a stream given up for another namespace's share
-    limit_hits: Counter[str] = field(default_factory=Counter)
-
-
-@dataclass(slots=True)
-class _Hold:
-    container: str  # container_mark of the instance it runs in
-    started: int  # wall time, whole seconds
-    until: float  # the clock's time it ends at the latest
-    stream: Holdable | None  # read for the command's end (None: held by time alone)
-    task: asyncio.Task[None] | None = None
-    # on the pod's record (`held_command`): a run of the command came due while it
-    # lasted (`skips`), or the record said so (`seed`)
-    recorded: bool = False
-
-
-def _shown(hold: _Hold | None) -> bool:
-    """Whether the pod's record shows `hold` (`CommandHolds.held_command`): its start
-    and its end change the record, each one write; a hold not shown changes nothing."""
-    return hold is not None and hold.recorded and bool(hold.container)
 
 
 class HoldSlot:
@@ -224,10 +158,7 @@ class CommandHolds:
         self.settings = settings or HoldSettings()
         self._clock, self._wall, self._changed = clock, wall, changed
         self.stats = HoldStats()
-        self._holds: dict[CommandKey, _Hold] = {}
-        # Each namespace's keys, oldest first: what it holds, and what it gives up first.
-        self._by_namespace: dict[str, dict[CommandKey, None]] = {}
-        self._streams: Counter[str] = Counter()  # held streams, by namespace
+        self._holds = HoldTable()
         self._turns: Turns[CommandKey] = Turns()
         # One line per event and namespace a minute: a namespace hanging commands by the
         # hundred does not fill the log (the counters count every one).
@@ -243,7 +174,7 @@ class CommandHolds:
     @property
     def held(self) -> int:
         """Streams held now."""
-        return self._streams.total()
+        return self._holds.held
 
     @property
     def holding(self) -> int:
@@ -252,11 +183,11 @@ class CommandHolds:
 
     def held_by_namespace(self) -> dict[str, int]:
         """Streams held now, by namespace (those holding any)."""
-        return {ns: n for ns, n in self._streams.items() if n > 0}
+        return self._holds.held_by_namespace()
 
     def holding_by_namespace(self) -> dict[str, int]:
         """Commands held now, by namespace (those holding any)."""
-        return {ns: len(keys) for ns, keys in self._by_namespace.items() if keys}
+        return self._holds.holding_by_namespace()
 
     def busy(self, key: CommandKey, container: str) -> bool:
         """Whether `key`'s command may still run in the container instance `container`
@@ -267,7 +198,7 @@ class CommandHolds:
         """What the pod's record says of `key`'s command while it is held, once a run of
         it came due meanwhile (`skips`) or the record said so already (`seed`)."""
         hold = self._current(key, container)
-        if hold is None or not _shown(hold):
+        if hold is None or not shown(hold):
             return None
         return HeldCommand(command=key.command, container=hold.container, started=hold.started)
 
@@ -282,7 +213,7 @@ class CommandHolds:
         if not hold.recorded:
             hold.recorded = True
             self.stats.recorded += 1
-            if _shown(hold):
+            if shown(hold):
                 self._changed(key)
         return True
 
@@ -328,13 +259,13 @@ class CommandHolds:
                 "exec.hold_full",
                 key,
                 held=self.held,
-                namespace_held=self._streams[key.namespace],
+                namespace_held=self._holds.held_in(key.namespace),
                 hint="its command may still run; its probes wait out --exec-hold-seconds "
                 "(the namespace holds its share of --max-held-exec-streams)",
             )
         dropped = self._drop(key)
         now = self._clock.now()
-        recorded = _shown(dropped)  # the record said so of the copy before: it still does
+        recorded = shown(dropped)  # the record said so of the copy before: it still does
         started = int(self._wall())
         self._hold_by_time(key, container, started, now + self.settings.limit, recorded=recorded)
         if recorded:
@@ -350,10 +281,9 @@ class CommandHolds:
         dropped = self._drop(key)  # a hold by time only, whose end came meanwhile
         self.stats.held_total += 1
         now = self._clock.now()
-        hold = _Hold(container, int(self._wall()), now + self.settings.limit, stream=stream)
-        hold.recorded = _shown(dropped)  # the record said so of the copy before
-        self._put(key, hold)
-        self._streams[key.namespace] += 1
+        hold = Hold(container, int(self._wall()), now + self.settings.limit, stream=stream)
+        hold.recorded = shown(dropped)  # the record said so of the copy before
+        self._holds.put(key, hold)  # its stream counted
         hold.task = self._group.create_task(self._keep(key, hold, stream))
         if hold.recorded:
             self._changed(key)
@@ -364,14 +294,8 @@ class CommandHolds:
         total = self.settings.max_streams
         if self.held < total:
             return True
-        giver = yielder(total, self._streams, namespace)
-        if giver is None:
-            return False
-        oldest = next(
-            (k for k in self._by_namespace.get(giver, ()) if self._holds[k].stream is not None),
-            None,
-        )
-        if oldest is None:  # cannot happen: the counts follow the holds
+        oldest = self._holds.stream_to_give_up(namespace, total)
+        if oldest is None:
             return False
         self._yield(oldest, to=namespace)
         return True
@@ -380,8 +304,7 @@ class CommandHolds:
         """Give `key`'s held stream up (for namespace `to`'s share): the command may still
         run, so it stays held, by time alone, to the same end; the record stays."""
         hold = self._holds[key]
-        stream, hold.stream = hold.stream, None
-        self._streams[key.namespace] -= 1
+        stream = self._holds.let_go(key, hold)
         if hold.task is not None:
             hold.task.cancel()
         if stream is not None:
@@ -392,7 +315,7 @@ class CommandHolds:
             "exec.hold_yielded",
             key,
             to=to,
-            share=share(self.settings.max_streams, self._streams, key.namespace),
+            share=self._holds.share(key.namespace, self.settings.max_streams),
             hint="its namespace held more than its share of --max-held-exec-streams: "
             "its probes wait out --exec-hold-seconds",
         )
@@ -404,7 +327,7 @@ class CommandHolds:
         if extra is not None:
             getattr(log, level)(event, command=str(key), **fields, **extra)
 
-    def _current(self, key: CommandKey, container: str) -> _Hold | None:
+    def _current(self, key: CommandKey, container: str) -> Hold | None:
         hold = self._holds.get(key)
         if hold is None or hold.stream is not None:
             return hold  # a held stream ends with its command (a restarted container's too)
@@ -413,64 +336,44 @@ class CommandHolds:
             return None
         if container and hold.container and container != hold.container:
             # another instance of the container: the command died with the old
-            if _shown(self._drop(key)):
+            if shown(self._drop(key)):
                 self._changed(key)
             return None
         return hold
 
-    def _put(self, key: CommandKey, hold: _Hold) -> None:
-        self._holds[key] = hold
-        self._by_namespace.setdefault(key.namespace, {})[key] = None
-
-    def _pop(self, key: CommandKey) -> None:
-        del self._holds[key]
-        keys = self._by_namespace.get(key.namespace)
-        if keys is not None:
-            keys.pop(key, None)
-            if not keys:
-                del self._by_namespace[key.namespace]
-
     def _hold_by_time(
         self, key: CommandKey, container: str, started: int, until: float, *, recorded: bool
     ) -> None:
-        hold = _Hold(container, started, until, stream=None, recorded=recorded)
-        self._put(key, hold)
+        hold = Hold(container, started, until, stream=None, recorded=recorded)
+        self._holds.put(key, hold)
         if self._group is not None:
             hold.task = self._group.create_task(self._expire(key, hold))
-        if len(self._holds) > _REMEMBERED:
-            self._forget_one()
-
-    def _forget_one(self) -> None:
-        """Past `_REMEMBERED` holds: the namespace holding the most forgets its oldest
-        hold by time, so no namespace can push another's holds out."""
-        namespace = max(self._by_namespace, key=lambda ns: (len(self._by_namespace[ns]), ns))
-        oldest = next(
-            (k for k in self._by_namespace[namespace] if self._holds[k].stream is None), None
-        )
-        if oldest is not None:
+        # Past `_REMEMBERED` holds: the namespace holding the most forgets its oldest
+        # hold by time, so no namespace can push another's holds out.
+        if len(self._holds) > _REMEMBERED and (oldest := self._holds.forgettable()) is not None:
             self._drop(oldest)
 
-    def _drop(self, key: CommandKey) -> _Hold | None:
+    def _drop(self, key: CommandKey) -> Hold | None:
         """Forget `key`'s hold (by time only) at once, its task cancelled; the hold
         forgotten, if any."""
         hold = self._holds.get(key)
         if hold is None or hold.stream is not None:
             return None
-        self._pop(key)
+        self._holds.pop(key)
         if hold.task is not None:
             hold.task.cancel()
         return hold
 
-    def _end(self, key: CommandKey, hold: _Hold) -> None:
+    def _end(self, key: CommandKey, hold: Hold) -> None:
         """A hold by time whose limit has passed: counted, and the record follows (if
         it showed the hold)."""
         if self._holds.get(key) is not hold:
             return
-        self._pop(key)
+        self._holds.pop(key)
         if hold.task is not None and hold.task is not asyncio.current_task():
             hold.task.cancel()
         self._limit_hit(key)
-        if _shown(hold):
+        if shown(hold):
             self._changed(key)
 
     def _limit_hit(self, key: CommandKey) -> None:
@@ -482,11 +385,11 @@ class CommandHolds:
             hint="its command may still run in the container; its probes start again",
         )
 
-    async def _expire(self, key: CommandKey, hold: _Hold) -> None:
+    async def _expire(self, key: CommandKey, hold: Hold) -> None:
         await self._clock.sleep(max(0.0, hold.until - self._clock.now()))
         self._end(key, hold)
 
-    async def _keep(self, key: CommandKey, hold: _Hold, stream: Holdable) -> None:
+    async def _keep(self, key: CommandKey, hold: Hold, stream: Holdable) -> None:
         """Read `stream` to its end, within the limit; then the hold ends, unless the
         stream ended without the command's exit status: then it is held by time."""
         try:
@@ -494,10 +397,9 @@ class CommandHolds:
         finally:  # cancelled too (shutdown, or given up for a share): the record stays
             stream.abort()
             if hold.stream is stream:  # still counted: not given up meanwhile
-                hold.stream = None
-                self._streams[key.namespace] -= 1
+                self._holds.let_go(key, hold)
                 if self._holds.get(key) is hold:
-                    self._pop(key)
+                    self._holds.pop(key)
         if ended is None:
             self._limit_hit(key)
         elif ended:
@@ -516,7 +418,7 @@ class CommandHolds:
                 key, hold.container, hold.started, hold.until, recorded=hold.recorded
             )
             return  # still held: the record stays as it is
-        if _shown(hold):
+        if shown(hold):
             self._changed(key)  # the record showed it: it follows
 
     async def _finish(self, key: CommandKey, stream: Holdable) -> bool | None:
@@ -545,5 +447,3 @@ class CommandHolds:
         if group is not None:
             await group.__aexit__(None, None, None)
         self._holds.clear()
-        self._by_namespace.clear()
-        self._streams.clear()

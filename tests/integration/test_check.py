@@ -15,7 +15,8 @@ import orjson
 import pytest
 import yaml
 
-from probemarker.check.run import CheckOptions, UsageError, run_check
+from probemarker.check.marker import UsageError
+from probemarker.check.run import CheckOptions, run_check
 from probemarker.daemon.settings import RunSettings
 from probemarker.sim.exec.runners import ExecReply
 from probemarker.sim.store.patch import apply_json_patch

@@ -17,7 +17,8 @@ from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.exec.execresult import ExecResult, ExecTransportError, TransportFailure
 from probemarker.match.identity import HeldCommand, OwnerRef, command_digest
 from probemarker.probe.exec import ExecHandler
-from probemarker.probe.holds import CommandHolds, CommandKey, HoldSlot
+from probemarker.probe.holds import CommandHolds, HoldSlot
+from probemarker.probe.holdtable import CommandKey
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.runner import ProbeRunner
 from probemarker.watch.pods import PodUID

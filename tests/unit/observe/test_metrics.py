@@ -30,7 +30,8 @@ from probemarker.observe.metrics import (
     build_registry,
     error_label,
 )
-from probemarker.probe.holds import CommandHolds, CommandKey
+from probemarker.probe.holds import CommandHolds
+from probemarker.probe.holdtable import CommandKey
 from probemarker.probe.httppool import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
 from probemarker.watch.pods import PodUID

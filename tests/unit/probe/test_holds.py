@@ -11,7 +11,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from probemarker.match.identity import HeldCommand
-from probemarker.probe.holds import CommandHolds, CommandKey, HoldSettings
+from probemarker.probe.holds import CommandHolds
+from probemarker.probe.holdtable import CommandKey, HoldSettings
 from probemarker.watch.pods import PodUID
 from tests.fakes import FakeClock, until
 
