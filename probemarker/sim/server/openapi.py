@@ -39,8 +39,7 @@ from typing import Any
 
 import orjson
 
-from probemarker.sim.server.deletion import returns_deleted_object
-from probemarker.sim.server.discovery import NAMESPACES, Catalog
+from probemarker.sim.server.discovery import NAMESPACES, Catalog, returns_deleted_object
 from probemarker.sim.server.openapi_crd import crd_schemas, definition_name, list_schema
 from probemarker.sim.server.openapi_meta import (
     DELETE_OPTIONS,
