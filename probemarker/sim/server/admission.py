@@ -43,8 +43,8 @@ from probemarker.sim.server.defaults import admit_namespace, admit_node, admit_p
 from probemarker.sim.server.discovery import CRDS, EVENTS, EVENTS_V1, NAMESPACES, NODES, PODS
 from probemarker.sim.server.discovery import group_version as gv_of
 from probemarker.sim.server.eventcheck import check_event_create, check_event_update
-from probemarker.sim.server.requestinfo import RequestInfo
-from probemarker.sim.server.status import StatusError, bad_request, unsupported_media_type
+from probemarker.sim.server.request.requestinfo import RequestInfo
+from probemarker.sim.server.request.status import StatusError, bad_request, unsupported_media_type
 from probemarker.sim.server.writeoptions import WriteOptions, decode_body
 from probemarker.sim.store.objects import ResourceType, Store
 from probemarker.sim.store.patch import (

@@ -51,10 +51,9 @@ from probemarker.sim.server.discovery import CRDS, EVENTS_V1, PODS, Catalog
 from probemarker.sim.server.events import field_selector_to_core
 from probemarker.sim.server.faults import Faults, RequestKey
 from probemarker.sim.server.podproxy import serve_pod_proxy
-from probemarker.sim.server.protobuf import ProtobufError, decode_object
-from probemarker.sim.server.requestinfo import RequestInfo, parse_request_info
-from probemarker.sim.server.resources import Resources, WriteOptions, decode_body
-from probemarker.sim.server.status import (
+from probemarker.sim.server.request.protobuf import ProtobufError, decode_object
+from probemarker.sim.server.request.requestinfo import RequestInfo, parse_request_info
+from probemarker.sim.server.request.status import (
     StatusError,
     bad_request,
     error_response,
@@ -65,6 +64,7 @@ from probemarker.sim.server.status import (
     unauthorized,
     unsupported_media_type,
 )
+from probemarker.sim.server.resources import Resources, WriteOptions, decode_body
 from probemarker.sim.server.tables import build_table, wants_table
 from probemarker.sim.server.watching import WatchRegistry, serve_watch
 from probemarker.sim.store.listing import make_matcher

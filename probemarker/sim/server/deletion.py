@@ -35,9 +35,9 @@ from probemarker.sim.server.discovery import (
     Catalog,
     returns_deleted_object,
 )
-from probemarker.sim.server.requestinfo import RequestInfo
+from probemarker.sim.server.request.requestinfo import RequestInfo
+from probemarker.sim.server.request.status import StatusError, bad_request
 from probemarker.sim.server.resources import Resources, WriteOptions, decode_body
-from probemarker.sim.server.status import StatusError, bad_request
 from probemarker.sim.store.objects import ResourceType, Store
 
 _UNDELETABLE_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
