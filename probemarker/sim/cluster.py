@@ -46,7 +46,7 @@ from probemarker.sim.kubelet.scheduler import Scheduler
 from probemarker.sim.server.accounting import Accounting
 from probemarker.sim.server.app import ApiServer
 from probemarker.sim.server.crdserving import CrdController
-from probemarker.sim.server.discovery import NODES, Catalog
+from probemarker.sim.server.discovery.catalog import NODES, Catalog
 from probemarker.sim.server.faults import Faults
 from probemarker.sim.server.resources import Resources
 from probemarker.sim.store.objects import Store

@@ -20,7 +20,7 @@ from kubernetes_asyncio.stream import WsApiClient
 from probemarker.sim import SimCluster
 from probemarker.sim.errors import Invalid
 from probemarker.sim.kubelet.images import normalized_image
-from probemarker.sim.server.discovery import EVENTS, PODS
+from probemarker.sim.server.discovery.catalog import EVENTS, PODS
 from probemarker.sim.server.eventcheck import check_event_update
 from probemarker.sim.server.qos import pod_qos_class
 from tests.sim.server_helpers import HAVE_KUBECTL, pod_manifest, raw, run_kubectl

@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from probemarker.sim.errors import ApiError
-from probemarker.sim.server.discovery import EVENTS, NODES
+from probemarker.sim.server.discovery.catalog import EVENTS, NODES
 from probemarker.sim.store.objects import Store
 
 log = logging.getLogger(__name__)

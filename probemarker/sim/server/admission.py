@@ -40,8 +40,15 @@ from probemarker.sim.errors import ApiError
 from probemarker.sim.server import events as event_conv
 from probemarker.sim.server.crdserving import CrdController
 from probemarker.sim.server.defaults import admit_namespace, admit_node, admit_pod
-from probemarker.sim.server.discovery import CRDS, EVENTS, EVENTS_V1, NAMESPACES, NODES, PODS
-from probemarker.sim.server.discovery import group_version as gv_of
+from probemarker.sim.server.discovery.catalog import (
+    CRDS,
+    EVENTS,
+    EVENTS_V1,
+    NAMESPACES,
+    NODES,
+    PODS,
+)
+from probemarker.sim.server.discovery.catalog import group_version as gv_of
 from probemarker.sim.server.eventcheck import check_event_create, check_event_update
 from probemarker.sim.server.request.requestinfo import RequestInfo
 from probemarker.sim.server.request.status import StatusError, bad_request, unsupported_media_type

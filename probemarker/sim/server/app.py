@@ -43,11 +43,11 @@ from probemarker.sim.exec.session import (
     exec_target_error,
     serve_exec,
 )
-from probemarker.sim.server import openapi
 from probemarker.sim.server.accounting import Accounting, RequestRecord
 from probemarker.sim.server.crdserving import CrdController
 from probemarker.sim.server.deletion import Deletions
-from probemarker.sim.server.discovery import CRDS, EVENTS_V1, PODS, Catalog
+from probemarker.sim.server.discovery import openapi
+from probemarker.sim.server.discovery.catalog import CRDS, EVENTS_V1, PODS, Catalog
 from probemarker.sim.server.events import field_selector_to_core
 from probemarker.sim.server.faults import Faults, RequestKey
 from probemarker.sim.server.podproxy import serve_pod_proxy

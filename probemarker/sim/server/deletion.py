@@ -28,7 +28,7 @@ from typing import Any
 
 from probemarker.sim.errors import NotFound
 from probemarker.sim.server.crdserving import CrdController
-from probemarker.sim.server.discovery import (
+from probemarker.sim.server.discovery.catalog import (
     CRDS,
     EVENTS_V1,
     NAMESPACES,

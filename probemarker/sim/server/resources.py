@@ -34,8 +34,8 @@ from typing import Any, Protocol
 from probemarker.sim.server import admission
 from probemarker.sim.server import events as event_conv
 from probemarker.sim.server.crdserving import CrdController
-from probemarker.sim.server.discovery import CRDS, EVENTS_V1, NAMESPACES, PODS, Catalog
-from probemarker.sim.server.discovery import group_version as gv_of
+from probemarker.sim.server.discovery.catalog import CRDS, EVENTS_V1, NAMESPACES, PODS, Catalog
+from probemarker.sim.server.discovery.catalog import group_version as gv_of
 from probemarker.sim.server.request.requestinfo import RequestInfo
 from probemarker.sim.server.request.status import StatusError, bad_request
 from probemarker.sim.server.writeoptions import WriteOptions, decode_body

@@ -3,6 +3,5 @@ and method parsed into a `RequestInfo` (`requestinfo`, k8s.io/apiserver's
 endpoints/request), the protobuf bodies kubectl sends decoded (`protobuf`), and the
 `Status` bodies of the server's own refusals, rendered as responses (`status`).
 
-The server's ground floor: every other room of the server uses it,
-and it uses none of them.
+On the server's ground floor, beside `discovery/`: it uses nothing else of the server.
 """

@@ -96,7 +96,7 @@ def group_version(rt: ResourceType) -> str:
 def returns_deleted_object(rt: ResourceType) -> bool:
     """Whether a DELETE that removed an object of `rt` answers with the object (else with a
     Status): pods, whose registry sets ReturnDeletedObject, and namespaces and CRDs, whose
-    DELETE marks them for their finalizers (deletion.py answers so, and the OpenAPI
+    DELETE marks them for their finalizers (the DELETE handler answers so, and the OpenAPI
     documents say so)."""
     return (rt.group, rt.plural) in _RETURN_OBJECT
 
