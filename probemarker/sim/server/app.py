@@ -48,8 +48,8 @@ from probemarker.sim.server.crdserving import CrdController
 from probemarker.sim.server.deletion import Deletions
 from probemarker.sim.server.discovery import openapi
 from probemarker.sim.server.discovery.catalog import CRDS, EVENTS_V1, PODS, Catalog
-from probemarker.sim.server.events import field_selector_to_core
 from probemarker.sim.server.faults import Faults, RequestKey
+from probemarker.sim.server.kinds.eventconv import field_selector_to_core
 from probemarker.sim.server.podproxy import serve_pod_proxy
 from probemarker.sim.server.request.protobuf import ProtobufError, decode_object
 from probemarker.sim.server.request.requestinfo import RequestInfo, parse_request_info

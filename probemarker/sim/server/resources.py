@@ -22,7 +22,7 @@ Request bodies are checked and admitted in `admission.py`, write options parsed 
 `writeoptions.py`; deletion is in deletion.py.
 
 events.k8s.io/v1 requests are served from the core/v1 events the store keeps,
-converted at the edge (`events.py`).
+converted at the edge (`eventconv.py`).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from probemarker.sim.server import admission
-from probemarker.sim.server import events as event_conv
 from probemarker.sim.server.crdserving import CrdController
 from probemarker.sim.server.discovery.catalog import CRDS, EVENTS_V1, NAMESPACES, PODS, Catalog
 from probemarker.sim.server.discovery.catalog import group_version as gv_of
+from probemarker.sim.server.kinds import eventconv
 from probemarker.sim.server.request.requestinfo import RequestInfo
 from probemarker.sim.server.request.status import StatusError, bad_request
 from probemarker.sim.server.writeoptions import WriteOptions, decode_body
@@ -101,7 +101,7 @@ class Resources:
         awaited :meth:`Store.wait_fresh` for a "not older than" version."""
         field_selector = query.get("fieldSelector") or None
         if field_selector and rt == EVENTS_V1:
-            field_selector = event_conv.field_selector_to_core(field_selector)
+            field_selector = eventconv.field_selector_to_core(field_selector)
         limit_text = query.get("limit")
         try:
             limit = int(limit_text) if limit_text else None
