@@ -44,7 +44,8 @@ from probemarker.sim.exec.session import (
     serve_exec,
 )
 from probemarker.sim.server.accounting import Accounting, RequestRecord
-from probemarker.sim.server.crdserving import CrdController
+from probemarker.sim.server.admission.crdserving import CrdController
+from probemarker.sim.server.admission.writeoptions import WriteOptions, decode_body
 from probemarker.sim.server.deletion import Deletions
 from probemarker.sim.server.discovery import openapi
 from probemarker.sim.server.discovery.catalog import CRDS, EVENTS_V1, PODS, Catalog
@@ -64,7 +65,7 @@ from probemarker.sim.server.request.status import (
     unauthorized,
     unsupported_media_type,
 )
-from probemarker.sim.server.resources import Resources, WriteOptions, decode_body
+from probemarker.sim.server.resources import Resources
 from probemarker.sim.server.tables import build_table, wants_table
 from probemarker.sim.server.watching import WatchRegistry, serve_watch
 from probemarker.sim.store.listing import make_matcher

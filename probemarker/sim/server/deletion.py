@@ -27,7 +27,8 @@ from datetime import datetime
 from typing import Any
 
 from probemarker.sim.errors import NotFound
-from probemarker.sim.server.crdserving import CrdController
+from probemarker.sim.server.admission.crdserving import CrdController
+from probemarker.sim.server.admission.writeoptions import WriteOptions, decode_body
 from probemarker.sim.server.discovery.catalog import (
     CRDS,
     EVENTS_V1,
@@ -37,7 +38,7 @@ from probemarker.sim.server.discovery.catalog import (
 )
 from probemarker.sim.server.request.requestinfo import RequestInfo
 from probemarker.sim.server.request.status import StatusError, bad_request
-from probemarker.sim.server.resources import Resources, WriteOptions, decode_body
+from probemarker.sim.server.resources import Resources
 from probemarker.sim.store.objects import ResourceType, Store
 
 _UNDELETABLE_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})

@@ -5,8 +5,8 @@ As kube-apiserver's generic registry handlers and admission do:
 * the body must be a JSON object whose apiVersion and kind, when set, are the URL's
   (400), and a namespaced object takes the URL's namespace (a different one is 400);
 * create admission per kind: pods, namespaces and nodes get their defaults
-  (`defaults.py`), CRDs are decoded (strictly, per `fieldValidation`), defaulted and
-  checked (`crdserving.py`), events validated (`eventcheck.py`), custom resources
+  (`kinds/defaults.py`), CRDs are decoded (strictly, per `fieldValidation`), defaulted
+  and checked (`crdserving.py`), events validated (`kinds/eventcheck.py`), custom resources
   pruned, defaulted and validated against their schema;
 * update admission: a custom resource is admitted against the stored object (a
   ``status`` write takes only status and metadata, a main write keeps the stored
@@ -21,7 +21,7 @@ As kube-apiserver's generic registry handlers and admission do:
   current resourceVersion unless the patch set one, so it stays a precondition.
 
 events.k8s.io/v1 objects are stored as core/v1 events (:func:`storage_type`,
-:func:`to_view`, :func:`from_view`, converted by `eventconv.py`).
+:func:`to_view`, :func:`from_view`, converted by `kinds/eventconv.py`).
 
 Invariants: request bodies are never mutated (``check_body`` works on a deep copy);
 nothing here writes to the store.
@@ -37,7 +37,8 @@ from datetime import datetime
 from typing import Any
 
 from probemarker.sim.errors import ApiError
-from probemarker.sim.server.crdserving import CrdController
+from probemarker.sim.server.admission.crdserving import CrdController
+from probemarker.sim.server.admission.writeoptions import WriteOptions, decode_body
 from probemarker.sim.server.discovery.catalog import (
     CRDS,
     EVENTS,
@@ -52,7 +53,6 @@ from probemarker.sim.server.kinds.defaults import admit_namespace, admit_node, a
 from probemarker.sim.server.kinds.eventcheck import check_event_create, check_event_update
 from probemarker.sim.server.request.requestinfo import RequestInfo
 from probemarker.sim.server.request.status import StatusError, bad_request, unsupported_media_type
-from probemarker.sim.server.writeoptions import WriteOptions, decode_body
 from probemarker.sim.store.objects import ResourceType, Store
 from probemarker.sim.store.patch import (
     apply_json_patch,
