@@ -48,7 +48,7 @@ from probemarker.sim.server.admission.crdserving import CrdController
 from probemarker.sim.server.app import ApiServer
 from probemarker.sim.server.discovery.catalog import NODES, Catalog
 from probemarker.sim.server.faults import Faults
-from probemarker.sim.server.resources import Resources
+from probemarker.sim.server.handlers.resources import Resources
 from probemarker.sim.store.objects import Store
 
 if TYPE_CHECKING:

@@ -46,12 +46,15 @@ from probemarker.sim.exec.session import (
 from probemarker.sim.server.accounting import Accounting, RequestRecord
 from probemarker.sim.server.admission.crdserving import CrdController
 from probemarker.sim.server.admission.writeoptions import WriteOptions, decode_body
-from probemarker.sim.server.deletion import Deletions
 from probemarker.sim.server.discovery import openapi
 from probemarker.sim.server.discovery.catalog import CRDS, EVENTS_V1, PODS, Catalog
 from probemarker.sim.server.faults import Faults, RequestKey
+from probemarker.sim.server.handlers.deletion import Deletions
+from probemarker.sim.server.handlers.podproxy import serve_pod_proxy
+from probemarker.sim.server.handlers.resources import Resources
+from probemarker.sim.server.handlers.tables import build_table, wants_table
+from probemarker.sim.server.handlers.watching import WatchRegistry, serve_watch
 from probemarker.sim.server.kinds.eventconv import field_selector_to_core
-from probemarker.sim.server.podproxy import serve_pod_proxy
 from probemarker.sim.server.request.protobuf import ProtobufError, decode_object
 from probemarker.sim.server.request.requestinfo import RequestInfo, parse_request_info
 from probemarker.sim.server.request.status import (
@@ -65,9 +68,6 @@ from probemarker.sim.server.request.status import (
     unauthorized,
     unsupported_media_type,
 )
-from probemarker.sim.server.resources import Resources
-from probemarker.sim.server.tables import build_table, wants_table
-from probemarker.sim.server.watching import WatchRegistry, serve_watch
 from probemarker.sim.store.listing import make_matcher
 from probemarker.sim.store.listopts import list_read, watch_start
 from probemarker.sim.store.objects import ResourceType, Store

@@ -36,9 +36,9 @@ from probemarker.sim.server.discovery.catalog import (
     Catalog,
     returns_deleted_object,
 )
+from probemarker.sim.server.handlers.resources import Resources
 from probemarker.sim.server.request.requestinfo import RequestInfo
 from probemarker.sim.server.request.status import StatusError, bad_request
-from probemarker.sim.server.resources import Resources
 from probemarker.sim.store.objects import ResourceType, Store
 
 _UNDELETABLE_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
