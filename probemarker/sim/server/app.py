@@ -43,17 +43,17 @@ from probemarker.sim.exec.session import (
     exec_target_error,
     serve_exec,
 )
-from probemarker.sim.server.accounting import Accounting, RequestRecord
 from probemarker.sim.server.admission.crdserving import CrdController
 from probemarker.sim.server.admission.writeoptions import WriteOptions, decode_body
 from probemarker.sim.server.discovery import openapi
 from probemarker.sim.server.discovery.catalog import CRDS, EVENTS_V1, PODS, Catalog
-from probemarker.sim.server.faults import Faults, RequestKey
 from probemarker.sim.server.handlers.deletion import Deletions
 from probemarker.sim.server.handlers.podproxy import serve_pod_proxy
 from probemarker.sim.server.handlers.resources import Resources
 from probemarker.sim.server.handlers.tables import build_table, wants_table
 from probemarker.sim.server.handlers.watching import WatchRegistry, serve_watch
+from probemarker.sim.server.harness.accounting import Accounting, RequestRecord
+from probemarker.sim.server.harness.faults import Faults, RequestKey
 from probemarker.sim.server.kinds.eventconv import field_selector_to_core
 from probemarker.sim.server.request.protobuf import ProtobufError, decode_object
 from probemarker.sim.server.request.requestinfo import RequestInfo, parse_request_info
