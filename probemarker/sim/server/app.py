@@ -1,21 +1,25 @@
 """The simulated API server's aiohttp application: routing, auth, faults, accounting.
 
+Stage: the top of the sim's API server, over its rooms (`harness/`, `handlers/`,
+`admission/`, `kinds/`, `discovery/`, `request/`); `SimCluster` starts it.
+
 One catch-all route sends every request through `ApiServer.handle`, which:
 
 1. authenticates (when a token is configured: `Authorization: Bearer <token>`,
    otherwise 401 Unauthorized; /version, /healthz, /livez, /readyz stay open
    to anonymous requests as kube-apiserver's system:public-info-viewer has it);
-2. parses resource requests into a `RequestInfo` (requestinfo.py);
-3. applies injected faults (latency, then 429/500/503 failures);
-4. serves discovery (discovery.py), OpenAPI v3 (openapi.py), /version, or the
-   resource verbs (resources.py, watching.py, exec via the exec module, and the
-   pods/proxy subresource, podproxy.py);
-5. records the request in the accounting with its status code, when the
-   response's status line is sent (so before the client sees any of it).
+2. parses resource requests into a `RequestInfo` (request/requestinfo.py);
+3. applies injected faults (latency, then 429/500/503 failures: harness/faults.py);
+4. serves discovery (discovery/catalog.py), OpenAPI v3 (discovery/openapi.py),
+   /version, or the resource verbs (handlers/resources.py, deletion.py, watching.py,
+   exec via the sim's exec module, and the pods/proxy subresource,
+   handlers/podproxy.py);
+5. records the request in the accounting (harness/accounting.py) with its status
+   code, when the response's status line is sent (so before the client sees any of it).
 
 Every refusal is a Kubernetes `Status` (ApiError.to_status()).  Responses are
 JSON (orjson); get, list and watch answer with a meta.k8s.io/v1 Table when the
-client asks for one (tables.py), as `kubectl get` does.
+client asks for one (handlers/tables.py), as `kubectl get` does.
 """
 
 from __future__ import annotations
