@@ -84,7 +84,7 @@ async def _sim_flip_all(
     each pod with `LABEL=value` (pods not labelled in `bound` s are left out). `note`
     goes into the answer's text, so each transition's event note differs."""
     from probemarker.sim.exec.runners import ExecReply
-    from probemarker.sim.server.discovery import PODS
+    from probemarker.sim.server.discovery.catalog import PODS
     from probemarker.sim.store.watchcache import WatchEvent
 
     if value == "true":

@@ -329,7 +329,7 @@ def _serve(conn: multiprocessing.connection.Connection, pods: int) -> None:
 
 async def _serve_async(conn: multiprocessing.connection.Connection, pods: int) -> None:
     from probemarker.sim import SimCluster
-    from probemarker.sim.server.discovery import NAMESPACES, PODS
+    from probemarker.sim.server.discovery.catalog import NAMESPACES, PODS
 
     async with SimCluster(history_limit=200_000, node_names=("node-1",)) as sim:
         sim.store.create(NAMESPACES, {"metadata": {"name": NAMESPACE}}, namespace=None)
@@ -360,7 +360,7 @@ async def _serve_async(conn: multiprocessing.connection.Connection, pods: int) -
 
 
 async def _rewrite(sim: Any, pods: int, count: int) -> None:
-    from probemarker.sim.server.discovery import PODS
+    from probemarker.sim.server.discovery.catalog import PODS
 
     for n in range(count):
         name = f"web-{n % pods:05d}"

@@ -324,7 +324,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from probemarker.api.crd import build_crd
     from probemarker.sim import SimCluster
-    from probemarker.sim.server.discovery import PODS
+    from probemarker.sim.server.discovery.catalog import PODS
     from probemarker.sim.store.watchcache import WatchEvent
 
     floods = [f for f in args.floods.split(",") if f]

@@ -41,7 +41,7 @@ from typing import Any
 
 import yaml
 
-from probemarker.sim.server.accounting import RequestRecord
+from probemarker.sim.server.harness.accounting import RequestRecord
 
 __all__ = [
     "CLUSTER_ROLE",

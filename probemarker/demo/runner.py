@@ -42,8 +42,8 @@ from probemarker.demo.view import Totals, build_layout, stamp, summary_lines
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.sim import SimCluster
-from probemarker.sim.server.discovery import EVENTS
-from probemarker.sim.server.discovery import PODS as POD_RESOURCE
+from probemarker.sim.server.discovery.catalog import EVENTS
+from probemarker.sim.server.discovery.catalog import PODS as POD_RESOURCE
 from probemarker.sim.store.resourcetype import ResourceType
 from probemarker.sim.store.watchcache import WatchEvent
 

@@ -183,7 +183,7 @@ def main(argv: list[str]) -> int:
         # cryptography (of the sim extra) makes the CA, and is imported only in HTTPS
         # mode: a missing one raises ModuleNotFoundError here, before anything starts,
         # for `probemarker sim` to say which extra to install (cli.needs_sim_extra).
-        import probemarker.sim.server.tls  # noqa: F401
+        import probemarker.sim.server.harness.tls  # noqa: F401
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,

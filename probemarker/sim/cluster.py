@@ -43,16 +43,16 @@ from probemarker.sim.exec.runners import HandlerRegistry
 from probemarker.sim.kubelet.node import Kubelet, rfc3339
 from probemarker.sim.kubelet.nodeobject import node_object
 from probemarker.sim.kubelet.scheduler import Scheduler
-from probemarker.sim.server.accounting import Accounting
+from probemarker.sim.server.admission.crdserving import CrdController
 from probemarker.sim.server.app import ApiServer
-from probemarker.sim.server.crdserving import CrdController
-from probemarker.sim.server.discovery import NODES, Catalog
-from probemarker.sim.server.faults import Faults
-from probemarker.sim.server.resources import Resources
+from probemarker.sim.server.discovery.catalog import NODES, Catalog
+from probemarker.sim.server.handlers.resources import Resources
+from probemarker.sim.server.harness.accounting import Accounting
+from probemarker.sim.server.harness.faults import Faults
 from probemarker.sim.store.objects import Store
 
 if TYPE_CHECKING:
-    from probemarker.sim.server.tls import TlsMaterial
+    from probemarker.sim.server.harness.tls import TlsMaterial
 
 
 log = logging.getLogger(__name__)
@@ -141,7 +141,7 @@ class SimCluster:
         assert self._dir is not None
         if self.https:
             # Imported here: `cryptography` is only needed in HTTPS mode.
-            from probemarker.sim.server.tls import generate_tls
+            from probemarker.sim.server.harness.tls import generate_tls
 
             self._tls = generate_tls(self._dir / "tls")
         resources = Resources(

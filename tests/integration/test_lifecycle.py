@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
-from probemarker.sim.server.discovery import PODS
+from probemarker.sim.server.discovery.catalog import PODS
 from tests.integration.world import (
     NS,
     OWNED,

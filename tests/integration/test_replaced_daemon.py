@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from probemarker.sim.exec.runners import ExecReply
-from probemarker.sim.server.discovery import PODS
+from probemarker.sim.server.discovery.catalog import PODS
 from tests.integration.process import DaemonProcess, daemon
 from tests.integration.world import (
     NS,

@@ -17,7 +17,7 @@ from probemarker.kit.text import SHOWN_LIMIT
 from probemarker.observe.snapshot import PROBE_BYTES
 from probemarker.observe.statussocket import StatusRequest
 from probemarker.sim.exec.runners import ExecReply
-from probemarker.sim.server.discovery import EVENTS
+from probemarker.sim.server.discovery.catalog import EVENTS
 from probemarker.sim.store.watchcache import WatchEvent
 from probemarker.status.read import StatusOptions, read_socket
 from tests.integration.world import (

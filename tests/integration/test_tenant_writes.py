@@ -17,7 +17,7 @@ import itertools
 from collections.abc import Callable
 
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
-from probemarker.sim.server.accounting import RequestRecord
+from probemarker.sim.server.harness.accounting import RequestRecord
 from tests.integration.world import (
     World,
     eventually,

@@ -28,7 +28,7 @@ from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.observe.health import HealthSettings
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
-from probemarker.sim.server.discovery import EVENTS, PODS
+from probemarker.sim.server.discovery.catalog import EVENTS, PODS
 from probemarker.sim.store.watchcache import WatchEvent
 from tests.podfields import annotations_of as annotations_of
 from tests.podfields import condition as condition

@@ -22,8 +22,8 @@ from probemarker.kube.watch.cache import Change, ChangeKind, ObjectKey
 from probemarker.kube.watch.informer import PODS, Informer, InformerSettings
 from probemarker.sim import SimCluster
 from probemarker.sim.errors import NotFound
-from probemarker.sim.server.discovery import NAMESPACES as SIM_NAMESPACES
-from probemarker.sim.server.discovery import PODS as SIM_PODS
+from probemarker.sim.server.discovery.catalog import NAMESPACES as SIM_NAMESPACES
+from probemarker.sim.server.discovery.catalog import PODS as SIM_PODS
 from probemarker.write.ownership import pod_projection
 from tests.sim.server_helpers import pod_manifest
 

@@ -181,7 +181,7 @@ async def test_exec_credential_plugin(tls_sim: SimCluster, tmp_path: Path) -> No
 async def test_client_certificate_from_kubeconfig(tls_sim: SimCluster, tmp_path: Path) -> None:
     """Client certificates (`client-certificate`/`client-key`) are loaded into the TLS
     context (the sim does not ask for them, so this shows they load and do no harm)."""
-    from probemarker.sim.server.tls import generate_tls
+    from probemarker.sim.server.harness.tls import generate_tls
 
     material = generate_tls(tmp_path / "client")  # any certificate and key pair will do
     config = tls_sim.kubeconfig()
@@ -203,7 +203,7 @@ async def test_untrusted_server_certificate_is_unreachable(
     tls_sim: SimCluster, tmp_path: Path
 ) -> None:
     from probemarker.kube.connect.errors import ApiUnreachable
-    from probemarker.sim.server.tls import generate_tls
+    from probemarker.sim.server.harness.tls import generate_tls
 
     other_ca = generate_tls(tmp_path / "other")
     config = tls_sim.kubeconfig()

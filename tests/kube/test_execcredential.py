@@ -237,7 +237,7 @@ async def test_plugin_with_cluster_info(tls_sim: SimCluster, tmp_path: Path) -> 
 
 
 async def test_plugin_client_certificate_goes_into_tls(tls_sim: SimCluster, tmp_path: Path) -> None:
-    from probemarker.sim.server.tls import generate_tls
+    from probemarker.sim.server.harness.tls import generate_tls
 
     material = generate_tls(tmp_path / "client")
     status = {
@@ -265,7 +265,7 @@ def test_key_data_is_on_disk_only_while_it_loads(
 ) -> None:
     import tempfile
 
-    from probemarker.sim.server.tls import generate_tls
+    from probemarker.sim.server.harness.tls import generate_tls
 
     material = generate_tls(tmp_path / "client")
     scratch = tmp_path / "scratch"

@@ -20,7 +20,7 @@ from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.watch.cache import ChangeKind, ObjectKey
 from probemarker.kube.watch.informer import PODS, Informer, InformerSettings
 from probemarker.sim import SimCluster
-from probemarker.sim.server.discovery import PODS as SIM_PODS
+from probemarker.sim.server.discovery.catalog import PODS as SIM_PODS
 from probemarker.write.ownership import pod_projection
 from tests.kube.informer_world import (
     FAST,

@@ -31,7 +31,7 @@ from probemarker.kube.connect.errors import (
 from probemarker.kube.write.ratelimit import TokenBucket
 from probemarker.kube.write.statuswrite import patch_pod_status
 from probemarker.sim import SimCluster
-from probemarker.sim.server.discovery import PODS
+from probemarker.sim.server.discovery.catalog import PODS
 from tests.fakes import FakeClock, until
 from tests.kube.conftest import TOKEN
 

@@ -23,7 +23,7 @@ from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.kube.connect.errors import RequestInfo
 from probemarker.kube.connect.tlsresume import ResumingSSLContext, SessionCache
 from probemarker.sim import SimCluster
-from probemarker.sim.server.tls import TlsMaterial
+from probemarker.sim.server.harness.tls import TlsMaterial
 from tests.kube.tls_peers import (
     HOST,
     NAME,

@@ -27,7 +27,7 @@ import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from probemarker.sim.server.tls import TlsMaterial, generate_tls
+from probemarker.sim.server.harness.tls import TlsMaterial, generate_tls
 
 HOST = "127.0.0.1"
 NAME = "localhost"  # the server name the client verifies (on the certificate)

@@ -16,7 +16,7 @@ from typing import Any
 
 from probemarker.api.model import ProbeState
 from probemarker.match.identity import OwnerRef
-from probemarker.sim.server.discovery import PODS
+from probemarker.sim.server.discovery.catalog import PODS
 from probemarker.sim.store.patch import apply_json_patch
 from probemarker.sim.store.strategy import keep_system_meta, status_write
 from probemarker.watch.pods import pod_view

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from probemarker.daemon.settings import parse_run_settings
-from probemarker.sim.server.accounting import RequestRecord
+from probemarker.sim.server.harness.accounting import RequestRecord
 from tests.rbac_check import (
     CLUSTER_ROLE,
     REPO,

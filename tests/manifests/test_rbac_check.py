@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from probemarker.sim.server.accounting import RequestRecord
+from probemarker.sim.server.harness.accounting import RequestRecord
 from tests.rbac_check import PolicyRule, allows, disallowed, load_cluster_role, needed_verbs
 
 

@@ -31,7 +31,7 @@ from probemarker.kube.write.ratelimit import TokenBucket
 from probemarker.kube.write.statuswrite import patch_pod_status
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
-from probemarker.sim.server.accounting import RequestRecord
+from probemarker.sim.server.harness.accounting import RequestRecord
 from probemarker.write.ownership import pod_projection
 from tests.rbac_check import PolicyRule, disallowed, load_cluster_role
 

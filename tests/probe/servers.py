@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 from aiohttp import web
 
-from probemarker.sim.server.tls import generate_tls
+from probemarker.sim.server.harness.tls import generate_tls
 
 OTHER_HOST = "192.0.2.10"  # TEST-NET-1: never reached, a redirect there is not followed
 

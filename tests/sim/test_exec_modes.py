@@ -24,7 +24,7 @@ from kubernetes_asyncio import client
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.plan import ExecFaults
 from probemarker.sim.exec.runners import ExecIO, ExecReply, ExecRequest
-from probemarker.sim.server.faults import Faults
+from probemarker.sim.server.harness.faults import Faults
 from tests.sim.server_helpers import pod_manifest
 
 V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from probemarker.sim import SimCluster
-from probemarker.sim.server.discovery import EVENTS, PODS
+from probemarker.sim.server.discovery.catalog import EVENTS, PODS
 from tests.sim.server_helpers import HAVE_KUBECTL, KUBECTL, Result, raw, run_kubectl
 from tests.sim.test_server_crd import PROJECT_CRD, WIDGET_CRD
 

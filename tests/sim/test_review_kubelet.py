@@ -20,9 +20,9 @@ from kubernetes_asyncio.stream import WsApiClient
 from probemarker.sim import SimCluster
 from probemarker.sim.errors import Invalid
 from probemarker.sim.kubelet.images import normalized_image
-from probemarker.sim.server.discovery import EVENTS, PODS
-from probemarker.sim.server.eventcheck import check_event_update
-from probemarker.sim.server.qos import pod_qos_class
+from probemarker.sim.server.discovery.catalog import EVENTS, PODS
+from probemarker.sim.server.kinds.eventcheck import check_event_update
+from probemarker.sim.server.kinds.qos import pod_qos_class
 from tests.sim.server_helpers import HAVE_KUBECTL, pod_manifest, raw, run_kubectl
 
 
@@ -539,7 +539,7 @@ async def test_kubelet_reports_the_computed_qos_class(
 
 def test_event_note_limit_counts_bytes_as_go_len_does() -> None:
     """validation/events.go: `len(event.Note) > NoteLengthLimit`, Go's len() counts bytes."""
-    from probemarker.sim.server.eventcheck import check_event_create
+    from probemarker.sim.server.kinds.eventcheck import check_event_create
 
     event = {
         "metadata": {"name": "e", "namespace": "default"},

@@ -593,7 +593,7 @@ async def test_list_from_version_zero_ignores_limit(sim: SimCluster) -> None:
 
 def test_any_watch_value_but_false_asks_for_a_watch() -> None:
     """requestinfo.go: ``watch`` values other than false/0 make the verb watch."""
-    from probemarker.sim.server.requestinfo import parse_request_info
+    from probemarker.sim.server.request.requestinfo import parse_request_info
 
     def verb(value: str) -> str:
         info = parse_request_info("GET", PODS, {"watch": value})

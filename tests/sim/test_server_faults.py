@@ -92,7 +92,7 @@ async def test_injected_forbidden_has_the_authorizers_text(sim: SimCluster) -> N
 
 
 def test_fault_codes_are_checked() -> None:
-    from probemarker.sim.server.faults import Faults
+    from probemarker.sim.server.harness.faults import Faults
 
     with pytest.raises(ValueError, match="code must be one of"):
         Faults().fail_requests(code=418)
@@ -171,7 +171,7 @@ async def test_close_watches_ends_streams_cleanly(sim: SimCluster) -> None:
 
 
 def test_share_rules_on_one_verb_add_up() -> None:
-    from probemarker.sim.server.faults import Faults, RequestKey
+    from probemarker.sim.server.harness.faults import Faults, RequestKey
 
     faults = Faults(seed=1)
     first = faults.fail_requests(code=429, share=0.5, verb="list")

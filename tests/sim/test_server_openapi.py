@@ -10,7 +10,7 @@ import orjson
 import yaml
 
 from probemarker.sim import SimCluster
-from probemarker.sim.server.openapi_crd import crd_schemas, definition_name
+from probemarker.sim.server.discovery.openapi_crd import crd_schemas, definition_name
 from tests.sim.server_helpers import pod_manifest, raw
 from tests.sim.test_server_crd import PROJECT_CRD, WIDGET_CRD
 

@@ -6,7 +6,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from probemarker.sim import SimCluster
-from probemarker.sim.server.tables import human_duration, jsonpath_values
+from probemarker.sim.server.handlers.tables import human_duration, jsonpath_values
 from tests.sim.server_helpers import pod_manifest, raw
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"

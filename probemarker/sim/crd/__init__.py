@@ -1,6 +1,6 @@
 """CustomResourceDefinitions as kube-apiserver handles them, grouped as apiextensions-apiserver
 groups them; pure (serving a resource while its CRD exists is the server's,
-probemarker.sim.server.crdserving).
+probemarker.sim.server.admission.crdserving).
 
 - `validation/`: the checks of a CRD itself on create and update (`definition`);
 - `schema/`: the structural schema applied to custom resources: pruning, defaulting,

@@ -57,7 +57,7 @@ from probemarker.sim.kubelet.runtime import (
     rfc3339,
 )
 from probemarker.sim.kubelet.waiting import PodWaits
-from probemarker.sim.server.discovery import PODS
+from probemarker.sim.server.discovery.catalog import PODS
 from probemarker.sim.store.objects import Store
 
 __all__ = ["Kubelet", "pod_ip_for", "rfc3339"]

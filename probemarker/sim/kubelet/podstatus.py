@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probemarker.sim.kubelet.images import image_id, normalized_image
-from probemarker.sim.server.qos import pod_qos_class
+from probemarker.sim.server.kinds.qos import pod_qos_class
 from probemarker.sim.store.objmeta import prune_empty
 
 KUBELET_CONDITIONS = (

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from probemarker.sim.errors import ApiError
-from probemarker.sim.server.discovery import EVENTS
+from probemarker.sim.server.discovery.catalog import EVENTS
 from probemarker.sim.store.objects import Store
 
 __all__ = ["EventRecorder", "field_path"]

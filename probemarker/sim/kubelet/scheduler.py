@@ -16,7 +16,7 @@ Difference from Kubernetes: the binding happens as the pod is created (the
 store keeps pod specs immutable and has no pods/binding), so watchers see the
 pod ADDED already bound instead of ADDED then MODIFIED.  `SimCluster` hands the
 scheduler to the server's create path, which knows it only as a
-`server.resources.PodBinder`.
+`server.handlers.resources.PodBinder`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from probemarker.sim.errors import ApiError
-from probemarker.sim.server.discovery import EVENTS, NODES
+from probemarker.sim.server.discovery.catalog import EVENTS, NODES
 from probemarker.sim.store.objects import Store
 
 log = logging.getLogger(__name__)

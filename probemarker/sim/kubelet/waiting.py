@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from probemarker.sim.errors import ApiError
-from probemarker.sim.server.discovery import PODS
+from probemarker.sim.server.discovery.catalog import PODS
 from probemarker.sim.store.objects import Store
 
 __all__ = ["PodWaits"]

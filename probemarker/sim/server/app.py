@@ -1,21 +1,25 @@
 """The simulated API server's aiohttp application: routing, auth, faults, accounting.
 
+Stage: the top of the sim's API server, over its rooms (`harness/`, `handlers/`,
+`admission/`, `kinds/`, `discovery/`, `request/`); `SimCluster` starts it.
+
 One catch-all route sends every request through `ApiServer.handle`, which:
 
 1. authenticates (when a token is configured: `Authorization: Bearer <token>`,
    otherwise 401 Unauthorized; /version, /healthz, /livez, /readyz stay open
    to anonymous requests as kube-apiserver's system:public-info-viewer has it);
-2. parses resource requests into a `RequestInfo` (requestinfo.py);
-3. applies injected faults (latency, then 429/500/503 failures);
-4. serves discovery (discovery.py), OpenAPI v3 (openapi.py), /version, or the
-   resource verbs (resources.py, watching.py, exec via the exec module, and the
-   pods/proxy subresource, podproxy.py);
-5. records the request in the accounting with its status code, when the
-   response's status line is sent (so before the client sees any of it).
+2. parses resource requests into a `RequestInfo` (request/requestinfo.py);
+3. applies injected faults (latency, then 429/500/503 failures: harness/faults.py);
+4. serves discovery (discovery/catalog.py), OpenAPI v3 (discovery/openapi.py),
+   /version, or the resource verbs (handlers/resources.py, deletion.py, watching.py,
+   exec via the sim's exec module, and the pods/proxy subresource,
+   handlers/podproxy.py);
+5. records the request in the accounting (harness/accounting.py) with its status
+   code, when the response's status line is sent (so before the client sees any of it).
 
 Every refusal is a Kubernetes `Status` (ApiError.to_status()).  Responses are
 JSON (orjson); get, list and watch answer with a meta.k8s.io/v1 Table when the
-client asks for one (tables.py), as `kubectl get` does.
+client asks for one (handlers/tables.py), as `kubectl get` does.
 """
 
 from __future__ import annotations
@@ -43,18 +47,21 @@ from probemarker.sim.exec.session import (
     exec_target_error,
     serve_exec,
 )
-from probemarker.sim.server import openapi
-from probemarker.sim.server.accounting import Accounting, RequestRecord
-from probemarker.sim.server.crdserving import CrdController
-from probemarker.sim.server.deletion import Deletions
-from probemarker.sim.server.discovery import CRDS, EVENTS_V1, PODS, Catalog
-from probemarker.sim.server.events import field_selector_to_core
-from probemarker.sim.server.faults import Faults, RequestKey
-from probemarker.sim.server.podproxy import serve_pod_proxy
-from probemarker.sim.server.protobuf import ProtobufError, decode_object
-from probemarker.sim.server.requestinfo import RequestInfo, parse_request_info
-from probemarker.sim.server.resources import Resources, WriteOptions, decode_body
-from probemarker.sim.server.status import (
+from probemarker.sim.server.admission.crdserving import CrdController
+from probemarker.sim.server.admission.writeoptions import WriteOptions, decode_body
+from probemarker.sim.server.discovery import openapi
+from probemarker.sim.server.discovery.catalog import CRDS, EVENTS_V1, PODS, Catalog
+from probemarker.sim.server.handlers.deletion import Deletions
+from probemarker.sim.server.handlers.podproxy import serve_pod_proxy
+from probemarker.sim.server.handlers.resources import Resources
+from probemarker.sim.server.handlers.tables import build_table, wants_table
+from probemarker.sim.server.handlers.watching import WatchRegistry, serve_watch
+from probemarker.sim.server.harness.accounting import Accounting, RequestRecord
+from probemarker.sim.server.harness.faults import Faults, RequestKey
+from probemarker.sim.server.kinds.eventconv import field_selector_to_core
+from probemarker.sim.server.request.protobuf import ProtobufError, decode_object
+from probemarker.sim.server.request.requestinfo import RequestInfo, parse_request_info
+from probemarker.sim.server.request.status import (
     StatusError,
     bad_request,
     error_response,
@@ -65,8 +72,6 @@ from probemarker.sim.server.status import (
     unauthorized,
     unsupported_media_type,
 )
-from probemarker.sim.server.tables import build_table, wants_table
-from probemarker.sim.server.watching import WatchRegistry, serve_watch
 from probemarker.sim.store.listing import make_matcher
 from probemarker.sim.store.listopts import list_read, watch_start
 from probemarker.sim.store.objects import ResourceType, Store

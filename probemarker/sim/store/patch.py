@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from probemarker.sim.errors import ApiError, BadRequest, PatchFailed
+from probemarker.sim.jsontype import go_json_type
 from probemarker.sim.store.objmeta import copy_json
 from probemarker.sim.store.smp import MERGE_KEYS, apply_strategic_merge_patch
 
@@ -181,12 +182,12 @@ def apply_json_patch(doc: Mapping[str, Any], ops: Any) -> dict[str, Any]:
     """Apply an RFC 6902 patch; 400 for a malformed body, 422 when an operation fails."""
     if not isinstance(ops, list):
         raise BadRequest(
-            f"json: cannot unmarshal {_go_json_type(ops)} into Go value of type jsonpatch.Patch"
+            f"json: cannot unmarshal {go_json_type(ops)} into Go value of type jsonpatch.Patch"
         )
     for op in ops:
         if not isinstance(op, dict):
             raise BadRequest(
-                f"json: cannot unmarshal {_go_json_type(op)} into Go value of type jsonpatch.Operation"
+                f"json: cannot unmarshal {go_json_type(op)} into Go value of type jsonpatch.Operation"
             )
     if len(ops) > 10000:
         raise ApiError(
@@ -203,20 +204,6 @@ def apply_json_patch(doc: Mapping[str, Any], ops: Any) -> dict[str, Any]:
     if not isinstance(out, dict):
         raise PatchFailed("patched document is not an object")
     return out
-
-
-def _go_json_type(value: Any) -> str:
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if value is None:
-        return "null"
-    return "number"
 
 
 # ------------------------------------------------------------------ merge patch (RFC 7386)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from probemarker.sim.crd.gotext.fielderr import go_quote
+from probemarker.sim.jsontype import go_json_type
 
 __all__ = ["Decoded", "Field", "GoType", "Registry", "TypeError_", "decode", "encode"]
 
@@ -130,19 +131,6 @@ class Decoded:
         return error.message() if isinstance(error, TypeError_) else str(error or "")
 
 
-def _json_kind(value: Any) -> str:
-    """The word encoding/json uses for a JSON value in type errors."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _number_text(value: int | float) -> str:
     return str(value) if isinstance(value, int) else repr(value)
 
@@ -230,7 +218,7 @@ def _literal(state: _State, go: GoType, value: Any) -> Any:
         return None
     elif kind == "float":
         return value
-    state.save(_json_kind(value), go.name)
+    state.save(go_json_type(value), go.name)
     return None
 
 

@@ -20,6 +20,7 @@ import re2
 from probemarker.sim.crd.gotext.fielderr import FieldError, go_float, go_json, go_quote
 from probemarker.sim.crd.schema import formats
 from probemarker.sim.crd.schema.node import SchemaNode
+from probemarker.sim.jsontype import json_type
 
 _NONE: Any = object()  # "no correlated old value"
 
@@ -37,20 +38,6 @@ def validate_value(value: Any, schema: SchemaNode) -> list[FieldError]:
     """Validate a bare value against a schema node taken as the root (how CRD defaults are
     checked): errors at the root have the path `<nil>` and messages ` in body ...`."""
     return _Validator().node(value, schema, "", _NONE)
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _types(schema: SchemaNode) -> list[str]:
@@ -123,7 +110,7 @@ class _Validator:
     ) -> list[FieldError]:
         if not types:
             return []
-        actual = _json_type(value)
+        actual = json_type(value)
         if (
             schema.format
             and not (set(types) & {"integer", "number"})

@@ -11,9 +11,9 @@ The answer is what registry.Store answers: while the object is still there
 once it is gone, the object for the resources whose registry sets
 `ReturnDeletedObject` (pods) or whose DELETE only marks the object for its
 finalizers (namespaces, CRDs: the sim removes those at once, but answers as
-their first DELETE does), and otherwise a `Status` (status Success, details
-with name, group, kind = the resource, uid): nodes, events of both APIs and
-custom resources.  `dryRun=All` answers the same way without deleting.
+their first DELETE does; the catalog names them, `returns_deleted_object`), and
+otherwise a `Status` (status Success, details with name, group, kind = the
+resource, uid): nodes, events of both APIs and custom resources.  `dryRun=All` answers the same way without deleting.
 
 The sim has no namespace or CRD controllers, so their work is done here at
 once: deleting a namespace removes everything in it, deleting a CRD stops
@@ -27,23 +27,21 @@ from datetime import datetime
 from typing import Any
 
 from probemarker.sim.errors import NotFound
-from probemarker.sim.server.crdserving import CrdController
-from probemarker.sim.server.discovery import CRDS, EVENTS_V1, NAMESPACES, Catalog
-from probemarker.sim.server.requestinfo import RequestInfo
-from probemarker.sim.server.resources import Resources, WriteOptions, decode_body
-from probemarker.sim.server.status import StatusError, bad_request
+from probemarker.sim.server.admission.crdserving import CrdController
+from probemarker.sim.server.admission.writeoptions import WriteOptions, decode_body
+from probemarker.sim.server.discovery.catalog import (
+    CRDS,
+    EVENTS_V1,
+    NAMESPACES,
+    Catalog,
+    returns_deleted_object,
+)
+from probemarker.sim.server.handlers.resources import Resources
+from probemarker.sim.server.request.requestinfo import RequestInfo
+from probemarker.sim.server.request.status import StatusError, bad_request
 from probemarker.sim.store.objects import ResourceType, Store
 
 _UNDELETABLE_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
-_RETURN_OBJECT = frozenset(
-    {("", "pods"), ("", "namespaces"), ("apiextensions.k8s.io", "customresourcedefinitions")}
-)
-
-
-def returns_deleted_object(rt: ResourceType) -> bool:
-    """Whether a DELETE that removed an object of `rt` answers with the object (else with a
-    Status); see the module docstring."""
-    return (rt.group, rt.plural) in _RETURN_OBJECT
 
 
 def deleted_status(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from probemarker.sim.exec.session import ExecFaults
-from probemarker.sim.server.watching import WatchRegistry
+from probemarker.sim.server.handlers.watching import WatchRegistry
 
 # 429/5xx: overload and failure; 401/403: authentication and RBAC refusals (403 with
 # the authorizer's message naming user, verb, resource and namespace); 404/409/410/422

@@ -24,7 +24,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from probemarker.sim.server.openapi_meta import (
+from probemarker.sim.server.discovery.openapi_meta import (
     list_meta_property,
     object_meta_property,
     ref,

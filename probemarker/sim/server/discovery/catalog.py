@@ -3,9 +3,10 @@
 `Catalog` holds every `ResourceType` the sim serves: the built-in ones
 (namespaces, pods, nodes, core/v1 and events.k8s.io/v1 events,
 customresourcedefinitions) and those of established CRDs, added and removed at
-run time.  From it come the documents of Kubernetes' *legacy* discovery:
-`/api` (APIVersions), `/apis` (APIGroupList), `/apis/<g>` (APIGroup) and
-`/api/v1`, `/apis/<g>/<v>` (APIResourceList).
+run time; `returns_deleted_object` says what a DELETE of each answers.  From it
+come the documents of Kubernetes' *legacy* discovery: `/api` (APIVersions),
+`/apis` (APIGroupList), `/apis/<g>` (APIGroup) and `/api/v1`, `/apis/<g>/<v>`
+(APIResourceList).
 
 Aggregated discovery (apidiscovery.k8s.io/v2) is deliberately not offered:
 the server answers those requests with plain `application/json`, which
@@ -75,6 +76,9 @@ CRDS = _builtin(
     short_names=("crd", "crds"),
 )
 BUILTINS: tuple[ResourceType, ...] = (NAMESPACES, PODS, NODES, EVENTS, EVENTS_V1, CRDS)
+_RETURN_OBJECT = frozenset(
+    {("", "pods"), ("", "namespaces"), ("apiextensions.k8s.io", "customresourcedefinitions")}
+)
 
 # Kind of each subresource in discovery, as kube-apiserver reports it.
 _SUBRESOURCE_KINDS = {"exec": "PodExecOptions", "proxy": "PodProxyOptions"}
@@ -87,6 +91,14 @@ _CATEGORIES = {("", "pods"): ["all"]}
 
 def group_version(rt: ResourceType) -> str:
     return f"{rt.group}/{rt.version}" if rt.group else rt.version
+
+
+def returns_deleted_object(rt: ResourceType) -> bool:
+    """Whether a DELETE that removed an object of `rt` answers with the object (else with a
+    Status): pods, whose registry sets ReturnDeletedObject, and namespaces and CRDs, whose
+    DELETE marks them for their finalizers (the DELETE handler answers so, and the OpenAPI
+    documents say so)."""
+    return (rt.group, rt.plural) in _RETURN_OBJECT
 
 
 class Catalog:

@@ -5,8 +5,8 @@ As kube-apiserver's generic registry handlers and admission do:
 * the body must be a JSON object whose apiVersion and kind, when set, are the URL's
   (400), and a namespaced object takes the URL's namespace (a different one is 400);
 * create admission per kind: pods, namespaces and nodes get their defaults
-  (`defaults.py`), CRDs are decoded (strictly, per `fieldValidation`), defaulted and
-  checked (`crdserving.py`), events validated (`eventcheck.py`), custom resources
+  (`kinds/defaults.py`), CRDs are decoded (strictly, per `fieldValidation`), defaulted
+  and checked (`crdserving.py`), events validated (`kinds/eventcheck.py`), custom resources
   pruned, defaulted and validated against their schema;
 * update admission: a custom resource is admitted against the stored object (a
   ``status`` write takes only status and metadata, a main write keeps the stored
@@ -21,7 +21,7 @@ As kube-apiserver's generic registry handlers and admission do:
   current resourceVersion unless the patch set one, so it stays a precondition.
 
 events.k8s.io/v1 objects are stored as core/v1 events (:func:`storage_type`,
-:func:`to_view`, :func:`from_view`, converted by `events.py`).
+:func:`to_view`, :func:`from_view`, converted by `kinds/eventconv.py`).
 
 Invariants: request bodies are never mutated (``check_body`` works on a deep copy);
 nothing here writes to the store.
@@ -37,15 +37,22 @@ from datetime import datetime
 from typing import Any
 
 from probemarker.sim.errors import ApiError
-from probemarker.sim.server import events as event_conv
-from probemarker.sim.server.crdserving import CrdController
-from probemarker.sim.server.defaults import admit_namespace, admit_node, admit_pod
-from probemarker.sim.server.discovery import CRDS, EVENTS, EVENTS_V1, NAMESPACES, NODES, PODS
-from probemarker.sim.server.discovery import group_version as gv_of
-from probemarker.sim.server.eventcheck import check_event_create, check_event_update
-from probemarker.sim.server.requestinfo import RequestInfo
-from probemarker.sim.server.status import StatusError, bad_request, unsupported_media_type
-from probemarker.sim.server.writeoptions import WriteOptions, decode_body
+from probemarker.sim.server.admission.crdserving import CrdController
+from probemarker.sim.server.admission.writeoptions import WriteOptions, decode_body
+from probemarker.sim.server.discovery.catalog import (
+    CRDS,
+    EVENTS,
+    EVENTS_V1,
+    NAMESPACES,
+    NODES,
+    PODS,
+)
+from probemarker.sim.server.discovery.catalog import group_version as gv_of
+from probemarker.sim.server.kinds import eventconv
+from probemarker.sim.server.kinds.defaults import admit_namespace, admit_node, admit_pod
+from probemarker.sim.server.kinds.eventcheck import check_event_create, check_event_update
+from probemarker.sim.server.request.requestinfo import RequestInfo
+from probemarker.sim.server.request.status import StatusError, bad_request, unsupported_media_type
 from probemarker.sim.store.objects import ResourceType, Store
 from probemarker.sim.store.patch import (
     apply_json_patch,
@@ -83,12 +90,12 @@ def storage_type(rt: ResourceType) -> ResourceType:
 
 def to_view(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     """A stored object as served at ``rt``."""
-    return event_conv.from_core(obj) if rt == EVENTS_V1 else obj
+    return eventconv.from_core(obj) if rt == EVENTS_V1 else obj
 
 
 def from_view(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     """An object served at ``rt`` in its stored form."""
-    return event_conv.to_core(obj) if rt == EVENTS_V1 else obj
+    return eventconv.to_core(obj) if rt == EVENTS_V1 else obj
 
 
 def check_body(rt: ResourceType, body: Any) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from probemarker.sim.server.qos import pod_qos_class
-from probemarker.sim.server.status import StatusError
+from probemarker.sim.server.kinds.qos import pod_qos_class
+from probemarker.sim.server.request.status import StatusError
 
 _TOLERATIONS = [
     {

@@ -38,8 +38,8 @@ from probemarker.sim.crd.schema.structural import (
     status_causes,
 )
 from probemarker.sim.crd.validation import crdtypes, definition
-from probemarker.sim.server.discovery import CRDS, Catalog
-from probemarker.sim.server.status import StatusError
+from probemarker.sim.server.discovery.catalog import CRDS, Catalog
+from probemarker.sim.server.request.status import StatusError
 from probemarker.sim.store.objects import ResourceType, Store
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from probemarker.sim.errors import Invalid, StatusCause
-from probemarker.sim.server.status import bad_request
+from probemarker.sim.server.request.status import bad_request
 
 __all__ = ["WriteOptions", "decode_body"]
 

@@ -4,7 +4,7 @@ Maps a parsed request (`RequestInfo` + body + query) onto the store, the way
 kube-apiserver's generic registry handlers do:
 
 * create: 201, body namespace must match the URL's, kind defaults applied
-  (`defaults.py`), custom resources admitted through their schema, CRDs
+  (`kinds/defaults.py`), custom resources admitted through their schema, CRDs
   checked and then established;
 * update (PUT) and patch: the patch is applied to the current object and the
   result written as an update, all without awaiting in between, so a patch
@@ -18,11 +18,11 @@ kube-apiserver's generic registry handlers do:
   `fieldValidation` and `fieldManager` are validated as kube-apiserver does
   (422 on `PatchOptions.meta.k8s.io ""` etc.).
 
-Request bodies are checked and admitted in `admission.py`, write options parsed in
-`writeoptions.py`; deletion is in deletion.py.
+Request bodies are checked and admitted in `admission/bodies.py`, write options parsed
+in `admission/writeoptions.py`; deletion is in deletion.py.
 
 events.k8s.io/v1 requests are served from the core/v1 events the store keeps,
-converted at the edge (`events.py`).
+converted at the edge (`kinds/eventconv.py`).
 """
 
 from __future__ import annotations
@@ -31,18 +31,18 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from probemarker.sim.server import admission
-from probemarker.sim.server import events as event_conv
-from probemarker.sim.server.crdserving import CrdController
-from probemarker.sim.server.discovery import CRDS, EVENTS_V1, NAMESPACES, PODS, Catalog
-from probemarker.sim.server.discovery import group_version as gv_of
-from probemarker.sim.server.requestinfo import RequestInfo
-from probemarker.sim.server.status import StatusError, bad_request
-from probemarker.sim.server.writeoptions import WriteOptions, decode_body
+from probemarker.sim.server.admission import bodies
+from probemarker.sim.server.admission.crdserving import CrdController
+from probemarker.sim.server.admission.writeoptions import WriteOptions
+from probemarker.sim.server.discovery.catalog import CRDS, EVENTS_V1, NAMESPACES, PODS, Catalog
+from probemarker.sim.server.discovery.catalog import group_version as gv_of
+from probemarker.sim.server.kinds import eventconv
+from probemarker.sim.server.request.requestinfo import RequestInfo
+from probemarker.sim.server.request.status import StatusError, bad_request
 from probemarker.sim.store.listopts import list_read
 from probemarker.sim.store.objects import ResourceType, Store
 
-__all__ = ["PodBinder", "Resources", "WriteOptions", "decode_body"]
+__all__ = ["PodBinder", "Resources"]
 
 
 class PodBinder(Protocol):
@@ -86,9 +86,9 @@ class Resources:
             raise StatusError(404, "NotFound", "the server could not find the requested resource")
         return rt
 
-    storage_type = staticmethod(admission.storage_type)
-    to_view = staticmethod(admission.to_view)
-    from_view = staticmethod(admission.from_view)
+    storage_type = staticmethod(bodies.storage_type)
+    to_view = staticmethod(bodies.to_view)
+    from_view = staticmethod(bodies.from_view)
 
     # -- verbs -----------------------------------------------------------------------
 
@@ -101,7 +101,7 @@ class Resources:
         awaited :meth:`Store.wait_fresh` for a "not older than" version."""
         field_selector = query.get("fieldSelector") or None
         if field_selector and rt == EVENTS_V1:
-            field_selector = event_conv.field_selector_to_core(field_selector)
+            field_selector = eventconv.field_selector_to_core(field_selector)
         limit_text = query.get("limit")
         try:
             limit = int(limit_text) if limit_text else None
@@ -136,9 +136,9 @@ class Resources:
     def create(
         self, rt: ResourceType, info: RequestInfo, body: Any, options: WriteOptions
     ) -> dict[str, Any]:
-        obj = admission.check_body(rt, body)
+        obj = bodies.check_body(rt, body)
         meta = obj.setdefault("metadata", {})
-        admission.bind_namespace(rt, info, meta)
+        bodies.bind_namespace(rt, info, meta)
         # A CRD without a name is refused by its validation, with its other errors (422).
         if not meta.get("name") and not meta.get("generateName") and rt != CRDS:
             raise StatusError(
@@ -148,9 +148,9 @@ class Resources:
                 if rt.is_custom
                 else "resource name may not be empty",
             )
-        obj = admission.admit_create(rt, obj, options, crds=self._crds)
+        obj = bodies.admit_create(rt, obj, options, crds=self._crds)
         if options.dry_run:
-            return admission.dry_run_create(rt, info, obj, store=self._store, clock=self._clock)
+            return bodies.dry_run_create(rt, info, obj, store=self._store, clock=self._clock)
         scheduling = rt == PODS and self._scheduler is not None and not _node_name(obj)
         node = self._scheduler.bind(obj) if scheduling and self._scheduler else None
         created = self._store.create(
@@ -165,7 +165,7 @@ class Resources:
     def update(
         self, rt: ResourceType, info: RequestInfo, body: Any, options: WriteOptions
     ) -> dict[str, Any]:
-        obj = admission.check_body(rt, body)
+        obj = bodies.check_body(rt, body)
         meta = obj.setdefault("metadata", {})
         if meta.get("name") and meta["name"] != info.name:
             raise bad_request(
@@ -173,7 +173,7 @@ class Resources:
                 f"({info.name})"
             )
         meta["name"] = info.name
-        admission.bind_namespace(rt, info, meta)
+        bodies.bind_namespace(rt, info, meta)
         return self._write(rt, info, obj, options)
 
     def patch(
@@ -186,11 +186,11 @@ class Resources:
     ) -> dict[str, Any]:
         """The patch applied to the current object, written as an update without awaiting
         in between (so it never conflicts with itself)."""
-        patch = admission.decode_patch(rt, content_type, body)
+        patch = bodies.decode_patch(rt, content_type, body)
         current = self.to_view(
             rt, self._store.get(self.storage_type(rt), info.namespace or None, info.name)
         )
-        patched = admission.apply_patch(rt, content_type, patch, current)
+        patched = bodies.apply_patch(rt, content_type, patch, current)
         return self._write(rt, info, patched, options)
 
     # -- helpers ---------------------------------------------------------------------
@@ -198,7 +198,7 @@ class Resources:
     def _write(
         self, rt: ResourceType, info: RequestInfo, obj: dict[str, Any], options: WriteOptions
     ) -> dict[str, Any]:
-        obj = admission.admit_update(rt, info, obj, options, store=self._store, crds=self._crds)
+        obj = bodies.admit_update(rt, info, obj, options, store=self._store, crds=self._crds)
         if options.dry_run:
             return self.to_view(rt, obj)
         sub = info.subresource or None

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from probemarker.sim.server.discovery import EVENTS, EVENTS_V1, NAMESPACES, NODES, PODS
+from probemarker.sim.server.discovery.catalog import EVENTS, EVENTS_V1, NAMESPACES, NODES, PODS
 from probemarker.sim.store.objects import ResourceType
 
 Column = dict[str, Any]

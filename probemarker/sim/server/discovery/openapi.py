@@ -2,7 +2,7 @@
 
 `document_for(catalog, path, ...)` answers every non-resource GET the server
 serves besides /version and the health checks: `/api`, `/apis`, `/api/v1`,
-`/apis/<g>`, `/apis/<g>/<v>` (documents built by discovery.Catalog) and
+`/apis/<g>`, `/apis/<g>/<v>` (documents built by catalog.Catalog) and
 `/openapi/v3[/...]`.  `/openapi/v2` is answered with 404.
 
 `/openapi/v3` lists one document per served group-version under `paths`
@@ -39,10 +39,9 @@ from typing import Any
 
 import orjson
 
-from probemarker.sim.server.deletion import returns_deleted_object
-from probemarker.sim.server.discovery import NAMESPACES, Catalog
-from probemarker.sim.server.openapi_crd import crd_schemas, definition_name, list_schema
-from probemarker.sim.server.openapi_meta import (
+from probemarker.sim.server.discovery.catalog import NAMESPACES, Catalog, returns_deleted_object
+from probemarker.sim.server.discovery.openapi_crd import crd_schemas, definition_name, list_schema
+from probemarker.sim.server.discovery.openapi_meta import (
     DELETE_OPTIONS,
     PATCH,
     STATUS,
