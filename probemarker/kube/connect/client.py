@@ -4,22 +4,19 @@ Stage: below every other module of `probemarker.kube`. Input: a `Connection`
 (config.py). Output: parsed JSON answers, the lines of a streaming answer, and
 WebSocket connections; failures as the error tree of errors.py.
 
-- Three connection pools (an aiohttp session each, one SSL context between them,
-  which resumes TLS sessions (tlsresume.py) unless switched off), so a connection
-  held for long never keeps a short request waiting: plain requests (LISTs, GETs,
-  status patches, events; `request_connections`), watch streams (one held per
-  informer scope for minutes; no limit), exec WebSockets (one held per exec run;
-  `exec_connections`, sized by the owner to its cap on probe runs).
-- A TLS connection's read buffer is 64 KiB, not asyncio's 256 KiB
-  (`_smaller_tls_read_buffers`, process-wide), as the daemon holds up to a hundred.
+- Three connection pools (sessions.py: an aiohttp session each, one SSL context
+  between them, which resumes TLS sessions (tlsresume.py) unless switched off), so a
+  connection held for long never keeps a short request waiting: plain requests
+  (LISTs, GETs, status patches, events; `request_connections`), watch streams (one
+  held per informer scope for minutes; no limit), exec WebSockets (one held per exec
+  run; `exec_connections`, sized by the owner to its cap on probe runs).
 - Every call has a deadline: `request_timeout` for a whole request, a read
   deadline for streams (no byte for `read_timeout` seconds is a dead
   connection), the handshake `timeout` for WebSockets. Nothing waits forever on
   a silent socket.
 - A 401 makes the credentials refresh once (a rotated token file is re-read)
   and the request is sent again; a second 401 is `ApiUnauthorized`.
-- This is the only module that sees aiohttp's exceptions: `_mapped` turns them
-  into `ApiUnreachable`/`ApiTimeout`, and error statuses go through
+- aiohttp's exceptions end in sessions.py (`mapped`); error statuses go through
   `error_from_response`.
 
 Where this departs from kubernetes_asyncio's `ApiClient`: no generated models
@@ -32,12 +29,10 @@ aiohttp's 128 KiB line limit, and a single error tree instead of `ApiException`.
 from __future__ import annotations
 
 import asyncio
-import asyncio.sslproto
 import contextlib
 import ssl
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
@@ -50,7 +45,6 @@ from probemarker.kube.connect.config import Connection
 from probemarker.kube.connect.errors import (
     ApiError,
     ApiMalformed,
-    ApiTimeout,
     ApiUnauthorized,
     ApiUnreachable,
     KubeError,
@@ -59,6 +53,13 @@ from probemarker.kube.connect.errors import (
     loads_object,
 )
 from probemarker.kube.connect.listbody import ListBody, ListBodyError
+from probemarker.kube.connect.sessions import (
+    MAX_ERROR_BODY,
+    Pools,
+    kept_refusal,
+    mapped,
+    smaller_tls_read_buffers,
+)
 from probemarker.kube.connect.tlsresume import ResumingSSLContext, SessionCache
 
 __all__ = [
@@ -74,25 +75,6 @@ __all__ = [
 _T = TypeVar("_T")
 
 Params = Mapping[str, str] | Sequence[tuple[str, str]] | None
-
-_MAX_ERROR_BODY = 64 << 10  # an error answer is a Status; never read a huge one whole
-
-# asyncio's TLS transport (`asyncio.sslproto.SSLProtocol`, CPython 3.11 to 3.13) gives
-# every TLS connection a read buffer of `max_size`, 256 KiB, zero-filled when the
-# connection is made however little it reads (python/cpython#109534). The daemon makes
-# one TLS connection per exec run (up to --max-concurrent-probes at once) and keeps up
-# to `request_connections` plain ones and one per watch: on a busy node a hundred, 25
-# MiB of zeroes, the biggest part of its peak on a node of 500 pods (issue 22). 64 KiB
-# still takes four full TLS records (16 KiB each) per read.
-_TLS_READ_BUFFER = 64 << 10
-
-
-def _smaller_tls_read_buffers() -> None:
-    """Lower asyncio's per-connection TLS read buffer to `_TLS_READ_BUFFER` (for the
-    whole process: the class attribute is the only handle asyncio gives)."""
-    protocol = getattr(asyncio.sslproto, "SSLProtocol", None)
-    if protocol is not None and getattr(protocol, "max_size", 0) > _TLS_READ_BUFFER:
-        protocol.max_size = _TLS_READ_BUFFER
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,52 +122,6 @@ class WsClose:
     detail: str = ""
 
 
-# aiohttp's `ws_connect` raises WSServerHandshakeError for a refused upgrade and closes
-# the answer unread, losing the Status that says why (`pods "x" not found`, the kubelet's
-# `container not found ("app")`). `_Response` reads that body while the answer is still
-# open, into the list this variable holds for the duration of a `websocket()` call.
-_HANDSHAKE_BODY: ContextVar[list[bytes] | None] = ContextVar("_HANDSHAKE_BODY", default=None)
-
-
-class _Response(aiohttp.ClientResponse):
-    """aiohttp's response, keeping the body of a refused WebSocket upgrade."""
-
-    async def start(self, connection: Any) -> aiohttp.ClientResponse:
-        response = await super().start(connection)
-        sink = _HANDSHAKE_BODY.get()
-        if sink is not None and self.status >= 400:
-            body = bytearray()
-            with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
-                while len(body) < _MAX_ERROR_BODY and (chunk := await self.content.readany()):
-                    body += chunk
-            sink.append(bytes(body[:_MAX_ERROR_BODY]))
-        return response
-
-
-@contextlib.contextmanager
-def _mapped(
-    info: RequestInfo, forget_tls: Any = None, body: Sequence[bytes] = ()
-) -> Iterator[None]:
-    """Turn aiohttp's and the socket's exceptions into the error tree (the only place)."""
-    try:
-        yield
-    except KubeError:
-        raise
-    except (TimeoutError, aiohttp.ServerTimeoutError) as err:
-        raise ApiTimeout(f"no answer in time ({type(err).__name__})", request=info) from err
-    except aiohttp.WSServerHandshakeError as err:
-        raw = body[-1] if body else b""
-        raise error_from_response(err.status, raw, err.headers or {}, info) from err
-    except (aiohttp.ClientSSLError, ssl.SSLError) as err:
-        if forget_tls is not None:
-            forget_tls()
-        raise ApiUnreachable(f"TLS failure: {err}", request=info) from err
-    except aiohttp.ClientResponseError as err:
-        raise error_from_response(err.status, b"", err.headers or {}, info) from err
-    except (aiohttp.ClientError, OSError) as err:
-        raise ApiUnreachable(f"{type(err).__name__}: {err}", request=info) from err
-
-
 class WebSocket:
     """An open WebSocket to the API server (see `KubeClient.websocket`)."""
 
@@ -196,7 +132,7 @@ class WebSocket:
 
     async def receive(self) -> WsMessage | WsClose:
         """The next data message, or how the connection ended; never raises on a close."""
-        with _mapped(self._info):
+        with mapped(self._info):
             msg = await self._ws.receive()
         if msg.type is aiohttp.WSMsgType.BINARY:
             return WsMessage(msg.data, text=False)
@@ -211,7 +147,7 @@ class WebSocket:
         return WsClose(code=1006 if abnormal else code, abnormal=abnormal, detail=detail)
 
     async def send_bytes(self, data: bytes) -> None:
-        with _mapped(self._info):
+        with mapped(self._info):
             await self._ws.send_bytes(data)
 
     async def close(self) -> None:
@@ -229,32 +165,6 @@ class WebSocket:
         return f"WebSocket({self._info}, protocol={self.protocol!r}, closed={self._ws.closed})"
 
 
-class _Pools:
-    """The three sessions, one per kind of connection (see the module docstring)."""
-
-    def __init__(self, *, requests: int, watches: int, execs: int, **common: Any) -> None:
-        self.requests = self._open(requests, **common)
-        self.watches = self._open(watches, **common)
-        self.execs = self._open(execs, **common)
-
-    @staticmethod
-    def _open(
-        limit: int, *, ssl: ssl.SSLContext | bool, keepalive: float, user_agent: str
-    ) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(ssl=ssl, limit=limit, keepalive_timeout=keepalive)
-        return aiohttp.ClientSession(
-            connector=connector,
-            headers={"User-Agent": user_agent},
-            skip_auto_headers=("Accept-Encoding",),  # the API server's gzip costs CPU on both sides
-            auto_decompress=False,
-            response_class=_Response,
-        )
-
-    async def close(self) -> None:
-        for session in (self.requests, self.watches, self.execs):
-            await session.close()
-
-
 class KubeClient:
     """The sessions to one API server; an async context manager."""
 
@@ -265,7 +175,7 @@ class KubeClient:
             raise ValueError("request_connections and exec_connections must be at least 1")
         self.tls_sessions = SessionCache(max_age=self.settings.tls_session_max_age)
         self._ssl: ssl.SSLContext | None = None
-        self._pools: _Pools | None = None
+        self._pools: Pools | None = None
         # Answers by (verb, resource as RBAC spells it, HTTP status; 0 = no answer), for
         # the metrics: `pods/status`, `podprobemarkers.probemarker.io`; never a name.
         self.requests: Counter[tuple[str, str, int]] = Counter()
@@ -275,13 +185,13 @@ class KubeClient:
 
     async def __aenter__(self) -> KubeClient:
         if self.connection.https:
-            _smaller_tls_read_buffers()
+            smaller_tls_read_buffers()
         tls = self.connection.tls
         if tls is not None:
             self._ssl = tls.ssl_context(
                 resume=self.settings.tls_resumption, cache=self.tls_sessions
             )
-        self._pools = _Pools(
+        self._pools = Pools(
             requests=self.settings.request_connections,
             watches=0,  # one per informer scope, fixed by the configuration: no limit
             execs=self.settings.exec_connections,
@@ -304,7 +214,7 @@ class KubeClient:
     # -- internals ---------------------------------------------------------------------
 
     @property
-    def _open_pools(self) -> _Pools:
+    def _open_pools(self) -> Pools:
         if self._pools is None:
             raise RuntimeError("KubeClient is not open: use `async with KubeClient(...)`")
         return self._pools
@@ -363,7 +273,7 @@ class KubeClient:
         """Send (again after a 401, see `_reauthorized`); an error status raises its error."""
 
         async def attempt() -> aiohttp.ClientResponse:
-            with self._counted(info), _mapped(info, self._forget_tls):
+            with self._counted(info), mapped(info, self._forget_tls):
                 response = await session.request(
                     method,
                     self._url(path),
@@ -383,8 +293,8 @@ class KubeClient:
 
     async def _error_of(self, response: aiohttp.ClientResponse, info: RequestInfo) -> ApiError:
         try:
-            with _mapped(info):
-                body = await response.content.read(_MAX_ERROR_BODY)
+            with mapped(info):
+                body = await response.content.read(MAX_ERROR_BODY)
         except ApiUnreachable:
             body = b""
         finally:
@@ -426,7 +336,7 @@ class KubeClient:
             limits=limits,
         )
         try:
-            with _mapped(info):
+            with mapped(info):
                 raw = await response.read()
         finally:
             response.release()
@@ -440,7 +350,7 @@ class KubeClient:
         info: RequestInfo,
         params: Params = None,
         wait: float | None = None,
-        limit: int = _MAX_ERROR_BODY,
+        limit: int = MAX_ERROR_BODY,
     ) -> RawAnswer:
         """Send a request and return its answer as it is, whatever its status: for
         `pods/proxy`, whose answer is the pod's own (its 500 is not the API server's).
@@ -451,7 +361,7 @@ class KubeClient:
             connect=self.settings.connect_timeout,
         )
         session = self._open_pools.requests
-        with self._counted(info), _mapped(info, self._forget_tls):
+        with self._counted(info), mapped(info, self._forget_tls):
             async with session.request(
                 method,
                 self._url(path),
@@ -505,7 +415,7 @@ class KubeClient:
         read = False
         try:
             while True:
-                with _mapped(info):
+                with mapped(info):
                     chunk = await response.content.readany()
                 if not chunk:
                     break
@@ -572,7 +482,7 @@ class KubeClient:
         buffer = bytearray()
         limit = self.settings.max_line_bytes
         while True:
-            with _mapped(info):
+            with mapped(info):
                 chunk = await response.content.readany()
             if not chunk:
                 break
@@ -623,26 +533,25 @@ class KubeClient:
         wait: float,
     ) -> aiohttp.ClientWebSocketResponse:
         """One upgrade attempt; a refusal raises the error of its status and Status body."""
-        refusal: list[bytes] = []
-        token = _HANDSHAKE_BODY.set(refusal)
-        try:
-            with self._counted(info), _mapped(info, self._forget_tls, refusal):
-                async with asyncio.timeout(wait):
-                    ws: aiohttp.ClientWebSocketResponse = await self._open_pools.execs.ws_connect(
-                        self._url(path),
-                        params=params,
-                        protocols=tuple(protocols),
-                        headers=await self._headers(),
-                        timeout=aiohttp.ClientWSTimeout(
-                            ws_receive=None, ws_close=self.settings.ws_close_timeout
-                        ),
-                        autoclose=True,
-                        autoping=True,
-                        compress=0,
-                        max_msg_size=self.settings.ws_max_message_bytes,
-                        **self._server_hostname(),
-                    )
-        finally:
-            _HANDSHAKE_BODY.reset(token)
+        with (
+            kept_refusal() as refusal,
+            self._counted(info),
+            mapped(info, self._forget_tls, refusal),
+        ):
+            async with asyncio.timeout(wait):
+                ws: aiohttp.ClientWebSocketResponse = await self._open_pools.execs.ws_connect(
+                    self._url(path),
+                    params=params,
+                    protocols=tuple(protocols),
+                    headers=await self._headers(),
+                    timeout=aiohttp.ClientWSTimeout(
+                        ws_receive=None, ws_close=self.settings.ws_close_timeout
+                    ),
+                    autoclose=True,
+                    autoping=True,
+                    compress=0,
+                    max_msg_size=self.settings.ws_max_message_bytes,
+                    **self._server_hostname(),
+                )
         self.requests[(info.verb, info.full_resource, 101)] += 1
         return ws
