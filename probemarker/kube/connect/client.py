@@ -21,9 +21,10 @@ WebSocket connections (websocket.py); failures as the error tree of errors.py.
 
 Where this departs from kubernetes_asyncio's `ApiClient`: no generated models
 (JSON is parsed once with orjson into dicts the caller projects; a LIST item by item
-as it arrives, `list_page`, so a big answer is never held whole), one deadline
-per call instead of none by default, a line splitter for watches without
-aiohttp's 128 KiB line limit, and a single error tree instead of `ApiException`.
+as it arrives, `list_page` (streams.py), so a big answer is never held whole), one
+deadline per call instead of none by default, a line splitter for watches without
+aiohttp's 128 KiB line limit (streams.py), and a single error tree instead of
+`ApiException`.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ from probemarker import __version__
 from probemarker.kube.connect.config import Connection
 from probemarker.kube.connect.errors import (
     ApiError,
-    ApiMalformed,
     ApiUnauthorized,
     ApiUnreachable,
     KubeError,
@@ -52,7 +52,6 @@ from probemarker.kube.connect.errors import (
     error_from_response,
     loads_object,
 )
-from probemarker.kube.connect.listbody import ListBody, ListBodyError
 from probemarker.kube.connect.sessions import (
     MAX_ERROR_BODY,
     Pools,
@@ -60,6 +59,7 @@ from probemarker.kube.connect.sessions import (
     mapped,
     smaller_tls_read_buffers,
 )
+from probemarker.kube.connect.streams import lines, read_list
 from probemarker.kube.connect.tlsresume import ResumingSSLContext, SessionCache
 from probemarker.kube.connect.websocket import WebSocket
 
@@ -326,9 +326,9 @@ class KubeClient:
         wait: float | None = None,
     ) -> dict[str, Any]:
         """GET a list and hand each of its items to `item` as soon as it has arrived
-        (listbody.py), so the answer is never held whole; return the answer without
-        its items (`metadata`: resourceVersion, continue). An exception of `item`
-        propagates (the connection is closed, not reused).
+        (streams.py, listbody.py), so the answer is never held whole; return the answer
+        without its items (`metadata`: resourceVersion, continue). An exception of
+        `item` propagates (the connection is closed, not reused).
 
         `wait`: seconds for the whole request (default `settings.request_timeout`).
         """
@@ -346,32 +346,9 @@ class KubeClient:
             headers={"Accept": "application/json"},
             limits=limits,
         )
-        body = ListBody(max_item_bytes=self.settings.max_line_bytes)
-        read = False
-        try:
-            while True:
-                with mapped(info):
-                    chunk = await response.content.readany()
-                if not chunk:
-                    break
-                try:
-                    raws = body.feed(chunk)
-                except ListBodyError as err:
-                    raise ApiMalformed(f"the list answer: {err}", request=info) from err
-                for raw in raws:
-                    item(loads_object(raw, what="a listed item", request=info))
-            try:
-                rest = body.finish()
-            except ListBodyError as err:
-                raise ApiMalformed(f"the list answer: {err}", request=info) from err
-            read = True
-        finally:
-            # A connection whose answer was not read to its end never goes back to the pool.
-            if read:
-                response.release()
-            else:
-                response.close()
-        return loads_object(rest, what="the answer", request=info)
+        return await read_list(
+            response, info, item=item, max_item_bytes=self.settings.max_line_bytes
+        )
 
     # -- streams -----------------------------------------------------------------------
 
@@ -406,35 +383,10 @@ class KubeClient:
             limits=limits,
         )
         try:
-            yield self._lines(response, info)
+            yield lines(response, info, limit=self.settings.max_line_bytes)
         finally:
             # Never hand a half-read stream back to the pool.
             response.close()
-
-    async def _lines(
-        self, response: aiohttp.ClientResponse, info: RequestInfo
-    ) -> AsyncIterator[bytes]:
-        buffer = bytearray()
-        limit = self.settings.max_line_bytes
-        while True:
-            with mapped(info):
-                chunk = await response.content.readany()
-            if not chunk:
-                break
-            buffer += chunk
-            start = 0
-            while (end := buffer.find(b"\n", start)) >= 0:
-                line = bytes(buffer[start:end])
-                start = end + 1
-                if len(line) > limit:
-                    raise ApiMalformed(f"a stream line is longer than {limit} bytes", request=info)
-                if line.strip():
-                    yield line
-            del buffer[:start]
-            if len(buffer) > limit:
-                raise ApiMalformed(f"a stream line is longer than {limit} bytes", request=info)
-        if bytes(buffer).strip():
-            yield bytes(buffer)
 
     # -- WebSockets --------------------------------------------------------------------
 
