@@ -69,6 +69,8 @@ _T = TypeVar("_T")
 
 Params = Mapping[str, str] | Sequence[tuple[str, str]] | None
 
+_JSON = {"Accept": "application/json"}
+
 
 @dataclass(frozen=True, slots=True)
 class ClientSettings:
@@ -236,6 +238,28 @@ class KubeClient:
             response.close()
         return error_from_response(response.status, body, response.headers, info)
 
+    def _limits(self, wait: float | None) -> aiohttp.ClientTimeout:
+        """A plain request's deadlines: `wait` seconds for it all (default
+        `settings.request_timeout`), `settings.connect_timeout` to connect."""
+        return aiohttp.ClientTimeout(
+            total=wait if wait is not None else self.settings.request_timeout,
+            connect=self.settings.connect_timeout,
+        )
+
+    async def _get(
+        self,
+        session: aiohttp.ClientSession,
+        path: str,
+        *,
+        info: RequestInfo,
+        params: Params,
+        limits: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        """GET a JSON answer whose body the caller reads as it arrives (a LIST, a watch)."""
+        return await self._send(
+            session, "GET", path, info=info, params=params, body=None, headers=_JSON, limits=limits
+        )
+
     # -- plain requests ----------------------------------------------------------------
 
     async def request(
@@ -253,13 +277,9 @@ class KubeClient:
 
         `wait`: seconds for the whole request (default `settings.request_timeout`).
         """
-        headers = {"Accept": "application/json"}
+        headers = dict(_JSON)
         if content_type is not None:
             headers["Content-Type"] = content_type
-        limits = aiohttp.ClientTimeout(
-            total=wait if wait is not None else self.settings.request_timeout,
-            connect=self.settings.connect_timeout,
-        )
         response = await self._send(
             self._open_pools.requests,
             method,
@@ -268,7 +288,7 @@ class KubeClient:
             params=params,
             body=body,
             headers=headers,
-            limits=limits,
+            limits=self._limits(wait),
         )
         try:
             with mapped(info):
@@ -291,10 +311,6 @@ class KubeClient:
         `pods/proxy`, whose answer is the pod's own (its 500 is not the API server's).
         Only what got no answer raises (`ApiUnreachable`, `ApiTimeout`); the body is
         read up to `limit` bytes. No retry after a 401: the caller tells whose it is."""
-        limits = aiohttp.ClientTimeout(
-            total=wait if wait is not None else self.settings.request_timeout,
-            connect=self.settings.connect_timeout,
-        )
         session = self._open_pools.requests
         with self._counted(info), mapped(info, self._forget_tls):
             async with session.request(
@@ -302,7 +318,7 @@ class KubeClient:
                 self._url(path),
                 params=params,
                 headers=await self._headers({"Accept": "*/*"}),
-                timeout=limits,
+                timeout=self._limits(wait),
                 allow_redirects=False,
                 **self._server_hostname(),
             ) as response:
@@ -332,20 +348,8 @@ class KubeClient:
 
         `wait`: seconds for the whole request (default `settings.request_timeout`).
         """
-        limits = aiohttp.ClientTimeout(
-            total=wait if wait is not None else self.settings.request_timeout,
-            connect=self.settings.connect_timeout,
-        )
-        response = await self._send(
-            self._open_pools.requests,
-            "GET",
-            path,
-            info=info,
-            params=params,
-            body=None,
-            headers={"Accept": "application/json"},
-            limits=limits,
-        )
+        pool = self._open_pools.requests
+        response = await self._get(pool, path, info=info, params=params, limits=self._limits(wait))
         return await read_list(
             response, info, item=item, max_item_bytes=self.settings.max_line_bytes
         )
@@ -372,16 +376,8 @@ class KubeClient:
             connect=connect_timeout or self.settings.connect_timeout,
             sock_read=read_timeout,
         )
-        response = await self._send(
-            self._open_pools.watches,
-            "GET",
-            path,
-            info=info,
-            params=params,
-            body=None,
-            headers={"Accept": "application/json"},
-            limits=limits,
-        )
+        pool = self._open_pools.watches
+        response = await self._get(pool, path, info=info, params=params, limits=limits)
         try:
             yield lines(response, info, limit=self.settings.max_line_bytes)
         finally:
