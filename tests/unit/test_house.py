@@ -37,6 +37,7 @@ PURE = [
     "probemarker.api.fieldchecks",
     "probemarker.api.fields",
     "probemarker.api.handlervalidation",
+    "probemarker.api.labelvalidation",
     "probemarker.api.model",
     "probemarker.api.names",
     "probemarker.api.parse",
