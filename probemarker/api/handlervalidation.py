@@ -127,20 +127,39 @@ def _check_port(action: Mapping[str, Any], handler: str, path: str, errors: Erro
         errors.add(port_path, f"{problem}, got {describe(port)}")
 
 
+# A header's two fields: (field, what it holds, most characters, form, what the form is).
+_HEADER_FIELDS = (
+    (
+        "name",
+        "the header name",
+        rules.MAX_HTTP_HEADER_NAME_LENGTH,
+        rules.HTTP_HEADER_NAME_RE,
+        "must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
+    ),
+    (
+        "value",
+        "the header value",
+        rules.MAX_HTTP_HEADER_VALUE_LENGTH,
+        rules.HTTP_HEADER_VALUE_RE,
+        "must not contain control characters other than tab (a line break would add "
+        "a header of its own)",
+    ),
+)
+
+
 def _check_http(action: Mapping[str, Any], path: str, errors: Errors) -> None:
     if (
         "path" in action
         and (text := as_str(action["path"], child(path, "path"), errors)) is not None
     ):
-        if len(text) > rules.MAX_HTTP_PATH_LENGTH:
-            errors.add(
-                child(path, "path"), f"must be no more than {rules.MAX_HTTP_PATH_LENGTH} characters"
-            )
-        elif not matches(rules.HTTP_PATH_RE, text):
-            errors.add(
-                child(path, "path"),
-                f"must be an absolute path starting with '/' without spaces or control characters, got {describe(text)}",
-            )
+        _check_text(
+            text,
+            child(path, "path"),
+            rules.MAX_HTTP_PATH_LENGTH,
+            rules.HTTP_PATH_RE,
+            "must be an absolute path starting with '/' without spaces or control characters",
+            errors,
+        )
     if "scheme" in action:
         scheme = as_str(action["scheme"], child(path, "scheme"), errors)
         if scheme is not None and scheme not in rules.SCHEMES:
@@ -159,26 +178,17 @@ def _check_headers(value: Any, path: str, errors: Errors) -> None:
         if header is None:
             continue
         check_known(header, ("name", "value"), index(path, i), errors)
-        name = required_str(header, "name", index(path, i), errors, "the header name")
-        if name is not None and len(name) > rules.MAX_HTTP_HEADER_NAME_LENGTH:
-            errors.add(
-                child(index(path, i), "name"),
-                f"must be no more than {rules.MAX_HTTP_HEADER_NAME_LENGTH} characters",
-            )
-        elif name is not None and not matches(rules.HTTP_HEADER_NAME_RE, name):
-            errors.add(
-                child(index(path, i), "name"),
-                f"must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~), got {describe(name)}",
-            )
-        value_text = required_str(header, "value", index(path, i), errors, "the header value")
-        if value_text is not None and len(value_text) > rules.MAX_HTTP_HEADER_VALUE_LENGTH:
-            errors.add(
-                child(index(path, i), "value"),
-                f"must be no more than {rules.MAX_HTTP_HEADER_VALUE_LENGTH} characters",
-            )
-        elif value_text is not None and not matches(rules.HTTP_HEADER_VALUE_RE, value_text):
-            errors.add(
-                child(index(path, i), "value"),
-                "must not contain control characters other than tab (a line break would add "
-                f"a header of its own), got {describe(value_text)}",
-            )
+        for field, what, most, form, wrong_form in _HEADER_FIELDS:
+            text = required_str(header, field, index(path, i), errors, what)
+            if text is not None:
+                _check_text(text, child(index(path, i), field), most, form, wrong_form, errors)
+
+
+def _check_text(
+    text: str, path: str, most: int, form: str, wrong_form: str, errors: Errors
+) -> None:
+    """A string of at most `most` characters, of the `form` (a pattern of rules.py)."""
+    if len(text) > most:
+        errors.add(path, f"must be no more than {most} characters")
+    elif not matches(form, text):
+        errors.add(path, f"{wrong_form}, got {describe(text)}")
