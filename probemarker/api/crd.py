@@ -8,6 +8,7 @@ through `x-kubernetes-list-type: map`, as Kruise's patchMergeKeys intend); the r
 (exactly one handler, unique condition types, reserved types, key syntax,
 immutability, no policy label the selector reads) into `x-kubernetes-validations` CEL
 rules, written in standard CEL only so they need no Kubernetes CEL extension library.
+The building blocks (CEL rules, the label and annotation maps) are schemaparts.py's.
 """
 
 from __future__ import annotations
@@ -15,17 +16,15 @@ from __future__ import annotations
 from typing import Any
 
 from probemarker.api import rules
-
-Schema = dict[str, Any]
-
-
-def _cel(rule: str, message: str, **extra: str) -> dict[str, str]:
-    return {"rule": rule, "message": message, **extra}
-
-
-def _quote(text: str) -> str:
-    """A CEL single-quoted string literal."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+from probemarker.api.schemaparts import (
+    LABEL_VALUE,
+    Schema,
+    annotation_map,
+    cel,
+    label_map,
+    qualified_name_rule,
+    quote,
+)
 
 
 def _int(description: str, minimum: int, default: int | None = None) -> Schema:
@@ -40,97 +39,6 @@ def _int(description: str, minimum: int, default: int | None = None) -> Schema:
     if default is not None:
         schema["default"] = default
     return schema
-
-
-def _qualified_name_rule(var: str, pattern: str = rules.QUALIFIED_NAME_RE) -> str:
-    """CEL: `var` is a qualified name (pattern, and a prefix of at most 253 characters)."""
-    return (
-        f"{var}.matches({_quote(pattern)}) && (!{var}.contains('/') "
-        f"|| {var}.matches({_quote(rules.QUALIFIED_NAME_PREFIX_LENGTH_RE)}))"
-    )
-
-
-def _string_map(
-    description: str,
-    *,
-    key_pattern: str,
-    value_schema: Schema,
-    value_rules: list[dict[str, str]],
-    written: bool,
-) -> Schema:
-    """A labels or annotations map: bounded, keys qualified names, values by `value_schema`
-    (and `value_rules` where OpenAPI cannot say it); maps probemarker writes onto pods
-    (`written`) refuse Kubernetes' reserved prefixes. Map keys have no OpenAPI schema, so
-    they are checked in CEL; the API server costs a key as a near-empty string, so each
-    key rule costs little more than one iteration per entry (maxProperties bounds them)."""
-    validations = [
-        _cel(f"self.all(k, {_qualified_name_rule('k', key_pattern)})", rules.MSG_LABEL_KEYS),
-        *value_rules,
-    ]
-    if written:
-        validations += [
-            _cel(f"self.all(k, !k.matches({_quote(pattern)}))", message)
-            for pattern, message in (
-                (rules.RESERVED_KEY_PREFIX_RE, rules.MSG_RESERVED_KEY_PREFIX),
-                (rules.OWN_KEY_PREFIX_RE, rules.MSG_OWN_KEY_PREFIX),
-            )
-        ]
-    return {
-        "type": "object",
-        "description": description,
-        "maxProperties": rules.MAX_POLICY_ENTRIES,
-        "additionalProperties": value_schema,
-        "x-kubernetes-validations": validations,
-    }
-
-
-# A label value: OpenAPI says it all (no CEL needed).
-_LABEL_VALUE: Schema = {
-    "type": "string",
-    "maxLength": rules.MAX_LABEL_VALUE_LENGTH,
-    "pattern": rules.LABEL_VALUE_RE,
-}
-
-
-# A markerPolicy label value may hold {{.Result}} (api/template.py): the pattern
-# counts the action as one character of a label value, so it bounds the value at 63
-# characters for a one-character result; the rendered value is checked on each write.
-_LABEL_TEMPLATE: Schema = {
-    "type": "string",
-    "maxLength": rules.MAX_LABEL_TEMPLATE_LENGTH,
-    "pattern": rules.LABEL_TEMPLATE_RE,
-}
-
-
-def _label_map(description: str, *, written: bool) -> Schema:
-    return _string_map(
-        description,
-        key_pattern=rules.QUALIFIED_NAME_RE,
-        value_schema=dict(_LABEL_TEMPLATE if written else _LABEL_VALUE),
-        value_rules=[],
-        written=written,
-    )
-
-
-def _annotation_map(description: str) -> Schema:
-    # maxLength counts characters; the limit is in bytes, which only CEL can count.
-    return _string_map(
-        description,
-        key_pattern=rules.ANNOTATION_KEY_RE,
-        value_schema={
-            "type": "string",
-            "maxLength": rules.MAX_ANNOTATION_VALUE_BYTES,
-            # every {{ begins {{.Result}}, the one template action accepted
-            "pattern": rules.ANNOTATION_TEMPLATE_RE,
-        },
-        value_rules=[
-            _cel(
-                f"self.all(k, size(bytes(self[k])) <= {rules.MAX_ANNOTATION_VALUE_BYTES})",
-                rules.MSG_ANNOTATION_VALUES,
-            )
-        ],
-        written=True,
-    )
 
 
 # The API server's error for a bad port quotes the pattern; the description says it in words.
@@ -166,7 +74,7 @@ _HOST: Schema = {
 
 
 def _no_host() -> list[dict[str, str]]:
-    return [_cel("!has(self.host)", rules.MSG_HOST, fieldPath=".host")]
+    return [cel("!has(self.host)", rules.MSG_HOST, fieldPath=".host")]
 
 
 def _selector_schema() -> Schema:
@@ -190,21 +98,21 @@ def _selector_schema() -> Schema:
                 "description": "Label values: required for In and NotIn, empty for Exists "
                 "and DoesNotExist.",
                 "maxItems": rules.MAX_SELECTOR_VALUES,
-                "items": dict(_LABEL_VALUE),
+                "items": dict(LABEL_VALUE),
             },
         },
         "x-kubernetes-validations": [
-            _cel(
-                _qualified_name_rule("self.key"),
+            cel(
+                qualified_name_rule("self.key"),
                 rules.MSG_LABEL_KEYS,
                 fieldPath=".key",
             ),
-            _cel(
+            cel(
                 "!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) > 0)",
                 rules.MSG_SELECTOR_VALUES_REQUIRED,
                 fieldPath=".values",
             ),
-            _cel(
+            cel(
                 "!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) "
                 "|| size(self.values) == 0",
                 rules.MSG_SELECTOR_VALUES_FORBIDDEN,
@@ -217,7 +125,7 @@ def _selector_schema() -> Schema:
         "description": "Selects the pods to probe by label, in the marker's namespace. "
         "Required, must not be empty, and cannot be changed after creation.",
         "properties": {
-            "matchLabels": _label_map("Labels the pod must carry, key: value.", written=False),
+            "matchLabels": label_map("Labels the pod must carry, key: value.", written=False),
             "matchExpressions": {
                 "type": "array",
                 "description": "Label requirements the pod must meet, all of them.",
@@ -226,12 +134,12 @@ def _selector_schema() -> Schema:
             },
         },
         "x-kubernetes-validations": [
-            _cel(
+            cel(
                 "(has(self.matchLabels) && size(self.matchLabels) > 0) || "
                 "(has(self.matchExpressions) && size(self.matchExpressions) > 0)",
                 rules.MSG_SELECTOR_EMPTY,
             ),
-            _cel("self == oldSelf", rules.MSG_SELECTOR_IMMUTABLE),
+            cel("self == oldSelf", rules.MSG_SELECTOR_IMMUTABLE),
         ],
     }
 
@@ -253,7 +161,7 @@ def _handlers_schema() -> dict[str, Schema]:
                     "description": "The argv to run; not run in a shell.",
                     "items": {"type": "string", "maxLength": rules.MAX_COMMAND_ARG_LENGTH},
                     "x-kubernetes-validations": [
-                        _cel("size(self) == 0 || size(self[0]) > 0", rules.MSG_COMMAND_EMPTY)
+                        cel("size(self) == 0 || size(self[0]) > 0", rules.MSG_COMMAND_EMPTY)
                     ],
                 },
             },
@@ -357,18 +265,18 @@ def _probe_spec_schema() -> Schema:
         "type": "object",
         "description": "How and when to probe, shaped like a core/v1 Probe.",
         "properties": properties,
-        "x-kubernetes-validations": [_cel(f"{handler_count} == 1", rules.MSG_ONE_HANDLER)],
+        "x-kubernetes-validations": [cel(f"{handler_count} == 1", rules.MSG_ONE_HANDLER)],
     }
 
 
 # CEL: '"' + self + '" is owned by ...', naming the type as the Python validator does.
 _RESERVED_MESSAGE_EXPRESSION = (
-    _quote('"') + " + self + " + _quote('" ' + rules.MSG_RESERVED_CONDITION)
+    quote('"') + " + self + " + quote('" ' + rules.MSG_RESERVED_CONDITION)
 )
 
 
 def _probe_schema() -> Schema:
-    reserved = ", ".join(_quote(t) for t in rules.RESERVED_CONDITION_TYPES)
+    reserved = ", ".join(quote(t) for t in rules.RESERVED_CONDITION_TYPES)
     return {
         "type": "object",
         "description": "One probe: which container, how to probe it, and what to write "
@@ -408,18 +316,18 @@ def _probe_schema() -> Schema:
                             "description": "Succeeded or Failed. Keys of the other state's "
                             "policy that this one does not set are removed from the pod.",
                         },
-                        "labels": _label_map(
+                        "labels": label_map(
                             "Labels set on the pod in this state. A value may hold "
                             "{{.Result}}, the probe's answer (docs/api.md).",
                             written=True,
                         ),
-                        "annotations": _annotation_map(
+                        "annotations": annotation_map(
                             "Annotations set on the pod in this state. A value may hold "
                             "{{.Result}}, the probe's answer (docs/api.md)."
                         ),
                     },
                     "x-kubernetes-validations": [
-                        _cel(
+                        cel(
                             "(has(self.labels) && size(self.labels) > 0) || "
                             "(has(self.annotations) && size(self.annotations) > 0)",
                             rules.MSG_POLICY_EMPTY,
@@ -433,24 +341,24 @@ def _probe_schema() -> Schema:
                 "description": "Pod condition type to write the result to (True on "
                 "Succeeded, False on Failed), e.g. for a readiness gate.",
                 "x-kubernetes-validations": [
-                    _cel(
-                        _qualified_name_rule("self"),
+                    cel(
+                        qualified_name_rule("self"),
                         "must be a qualified name, e.g. example.com/Idle",
                     ),
-                    _cel(
+                    cel(
                         f"!(self in [{reserved}])",
                         rules.MSG_RESERVED_CONDITION,
                         messageExpression=_RESERVED_MESSAGE_EXPRESSION,
                     ),
-                    _cel(
-                        f"!self.matches({_quote(rules.RESERVED_KEY_PREFIX_RE)})",
+                    cel(
+                        f"!self.matches({quote(rules.RESERVED_KEY_PREFIX_RE)})",
                         rules.MSG_RESERVED_CONDITION_PREFIX,
                     ),
                 ],
             },
         },
         "x-kubernetes-validations": [
-            _cel(
+            cel(
                 "(has(self.markerPolicy) && size(self.markerPolicy) > 0) || has(self.podConditionType)",
                 rules.MSG_POLICY_OR_CONDITION,
             )
@@ -475,7 +383,7 @@ def _selector_labels_not_written() -> dict[str, str]:
         f"((!has({labels}) || {labels}.all(k, !(k in m.labels))) && "
         f"(!has({expressions}) || {expressions}.all(e, !(e.key in m.labels))))))"
     )
-    return _cel(
+    return cel(
         rule,
         f"a markerPolicy writes a label {rules.MSG_SELECTOR_LABEL_WRITTEN} "
         "(probemarker validate names it)",
@@ -502,7 +410,7 @@ def _spec_schema() -> Schema:
                 "description": "The probes to run on every selected pod.",
                 "items": _probe_schema(),
                 "x-kubernetes-validations": [
-                    _cel(
+                    cel(
                         "self.all(p, !has(p.podConditionType) || self.exists_one(q, "
                         "has(q.podConditionType) && q.podConditionType == p.podConditionType))",
                         rules.MSG_CONDITION_TYPES_UNIQUE,

@@ -42,6 +42,7 @@ PURE = [
     "probemarker.api.names",
     "probemarker.api.parse",
     "probemarker.api.rules",
+    "probemarker.api.schemaparts",
     "probemarker.api.template",
     "probemarker.api.validation",
     "probemarker.watch.pods",
