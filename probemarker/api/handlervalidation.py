@@ -5,7 +5,8 @@ Stage: api (pure), under validation.py. Input: the `probe` map of one entry of
 pass's `Errors`: not exactly one handler (exec, httpGet, tcpSocket, grpc), a field the
 handler does not know, the refused `host`, the command, the port, the httpGet path,
 scheme and headers, the gRPC service, a timing field under its minimum. The limits
-and messages are `rules.py`'s, which the CRD (crd.py) states too.
+and messages are `rules.py`'s, which the CRD's probe schema (probeschema.py) states
+too.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ and requirements, never empty), the policies (`check_policies`: one per state, t
 label and annotation maps they write, `{{.Result}}` in their values, no reserved or
 own key prefix) and the rule between the two (`check_selector_labels_not_written`:
 no policy writes a label the selector reads). The limits and messages are
-`rules.py`'s, which the CRD (crd.py) states too.
+`rules.py`'s, which the CRD (crd.py, probeschema.py) states too.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The building blocks of the CRD's schema: CEL rules, and the label and annotation maps.
 
-Stage: api (pure), under crd.py. Input: the limits, patterns and messages of
+Stage: api (pure), under crd.py and probeschema.py. Input: the limits, patterns and messages of
 `rules.py`. Output: pieces of OpenAPI schema: a CEL rule (`cel`) and a CEL string
 literal (`quote`); the CEL test of a qualified name (`qualified_name_rule`); a label
 value (`LABEL_VALUE`); a map of labels (`label_map`, a value of a written one may

@@ -41,6 +41,7 @@ PURE = [
     "probemarker.api.model",
     "probemarker.api.names",
     "probemarker.api.parse",
+    "probemarker.api.probeschema",
     "probemarker.api.rules",
     "probemarker.api.schemaparts",
     "probemarker.api.template",
