@@ -17,13 +17,13 @@ other, so their number is bounded by the node's pods (110 by default). Nothing a
 namespace holds past its last pod (a hold running out its limit) gets a series. Not
 `namespace`: Prometheus' scrape sets that target label to the daemon's own namespace,
 and would rename ours `exported_namespace`.
-docs/operations.md lists every metric with example queries.
+docs/operations.md lists every metric with example queries. A family's shapes (a
+counter by labels, a counter, a gauge) are metricfamily.py's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import platform
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.metrics_core import (
-    CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
@@ -42,6 +41,7 @@ from probemarker.engine.engine import EngineStats
 from probemarker.kube.watch.informertypes import InformerCounters
 from probemarker.kube.write.events import EventStats
 from probemarker.observe.connections import Eviction, ServerStats
+from probemarker.observe.metricfamily import P, counter, gauge, le, one, ones
 from probemarker.observe.namespaced import budget_families, by_namespace, slot_families
 from probemarker.probe.holds import CommandHolds
 from probemarker.probe.httppool import PoolStats
@@ -56,8 +56,6 @@ __all__ = [
     "error_label",
     "families",
 ]
-
-P = "probemarker_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,33 +114,6 @@ def error_label(class_name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def _le(bound: float) -> str:
-    """A bucket's upper bound as the exposition writes it: `0.005`, `1.0`, `+Inf`."""
-    return "+Inf" if math.isinf(bound) else repr(bound)
-
-
-def _counter(
-    name: str, doc: str, labels: Sequence[str], values: Iterable[tuple[Sequence[str], float]]
-) -> CounterMetricFamily:
-    family = CounterMetricFamily(P + name, doc, labels=labels)
-    for label_values, value in sorted(values):
-        family.add_metric(label_values, value)
-    return family
-
-
-def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
-    return GaugeMetricFamily(P + name, doc, value=value)
-
-
-def _one(name: str, doc: str, value: float) -> CounterMetricFamily:
-    return CounterMetricFamily(P + name, doc, value=value)
-
-
-def _ones(*rows: tuple[str, str, float]) -> list[Metric]:
-    """A counter without labels per (name, doc, value)."""
-    return [_one(name, doc, value) for name, doc, value in rows]
-
-
 def families(snap: Snapshot) -> list[Metric]:
     """Every metric family of `snap` (pure)."""
     return [
@@ -154,7 +125,7 @@ def families(snap: Snapshot) -> list[Metric]:
         *_write_families(snap.writer, snap.write_depth),
         *_api_families(snap),
         *_event_families(snap.events),
-        _gauge(
+        gauge(
             "event_loop_lag_seconds", "How late the event loop last woke a timer.", snap.loop_lag
         ),
         *_runtime_families(snap),
@@ -183,24 +154,24 @@ def _http_pool_families(pool: HTTPPool | None, namespaces: frozenset[str]) -> li
             pool.idle_by_namespace,
             namespaces,
         ),
-        _one(
+        one(
             "http_probe_connections_given_up_total",
             "Idle httpGet connections closed so that a namespace below its share of the "
             "idle limit could keep one.",
             pool.stats.given_up,
         ),
-        _gauge(
+        gauge(
             "http_probe_connections_idle",
             "Idle httpGet keep-alive connections held now (a file descriptor each).",
             pool.idle,
         ),
-        _gauge(
+        gauge(
             "http_probe_connections_idle_limit",
             "Idle httpGet keep-alive connections kept at most (1/8 of the open-files "
             "limit, 8 to 1024).",
             pool.limit,
         ),
-        _one(
+        one(
             "http_probe_connections_not_kept_total",
             "Answered httpGet connections closed instead of kept: the idle limit was reached.",
             pool.stats.not_kept,
@@ -227,17 +198,17 @@ def _hold_families(holds: CommandHolds | None, namespaces: frozenset[str]) -> li
             holds.holding_by_namespace(),
             namespaces,
         ),
-        _gauge(
+        gauge(
             "exec_streams_held",
             "Exec streams held open after their deadline, their command still running.",
             holds.held,
         ),
-        _one(
+        one(
             "exec_streams_held_total",
             "Exec streams held open after their deadline.",
             stats.held_total,
         ),
-        _counter(
+        counter(
             "exec_hold_limits_total",
             "Held exec streams given up: limit=time (--exec-hold-seconds ran out), "
             "limit=streams (--max-held-exec-streams were held already, the namespace "
@@ -245,25 +216,25 @@ def _hold_families(holds: CommandHolds | None, namespaces: frozenset[str]) -> li
             ["limit"],
             (((limit,), stats.limit_hits[limit]) for limit in ("time", "streams", "share")),
         ),
-        _gauge(
+        gauge(
             "exec_commands_held",
             "Exec commands that may still run, whose probes wait: held streams, and "
             "commands held by time alone (seeded from a pod's record, a lost stream, "
             "no room for a stream).",
             holds.holding,
         ),
-        _one(
+        one(
             "exec_streams_lost_total",
             "Held exec streams that ended without the command's exit status: held on by time.",
             stats.lost,
         ),
-        _one(
+        one(
             "exec_holds_seeded_total",
             "Holds taken over from the pods' ownership records at a probe's start (a "
             "restarted daemon): the command may still run.",
             stats.seeded,
         ),
-        _one(
+        one(
             "exec_holds_recorded_total",
             "Holds put on the pods' ownership records: a run of the command came due while "
             "it still ran (one pod write, and one when the hold ends).",
@@ -278,13 +249,13 @@ def _server_families(stats: ServerStats | None) -> list[Metric]:
     if stats is None:
         return []
     return [
-        _gauge("metrics_connections_open", "Connections to this server open now.", stats.open),
-        _gauge(
+        gauge("metrics_connections_open", "Connections to this server open now.", stats.open),
+        gauge(
             "metrics_connections_limit",
             "Connections this server holds at most (1/16 of the open-files limit, 4 to 64).",
             stats.limit,
         ),
-        *_ones(
+        *ones(
             ("metrics_connections_accepted_total", "Connections accepted.", stats.accepted),
             (
                 "metrics_bad_requests_total",
@@ -297,14 +268,14 @@ def _server_families(stats: ServerStats | None) -> list[Metric]:
                 stats.expired,
             ),
         ),
-        _counter(
+        counter(
             "metrics_connections_evicted_total",
             "Connections closed to make room for a newer one: the server's limit (limit) "
             "or one address' share of it (peer_limit) was reached.",
             ["reason"],
             (((reason.value,), stats.evicted[reason]) for reason in Eviction),
         ),
-        _counter(
+        counter(
             "accept_errors_total",
             "Failed accept() calls of this server, by errno (EMFILE: the process is out "
             "of file descriptors).",
@@ -319,7 +290,7 @@ def _runtime_families(snap: Snapshot) -> list[Metric]:
     if snap.exec_backend != "cri":
         return []
     return [
-        _gauge(
+        gauge(
             "cri_refused_seconds",
             "How long every call to the container runtime socket has been refused "
             "(0: it answers); /healthz fails past 60 s.",
@@ -346,23 +317,23 @@ def _probe_families(snap: Snapshot) -> list[Metric]:
         labels=["kind"],
     )
     for kind, histogram in sorted(engine.durations.items()):
-        buckets = [(_le(bound), float(n)) for bound, n in histogram.cumulative()]
+        buckets = [(le(bound), float(n)) for bound, n in histogram.cumulative()]
         durations.add_metric([kind], buckets, histogram.sum)
     return [
-        _counter(
+        counter(
             "probe_runs_total",
             "Probe runs by kind and result (Succeeded, Failed, Unknown).",
             ["kind", "result"],
             (((kind, result), n) for (kind, result), n in engine.runs.items()),
         ),
         durations,
-        _counter(
+        counter(
             "transitions_total",
             "Decided probe states reached (a threshold met), by the new state.",
             ["state"],
             (((state,), n) for state, n in engine.transitions.items()),
         ),
-        _counter(
+        counter(
             "invalid_result_values_total",
             "Values rendered from {{.Result}} that could not go on a pod and were reported "
             "(not written; once per pod, key and value, with an InvalidResultValue Warning), "
@@ -370,16 +341,16 @@ def _probe_families(snap: Snapshot) -> list[Metric]:
             ["kind"],
             (((kind,), n) for kind, n in engine.invalid_values.items()),
         ),
-        _one(
+        one(
             "invalid_result_values_held_total",
             "New invalid {{.Result}} values of keys reported already, not reported: the pod's "
             "last such Warning was less than --message-refresh-seconds before (answers that "
             "change every run).",
             engine.invalid_values_kept,
         ),
-        _gauge("probes_tracked", "Probes the daemon runs on this node's pods.", snap.probes),
-        _gauge("probes_running", "Probe runs in progress.", snap.running),
-        *_ones(
+        gauge("probes_tracked", "Probes the daemon runs on this node's pods.", snap.probes),
+        gauge("probes_running", "Probe runs in progress.", snap.running),
+        *ones(
             ("probe_runs_started_total", "Probe runs started.", dispatch.runs_started),
             (
                 "probe_late_starts_total",
@@ -418,10 +389,10 @@ def _probe_families(snap: Snapshot) -> list[Metric]:
                 dispatch.cancelled,
             ),
         ),
-        _gauge(
+        gauge(
             "probe_lateness_max_seconds", "The latest any run could start.", dispatch.lateness_max
         ),
-        _gauge(
+        gauge(
             "probe_slot_wait_max_seconds",
             "The longest wait for a free slot.",
             dispatch.slot_wait_max,
@@ -433,13 +404,13 @@ def _write_families(writer: WriterStats, depth: int) -> list[Metric]:
     outcomes = [(("written",), writer.writes)]
     outcomes += [((error_label(name),), n) for name, n in writer.failures.items()]
     return [
-        _counter(
+        counter(
             "pod_writes_total",
             "pods/status patches by outcome: written, or the error the API server answered.",
             ["outcome"],
             outcomes,
         ),
-        *_ones(
+        *ones(
             (
                 "pod_flushes_total",
                 "Pods whose desired state was computed for a write.",
@@ -476,12 +447,12 @@ def _write_families(writer: WriterStats, depth: int) -> list[Metric]:
                 writer.replaced,
             ),
         ),
-        _gauge("write_queue_depth", "Pods waiting for a write.", depth),
+        gauge("write_queue_depth", "Pods waiting for a write.", depth),
     ]
 
 
 def _api_families(snap: Snapshot) -> list[Metric]:
-    requests = _counter(
+    requests = counter(
         "api_requests_total",
         "Requests to the API server by verb, resource and HTTP code (<error>: no answer).",
         ["verb", "resource", "code"],
@@ -520,12 +491,12 @@ def _api_families(snap: Snapshot) -> list[Metric]:
     return [
         requests,
         *(
-            _counter(
+            counter(
                 f"informer_{field}_total", docs[field], ["informer"], per_informer.get(field, [])
             )
             for field in docs
         ),
-        _counter(
+        counter(
             "informer_errors_total",
             "Failed LISTs and WATCHes by informer and error.",
             ["informer", "error"],
@@ -537,14 +508,14 @@ def _api_families(snap: Snapshot) -> list[Metric]:
 
 def _event_families(events: EventStats) -> list[Metric]:
     return [
-        _one("events_recorded_total", "Event observations accepted for writing.", events.recorded),
-        _counter(
+        one("events_recorded_total", "Event observations accepted for writing.", events.recorded),
+        counter(
             "events_written_total",
             "Events written: created, or patched (a repeat's count).",
             ["action"],
             [(("create",), events.created), (("patch",), events.patched)],
         ),
-        *_ones(
+        *ones(
             (
                 "events_dropped_total",
                 "Event observations dropped (their namespace's queue, or the whole queue, "
@@ -562,7 +533,7 @@ def _event_families(events: EventStats) -> list[Metric]:
                 events.evicted,
             ),
         ),
-        _gauge(
+        gauge(
             "events_queued_max", "The most event series ever waiting at once.", events.queued_max
         ),
     ]
