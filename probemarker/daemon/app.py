@@ -68,7 +68,8 @@ from probemarker.observe.descriptors import (
 )
 from probemarker.observe.health import Health, HealthSettings, Heartbeat
 from probemarker.observe.looperrors import LoopErrors
-from probemarker.observe.metrics import HTTPPool, InformerSnapshot, Snapshot, build_registry
+from probemarker.observe.metrics import InformerSnapshot, Snapshot, build_registry
+from probemarker.observe.probemetrics import HTTPPool
 from probemarker.observe.serve import MetricsServer
 from probemarker.observe.snapshot import head_document, wall_times
 from probemarker.observe.statussocket import StatusRequest, StatusSocket

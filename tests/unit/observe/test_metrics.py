@@ -24,12 +24,12 @@ from probemarker.kube.write.events import EventStats
 from probemarker.match.identity import HeldCommand
 from probemarker.observe.connections import Eviction, ServerStats
 from probemarker.observe.metrics import (
-    HTTPPool,
     InformerSnapshot,
     Snapshot,
     build_registry,
     error_label,
 )
+from probemarker.observe.probemetrics import HTTPPool
 from probemarker.probe.holds import CommandHolds, CommandKey
 from probemarker.probe.httppool import PoolStats
 from probemarker.schedule.dispatcher import DispatchStats
