@@ -59,6 +59,7 @@ from probemarker.kube.write.events import EventRecorder
 from probemarker.kube.write.ratelimit import TokenBucket
 from probemarker.observe.address import parse_listen_address
 from probemarker.observe.answer import PodPart, encode_answer, pod_parts
+from probemarker.observe.clientmetrics import InformerSnapshot
 from probemarker.observe.connections import ServerStats
 from probemarker.observe.descriptors import (
     connection_limits,
@@ -68,7 +69,7 @@ from probemarker.observe.descriptors import (
 )
 from probemarker.observe.health import Health, HealthSettings, Heartbeat
 from probemarker.observe.looperrors import LoopErrors
-from probemarker.observe.metrics import InformerSnapshot, Snapshot, build_registry
+from probemarker.observe.metrics import Snapshot, build_registry
 from probemarker.observe.probemetrics import HTTPPool
 from probemarker.observe.serve import MetricsServer
 from probemarker.observe.snapshot import head_document, wall_times

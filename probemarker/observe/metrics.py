@@ -17,15 +17,20 @@ other, so their number is bounded by the node's pods (110 by default). Nothing a
 namespace holds past its last pod (a hold running out its limit) gets a series. Not
 `namespace`: Prometheus' scrape sets that target label to the daemon's own namespace,
 and would rename ours `exported_namespace`.
-docs/operations.md lists every metric with example queries. A family's shapes (a
-counter by labels, a counter, a gauge) are metricfamily.py's.
+docs/operations.md lists every metric with example queries.
+
+Here: the `Snapshot`, the one entry point that builds every family (`families`), and
+the families of the build, the event loop, the container runtime and this server
+itself. The stages' families are probemetrics.py's (probe runs and slots, the exec
+holds, the httpGet pool), clientmetrics.py's (API requests, informers, pod writes,
+events) and namespaced.py's (by namespace); a family's shapes (a counter by labels, a
+counter, a gauge) are metricfamily.py's.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import platform
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -34,10 +39,15 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from probemarker import __version__
 from probemarker.engine.engine import EngineStats
-from probemarker.kube.watch.informertypes import InformerCounters
 from probemarker.kube.write.events import EventStats
+from probemarker.observe.clientmetrics import (
+    InformerSnapshot,
+    api_families,
+    event_families,
+    write_families,
+)
 from probemarker.observe.connections import Eviction, ServerStats
-from probemarker.observe.metricfamily import P, counter, gauge, one, ones
+from probemarker.observe.metricfamily import P, counter, gauge, ones
 from probemarker.observe.namespaced import budget_families, slot_families
 from probemarker.observe.probemetrics import (
     HTTPPool,
@@ -49,20 +59,7 @@ from probemarker.probe.holds import CommandHolds
 from probemarker.schedule.dispatcher import DispatchStats
 from probemarker.write.writer import WriterStats
 
-__all__ = [
-    "InformerSnapshot",
-    "Snapshot",
-    "build_registry",
-    "error_label",
-    "families",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class InformerSnapshot:
-    name: str
-    counters: InformerCounters
-    synced: bool
+__all__ = ["Snapshot", "build_registry", "families"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +94,6 @@ class Snapshot:
     events_queued: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
 
-def error_label(class_name: str) -> str:
-    """`ApiConflict` -> `conflict`, `ApiPatchTestFailed` -> `patch_test_failed`."""
-    name = class_name.removeprefix("Api") or class_name
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
 def families(snap: Snapshot) -> list[Metric]:
     """Every metric family of `snap` (pure)."""
     return [
@@ -111,9 +102,9 @@ def families(snap: Snapshot) -> list[Metric]:
         *slot_families(
             snap.dispatch, snap.running_by_namespace, snap.waiting_by_namespace, snap.namespaces
         ),
-        *_write_families(snap.writer, snap.write_depth),
-        *_api_families(snap),
-        *_event_families(snap.events),
+        *write_families(snap.writer, snap.write_depth),
+        *api_families(snap.requests, snap.informers),
+        *event_families(snap.events),
         gauge(
             "event_loop_lag_seconds", "How late the event loop last woke a timer.", snap.loop_lag
         ),
@@ -195,145 +186,6 @@ def _build_info(exec_backend: str) -> list[Metric]:
     )
     info.add_metric([__version__, platform.python_version(), exec_backend], 1)
     return [info]
-
-
-def _write_families(writer: WriterStats, depth: int) -> list[Metric]:
-    outcomes = [(("written",), writer.writes)]
-    outcomes += [((error_label(name),), n) for name, n in writer.failures.items()]
-    return [
-        counter(
-            "pod_writes_total",
-            "pods/status patches by outcome: written, or the error the API server answered.",
-            ["outcome"],
-            outcomes,
-        ),
-        *ones(
-            (
-                "pod_flushes_total",
-                "Pods whose desired state was computed for a write.",
-                writer.flushes,
-            ),
-            (
-                "pod_flushes_unchanged_total",
-                "Flushes that needed no request.",
-                writer.unchanged,
-            ),
-            (
-                "pod_messages_held_total",
-                "Flushes whose only change, a message, was held back.",
-                writer.messages_held,
-            ),
-            (
-                "pod_write_retries_total",
-                "Writes scheduled again after an error (with backoff).",
-                writer.retries,
-            ),
-            (
-                "pod_rereads_total",
-                "Pods read again after a conflict or a failed test.",
-                writer.rereads,
-            ),
-            (
-                "pod_writes_narrowed_total",
-                "Refused (422) writes answered with a smaller patch.",
-                writer.narrowed,
-            ),
-            (
-                "pods_replaced_total",
-                "Pods found re-created under the same name.",
-                writer.replaced,
-            ),
-        ),
-        gauge("write_queue_depth", "Pods waiting for a write.", depth),
-    ]
-
-
-def _api_families(snap: Snapshot) -> list[Metric]:
-    requests = counter(
-        "api_requests_total",
-        "Requests to the API server by verb, resource and HTTP code (<error>: no answer).",
-        ["verb", "resource", "code"],
-        (
-            ((verb, resource, str(code) if code else "<error>"), n)
-            for (verb, resource, code), n in snap.requests.items()
-        ),
-    )
-    per_informer: dict[str, list[tuple[Sequence[str], float]]] = {}
-    errors: list[tuple[Sequence[str], float]] = []
-    synced = GaugeMetricFamily(
-        P + "informer_synced", "1 once the informer holds its first list.", labels=["informer"]
-    )
-    for informer in sorted(snap.informers, key=lambda i: i.name):
-        c, name = informer.counters, informer.name
-        fields = {
-            "lists": c.lists,
-            "watches": c.watches,
-            "watch_restarts": c.restarts,
-            "expired": c.gone,
-            "watch_events": c.events,
-            "bookmarks": c.bookmarks,
-        }
-        for field, value in fields.items():
-            per_informer.setdefault(field, []).append(((name,), value))
-        errors += [((name, error_label(err)), n) for err, n in c.errors.items()]
-        synced.add_metric([name], 1 if informer.synced else 0)
-    docs = {
-        "lists": "Complete LISTs; more than one per watched namespace means re-lists.",
-        "watches": "WATCH requests the API server accepted.",
-        "watch_restarts": "Watches that ended (closed, failed or expired) and started again.",
-        "expired": "410 Gone answers (too old a resourceVersion), each followed by a LIST.",
-        "watch_events": "ADDED, MODIFIED and DELETED events received.",
-        "bookmarks": "BOOKMARK events received.",
-    }
-    return [
-        requests,
-        *(
-            counter(
-                f"informer_{field}_total", docs[field], ["informer"], per_informer.get(field, [])
-            )
-            for field in docs
-        ),
-        counter(
-            "informer_errors_total",
-            "Failed LISTs and WATCHes by informer and error.",
-            ["informer", "error"],
-            errors,
-        ),
-        synced,
-    ]
-
-
-def _event_families(events: EventStats) -> list[Metric]:
-    return [
-        one("events_recorded_total", "Event observations accepted for writing.", events.recorded),
-        counter(
-            "events_written_total",
-            "Events written: created, or patched (a repeat's count).",
-            ["action"],
-            [(("create",), events.created), (("patch",), events.patched)],
-        ),
-        *ones(
-            (
-                "events_dropped_total",
-                "Event observations dropped (their namespace's queue, or the whole queue, "
-                "was full), or queued series pushed out for another namespace's.",
-                events.dropped,
-            ),
-            (
-                "events_failed_total",
-                "Event writes refused or unanswered (not retried).",
-                events.failed,
-            ),
-            (
-                "events_evicted_total",
-                "Event series forgotten to keep the cache bounded.",
-                events.evicted,
-            ),
-        ),
-        gauge(
-            "events_queued_max", "The most event series ever waiting at once.", events.queued_max
-        ),
-    ]
 
 
 class _Collector:
