@@ -8,6 +8,8 @@ through `x-kubernetes-list-type: map`, as Kruise's patchMergeKeys intend); the r
 (exactly one handler, unique condition types, reserved types, key syntax,
 immutability, no policy label the selector reads) into `x-kubernetes-validations` CEL
 rules, written in standard CEL only so they need no Kubernetes CEL extension library.
+One probe's schema is probeschema.py's; the building blocks (CEL rules, the label and
+annotation maps) are schemaparts.py's.
 """
 
 from __future__ import annotations
@@ -15,158 +17,14 @@ from __future__ import annotations
 from typing import Any
 
 from probemarker.api import rules
-
-Schema = dict[str, Any]
-
-
-def _cel(rule: str, message: str, **extra: str) -> dict[str, str]:
-    return {"rule": rule, "message": message, **extra}
-
-
-def _quote(text: str) -> str:
-    """A CEL single-quoted string literal."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _int(description: str, minimum: int, default: int | None = None) -> Schema:
-    schema: Schema = {
-        "type": "integer",
-        "format": "int32",
-        "minimum": minimum,
-        # The API server does not enforce format int32 on custom resources.
-        "maximum": rules.INT32_MAX,
-        "description": description,
-    }
-    if default is not None:
-        schema["default"] = default
-    return schema
-
-
-def _qualified_name_rule(var: str, pattern: str = rules.QUALIFIED_NAME_RE) -> str:
-    """CEL: `var` is a qualified name (pattern, and a prefix of at most 253 characters)."""
-    return (
-        f"{var}.matches({_quote(pattern)}) && (!{var}.contains('/') "
-        f"|| {var}.matches({_quote(rules.QUALIFIED_NAME_PREFIX_LENGTH_RE)}))"
-    )
-
-
-def _string_map(
-    description: str,
-    *,
-    key_pattern: str,
-    value_schema: Schema,
-    value_rules: list[dict[str, str]],
-    written: bool,
-) -> Schema:
-    """A labels or annotations map: bounded, keys qualified names, values by `value_schema`
-    (and `value_rules` where OpenAPI cannot say it); maps probemarker writes onto pods
-    (`written`) refuse Kubernetes' reserved prefixes. Map keys have no OpenAPI schema, so
-    they are checked in CEL; the API server costs a key as a near-empty string, so each
-    key rule costs little more than one iteration per entry (maxProperties bounds them)."""
-    validations = [
-        _cel(f"self.all(k, {_qualified_name_rule('k', key_pattern)})", rules.MSG_LABEL_KEYS),
-        *value_rules,
-    ]
-    if written:
-        validations += [
-            _cel(f"self.all(k, !k.matches({_quote(pattern)}))", message)
-            for pattern, message in (
-                (rules.RESERVED_KEY_PREFIX_RE, rules.MSG_RESERVED_KEY_PREFIX),
-                (rules.OWN_KEY_PREFIX_RE, rules.MSG_OWN_KEY_PREFIX),
-            )
-        ]
-    return {
-        "type": "object",
-        "description": description,
-        "maxProperties": rules.MAX_POLICY_ENTRIES,
-        "additionalProperties": value_schema,
-        "x-kubernetes-validations": validations,
-    }
-
-
-# A label value: OpenAPI says it all (no CEL needed).
-_LABEL_VALUE: Schema = {
-    "type": "string",
-    "maxLength": rules.MAX_LABEL_VALUE_LENGTH,
-    "pattern": rules.LABEL_VALUE_RE,
-}
-
-
-# A markerPolicy label value may hold {{.Result}} (api/template.py): the pattern
-# counts the action as one character of a label value, so it bounds the value at 63
-# characters for a one-character result; the rendered value is checked on each write.
-_LABEL_TEMPLATE: Schema = {
-    "type": "string",
-    "maxLength": rules.MAX_LABEL_TEMPLATE_LENGTH,
-    "pattern": rules.LABEL_TEMPLATE_RE,
-}
-
-
-def _label_map(description: str, *, written: bool) -> Schema:
-    return _string_map(
-        description,
-        key_pattern=rules.QUALIFIED_NAME_RE,
-        value_schema=dict(_LABEL_TEMPLATE if written else _LABEL_VALUE),
-        value_rules=[],
-        written=written,
-    )
-
-
-def _annotation_map(description: str) -> Schema:
-    # maxLength counts characters; the limit is in bytes, which only CEL can count.
-    return _string_map(
-        description,
-        key_pattern=rules.ANNOTATION_KEY_RE,
-        value_schema={
-            "type": "string",
-            "maxLength": rules.MAX_ANNOTATION_VALUE_BYTES,
-            # every {{ begins {{.Result}}, the one template action accepted
-            "pattern": rules.ANNOTATION_TEMPLATE_RE,
-        },
-        value_rules=[
-            _cel(
-                f"self.all(k, size(bytes(self[k])) <= {rules.MAX_ANNOTATION_VALUE_BYTES})",
-                rules.MSG_ANNOTATION_VALUES,
-            )
-        ],
-        written=True,
-    )
-
-
-# The API server's error for a bad port quotes the pattern; the description says it in words.
-_PORT_DESCRIPTION = (
-    "Container port: a number from 1 to 65535, or the name of one of the container's ports "
-    "(IANA_SVC_NAME: at most 15 lower-case alphanumerics or '-', with at least one letter, "
-    "no '--', not starting or ending with '-')."
+from probemarker.api.probeschema import probe_schema
+from probemarker.api.schemaparts import (
+    LABEL_VALUE,
+    Schema,
+    cel,
+    label_map,
+    qualified_name_rule,
 )
-
-
-def _port(description: str) -> Schema:
-    # OpenAPI, not CEL: the API server costs CEL on an int-or-string as a string of the
-    # maximum request size (it ignores maxLength there), so a rule with matches() on it
-    # exceeds the per-rule budget about 13 times over. Bounds and pattern side by side on
-    # an int-or-string node apply by the value's type: numbers by minimum/maximum,
-    # strings by maxLength/pattern.
-    return {
-        "x-kubernetes-int-or-string": True,
-        "minimum": 1,
-        "maximum": 65535,
-        "maxLength": rules.MAX_PORT_NAME_LENGTH,
-        "pattern": rules.PORT_NAME_RE,
-        "description": description,
-    }
-
-
-_HOST: Schema = {
-    "type": "string",
-    "maxLength": 253,
-    "description": "Refused: probes reach only the pod's own IP. Present in the schema "
-    "only so that setting it gives a clear error instead of being dropped.",
-}
-
-
-def _no_host() -> list[dict[str, str]]:
-    return [_cel("!has(self.host)", rules.MSG_HOST, fieldPath=".host")]
 
 
 def _selector_schema() -> Schema:
@@ -190,21 +48,21 @@ def _selector_schema() -> Schema:
                 "description": "Label values: required for In and NotIn, empty for Exists "
                 "and DoesNotExist.",
                 "maxItems": rules.MAX_SELECTOR_VALUES,
-                "items": dict(_LABEL_VALUE),
+                "items": dict(LABEL_VALUE),
             },
         },
         "x-kubernetes-validations": [
-            _cel(
-                _qualified_name_rule("self.key"),
+            cel(
+                qualified_name_rule("self.key"),
                 rules.MSG_LABEL_KEYS,
                 fieldPath=".key",
             ),
-            _cel(
+            cel(
                 "!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) > 0)",
                 rules.MSG_SELECTOR_VALUES_REQUIRED,
                 fieldPath=".values",
             ),
-            _cel(
+            cel(
                 "!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) "
                 "|| size(self.values) == 0",
                 rules.MSG_SELECTOR_VALUES_FORBIDDEN,
@@ -217,7 +75,7 @@ def _selector_schema() -> Schema:
         "description": "Selects the pods to probe by label, in the marker's namespace. "
         "Required, must not be empty, and cannot be changed after creation.",
         "properties": {
-            "matchLabels": _label_map("Labels the pod must carry, key: value.", written=False),
+            "matchLabels": label_map("Labels the pod must carry, key: value.", written=False),
             "matchExpressions": {
                 "type": "array",
                 "description": "Label requirements the pod must meet, all of them.",
@@ -226,234 +84,12 @@ def _selector_schema() -> Schema:
             },
         },
         "x-kubernetes-validations": [
-            _cel(
+            cel(
                 "(has(self.matchLabels) && size(self.matchLabels) > 0) || "
                 "(has(self.matchExpressions) && size(self.matchExpressions) > 0)",
                 rules.MSG_SELECTOR_EMPTY,
             ),
-            _cel("self == oldSelf", rules.MSG_SELECTOR_IMMUTABLE),
-        ],
-    }
-
-
-def _handlers_schema() -> dict[str, Schema]:
-    return {
-        "exec": {
-            "type": "object",
-            "description": "Run a command in the container through the pods/exec "
-            "subresource; exit code 0 is success.",
-            "required": ["command"],
-            "x-kubernetes-validations": _no_host(),
-            "properties": {
-                "host": _HOST,
-                "command": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": rules.MAX_COMMAND_ARGS,
-                    "description": "The argv to run; not run in a shell.",
-                    "items": {"type": "string", "maxLength": rules.MAX_COMMAND_ARG_LENGTH},
-                    "x-kubernetes-validations": [
-                        _cel("size(self) == 0 || size(self[0]) > 0", rules.MSG_COMMAND_EMPTY)
-                    ],
-                },
-            },
-        },
-        "httpGet": {
-            "type": "object",
-            "description": "HTTP GET against the pod IP; status 200-399 is success.",
-            "required": ["port"],
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "default": rules.HTTP_PATH_DEFAULT,
-                    "maxLength": rules.MAX_HTTP_PATH_LENGTH,
-                    "pattern": rules.HTTP_PATH_RE,
-                    "description": "Absolute path to request.",
-                },
-                "port": _port(_PORT_DESCRIPTION),
-                "host": _HOST,
-                "scheme": {
-                    "type": "string",
-                    "enum": list(rules.SCHEMES),
-                    "default": rules.HTTP_SCHEME_DEFAULT,
-                    "description": "HTTP or HTTPS (certificates are not verified, as with the kubelet).",
-                },
-                "httpHeaders": {
-                    "type": "array",
-                    "description": "Extra request headers.",
-                    "maxItems": rules.MAX_HTTP_HEADERS,
-                    "items": {
-                        "type": "object",
-                        "description": "One HTTP header.",
-                        "required": ["name", "value"],
-                        "properties": {
-                            "name": {
-                                "type": "string",
-                                "pattern": rules.HTTP_HEADER_NAME_RE,
-                                "description": "Header name (an HTTP token).",
-                                "maxLength": rules.MAX_HTTP_HEADER_NAME_LENGTH,
-                            },
-                            "value": {
-                                "type": "string",
-                                "maxLength": rules.MAX_HTTP_HEADER_VALUE_LENGTH,
-                                "pattern": rules.HTTP_HEADER_VALUE_RE,
-                                "description": "Header value (no control characters but tab).",
-                            },
-                        },
-                    },
-                },
-            },
-            "x-kubernetes-validations": _no_host(),
-        },
-        "tcpSocket": {
-            "type": "object",
-            "description": "TCP connect to the pod IP; a connection is success.",
-            "required": ["port"],
-            "properties": {"port": _port(_PORT_DESCRIPTION), "host": _HOST},
-            "x-kubernetes-validations": _no_host(),
-        },
-        "grpc": {
-            "type": "object",
-            "description": "gRPC health check (grpc.health.v1) against the pod IP; SERVING is success.",
-            "required": ["port"],
-            "properties": {
-                "port": {
-                    "type": "integer",
-                    "format": "int32",
-                    "minimum": 1,
-                    "maximum": 65535,
-                    "description": "Container port number (gRPC probes take no port names).",
-                },
-                "service": {
-                    "type": "string",
-                    "maxLength": rules.MAX_GRPC_SERVICE_LENGTH,
-                    "description": "Service name sent in the health check request "
-                    "(empty: the server's overall health).",
-                },
-                "host": _HOST,
-            },
-            "x-kubernetes-validations": _no_host(),
-        },
-    }
-
-
-def _probe_spec_schema() -> Schema:
-    handler_count = " + ".join(f"(has(self.{h}) ? 1 : 0)" for h in rules.HANDLERS)
-    timing = {
-        "initialDelaySeconds": "Seconds after the container started before the first probe.",
-        "timeoutSeconds": "Seconds after which one probe run counts as failed.",
-        "periodSeconds": "Seconds between probe runs.",
-        "successThreshold": "Consecutive successes before the result is Succeeded.",
-        "failureThreshold": "Consecutive failures before the result is Failed.",
-    }
-    properties: Schema = dict(_handlers_schema())
-    for field, text in timing.items():
-        properties[field] = _int(text, rules.TIMING_MINIMUMS[field], rules.TIMING_DEFAULTS[field])
-    properties["terminationGracePeriodSeconds"] = _int(
-        "Accepted for compatibility with core/v1 Probe; ignored.",
-        rules.TIMING_MINIMUMS["terminationGracePeriodSeconds"],
-    )
-    return {
-        "type": "object",
-        "description": "How and when to probe, shaped like a core/v1 Probe.",
-        "properties": properties,
-        "x-kubernetes-validations": [_cel(f"{handler_count} == 1", rules.MSG_ONE_HANDLER)],
-    }
-
-
-# CEL: '"' + self + '" is owned by ...', naming the type as the Python validator does.
-_RESERVED_MESSAGE_EXPRESSION = (
-    _quote('"') + " + self + " + _quote('" ' + rules.MSG_RESERVED_CONDITION)
-)
-
-
-def _probe_schema() -> Schema:
-    reserved = ", ".join(_quote(t) for t in rules.RESERVED_CONDITION_TYPES)
-    return {
-        "type": "object",
-        "description": "One probe: which container, how to probe it, and what to write "
-        "onto the pod.",
-        "required": ["name", "containerName", "probe"],
-        "properties": {
-            "name": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": rules.MAX_PROBE_NAME_LENGTH,
-                "pattern": rules.PROBE_NAME_RE,
-                "description": "Probe name, unique within the marker, without '#'.",
-            },
-            "containerName": {
-                "type": "string",
-                "maxLength": rules.MAX_DNS1123_LABEL_LENGTH,
-                "pattern": rules.DNS1123_LABEL_RE,
-                "description": "Container to probe: a regular container or a restartable init container.",
-            },
-            "probe": _probe_spec_schema(),
-            "markerPolicy": {
-                "type": "array",
-                "maxItems": rules.MAX_POLICIES,
-                # Kruise's patchMergeKey. The API server refuses duplicate states
-                # (Duplicate value) and server-side apply merges entries by state.
-                "x-kubernetes-list-type": "map",
-                "x-kubernetes-list-map-keys": ["state"],
-                "description": "Labels and annotations to put on the pod per result.",
-                "items": {
-                    "type": "object",
-                    "description": "Labels and annotations for one result state.",
-                    "required": ["state"],
-                    "properties": {
-                        "state": {
-                            "type": "string",
-                            "enum": list(rules.STATES),
-                            "description": "Succeeded or Failed. Keys of the other state's "
-                            "policy that this one does not set are removed from the pod.",
-                        },
-                        "labels": _label_map(
-                            "Labels set on the pod in this state. A value may hold "
-                            "{{.Result}}, the probe's answer (docs/api.md).",
-                            written=True,
-                        ),
-                        "annotations": _annotation_map(
-                            "Annotations set on the pod in this state. A value may hold "
-                            "{{.Result}}, the probe's answer (docs/api.md)."
-                        ),
-                    },
-                    "x-kubernetes-validations": [
-                        _cel(
-                            "(has(self.labels) && size(self.labels) > 0) || "
-                            "(has(self.annotations) && size(self.annotations) > 0)",
-                            rules.MSG_POLICY_EMPTY,
-                        )
-                    ],
-                },
-            },
-            "podConditionType": {
-                "type": "string",
-                "maxLength": rules.MAX_QUALIFIED_NAME_LENGTH,
-                "description": "Pod condition type to write the result to (True on "
-                "Succeeded, False on Failed), e.g. for a readiness gate.",
-                "x-kubernetes-validations": [
-                    _cel(
-                        _qualified_name_rule("self"),
-                        "must be a qualified name, e.g. example.com/Idle",
-                    ),
-                    _cel(
-                        f"!(self in [{reserved}])",
-                        rules.MSG_RESERVED_CONDITION,
-                        messageExpression=_RESERVED_MESSAGE_EXPRESSION,
-                    ),
-                    _cel(
-                        f"!self.matches({_quote(rules.RESERVED_KEY_PREFIX_RE)})",
-                        rules.MSG_RESERVED_CONDITION_PREFIX,
-                    ),
-                ],
-            },
-        },
-        "x-kubernetes-validations": [
-            _cel(
-                "(has(self.markerPolicy) && size(self.markerPolicy) > 0) || has(self.podConditionType)",
-                rules.MSG_POLICY_OR_CONDITION,
-            )
+            cel("self == oldSelf", rules.MSG_SELECTOR_IMMUTABLE),
         ],
     }
 
@@ -475,7 +111,7 @@ def _selector_labels_not_written() -> dict[str, str]:
         f"((!has({labels}) || {labels}.all(k, !(k in m.labels))) && "
         f"(!has({expressions}) || {expressions}.all(e, !(e.key in m.labels))))))"
     )
-    return _cel(
+    return cel(
         rule,
         f"a markerPolicy writes a label {rules.MSG_SELECTOR_LABEL_WRITTEN} "
         "(probemarker validate names it)",
@@ -500,9 +136,9 @@ def _spec_schema() -> Schema:
                 "x-kubernetes-list-type": "map",
                 "x-kubernetes-list-map-keys": ["name"],
                 "description": "The probes to run on every selected pod.",
-                "items": _probe_schema(),
+                "items": probe_schema(),
                 "x-kubernetes-validations": [
-                    _cel(
+                    cel(
                         "self.all(p, !has(p.podConditionType) || self.exists_one(q, "
                         "has(q.podConditionType) && q.podConditionType == p.podConditionType))",
                         rules.MSG_CONDITION_TYPES_UNIQUE,

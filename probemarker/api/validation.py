@@ -4,38 +4,40 @@ Stage: api (pure). Input: an untrusted dict, as read from a file or the API serv
 Output: every `FieldError` at once, each naming its field path. Never raises on bad
 input. The rules and messages come from `rules.py`, which the CRD generator uses too;
 `tests/unit/api/test_agreement.py` proves the two agree on the corpus in tests/data.
+Here: the document, its metadata, its probes and each probe's own fields; a probe's
+`probe` field is checked by handlervalidation.py, the selector and the policies (the
+labels and annotations read and written) by labelvalidation.py; the checks every part
+repeats are fieldchecks.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from probemarker.api import names, rules, template
+from probemarker.api import names, rules
+from probemarker.api.fieldchecks import check_max_items, check_unique, required_str
 from probemarker.api.fields import (
     Errors,
     FieldError,
-    as_int,
     as_list,
     as_map,
     as_str,
-    as_string_map,
     check_known,
     child,
     describe,
     index,
     matches,
 )
+from probemarker.api.handlervalidation import check_probe_spec
+from probemarker.api.labelvalidation import (
+    check_policies,
+    check_selector,
+    check_selector_labels_not_written,
+)
 
 _TOP_FIELDS = ("apiVersion", "kind", "metadata", "spec", "status")
 _PROBE_FIELDS = ("name", "containerName", "probe", "markerPolicy", "podConditionType")
-_HANDLER_FIELDS = {
-    "exec": ("command", "host"),
-    "httpGet": ("path", "port", "host", "scheme", "httpHeaders"),
-    "tcpSocket": ("port", "host"),
-    "grpc": ("port", "service", "host"),
-}
-_PROBE_SPEC_FIELDS = (*rules.HANDLERS, *rules.TIMING_MINIMUMS)
 
 
 def validate_marker(doc: Any) -> list[FieldError]:
@@ -52,9 +54,9 @@ def validate_marker(doc: Any) -> list[FieldError]:
         errors.add("spec", "required: a PodProbeMarker needs spec.selector and spec.probes")
     elif (spec_map := as_map(spec, "spec", errors)) is not None:
         check_known(spec_map, ("selector", "probes"), "spec", errors)
-        _check_selector(spec_map.get("selector"), "spec.selector", errors)
+        check_selector(spec_map.get("selector"), "spec.selector", errors)
         _check_probes(spec_map.get("probes"), "spec.probes", errors)
-        _check_selector_labels_not_written(spec_map, errors)
+        check_selector_labels_not_written(spec_map, errors)
     return errors.items
 
 
@@ -102,65 +104,6 @@ def _check_metadata(value: Any, errors: Errors) -> None:
             errors.add("metadata.namespace", problem)
 
 
-def _check_selector(value: Any, path: str, errors: Errors) -> None:
-    if value is None:
-        errors.add(path, f"required: {rules.MSG_SELECTOR_EMPTY}")
-        return
-    selector = as_map(value, path, errors)
-    if selector is None:
-        return
-    check_known(selector, ("matchLabels", "matchExpressions"), path, errors)
-    match_labels = selector.get("matchLabels")
-    labels = (
-        {}
-        if match_labels is None
-        else as_string_map(match_labels, child(path, "matchLabels"), errors)
-    )
-    if labels:
-        _check_labels(labels, child(path, "matchLabels"), errors)
-    raw_expressions = selector.get("matchExpressions")
-    expressions: Sequence[Any] | None = ()
-    if raw_expressions is not None:
-        expressions = as_list(raw_expressions, child(path, "matchExpressions"), errors)
-        _check_max_items(
-            expressions, rules.MAX_SELECTOR_EXPRESSIONS, child(path, "matchExpressions"), errors
-        )
-        for i, item in enumerate(expressions or ()):
-            _check_requirement(item, index(child(path, "matchExpressions"), i), errors)
-    if labels is not None and expressions is not None and not labels and not expressions:
-        errors.add(path, rules.MSG_SELECTOR_EMPTY)
-
-
-def _check_requirement(value: Any, path: str, errors: Errors) -> None:
-    requirement = as_map(value, path, errors)
-    if requirement is None:
-        return
-    check_known(requirement, ("key", "operator", "values"), path, errors)
-    key = _required_str(requirement, "key", path, errors, "the label key to test")
-    if key is not None:
-        for problem in names.qualified_name_problems(key):
-            errors.add(child(path, "key"), problem)
-    operator = _required_str(
-        requirement, "operator", path, errors, "In, NotIn, Exists or DoesNotExist"
-    )
-    if operator is not None and operator not in rules.SELECTOR_OPERATORS:
-        allowed = ", ".join(f'"{op}"' for op in rules.SELECTOR_OPERATORS)
-        errors.add(child(path, "operator"), f"must be one of {allowed}, got {describe(operator)}")
-    raw_values = requirement.get("values")
-    values = [] if raw_values is None else as_list(raw_values, child(path, "values"), errors)
-    if values is None:
-        return
-    _check_max_items(values, rules.MAX_SELECTOR_VALUES, child(path, "values"), errors)
-    for i, item in enumerate(values):
-        text = as_str(item, index(child(path, "values"), i), errors)
-        for problem in names.label_value_problems(text) if text is not None else ():
-            errors.add(index(child(path, "values"), i), problem)
-    if operator in ("In", "NotIn") and not values:
-        errors.add(child(path, "values"), rules.MSG_SELECTOR_VALUES_REQUIRED)
-    if operator in ("Exists", "DoesNotExist") and values:
-        errors.add(child(path, "values"), rules.MSG_SELECTOR_VALUES_FORBIDDEN)
-
-
 def _check_probes(value: Any, path: str, errors: Errors) -> None:
     if value is None:
         errors.add(path, "required: list at least one probe")
@@ -170,7 +113,7 @@ def _check_probes(value: Any, path: str, errors: Errors) -> None:
         return
     if not probes:
         errors.add(path, "must list at least one probe")
-    _check_max_items(probes, rules.MAX_PROBES, path, errors)
+    check_max_items(probes, rules.MAX_PROBES, path, errors)
     seen_names: dict[str, int] = {}
     seen_types: dict[str, int] = {}
     for i, item in enumerate(probes):
@@ -179,7 +122,7 @@ def _check_probes(value: Any, path: str, errors: Errors) -> None:
         if probe is None:
             continue
         _check_probe(probe, item_path, errors)
-        _check_unique(
+        check_unique(
             probe.get("name"),
             seen=seen_names,
             i=i,
@@ -188,7 +131,7 @@ def _check_probes(value: Any, path: str, errors: Errors) -> None:
             errors=errors,
             message=rules.MSG_PROBE_NAMES_UNIQUE,
         )
-        _check_unique(
+        check_unique(
             probe.get("podConditionType"),
             seen=seen_types,
             i=i,
@@ -199,30 +142,9 @@ def _check_probes(value: Any, path: str, errors: Errors) -> None:
         )
 
 
-def _check_unique(
-    value: Any,
-    *,
-    seen: dict[str, int],
-    i: int,
-    path: str,
-    list_path: str,
-    errors: Errors,
-    message: str,
-) -> None:
-    """Record `value` (item `i` of `list_path`) in `seen`; a repeat is an error at `path`."""
-    if not isinstance(value, str):
-        return
-    if value in seen:
-        errors.add(
-            path, f"{message}: {describe(value)} is also used by {index(list_path, seen[value])}"
-        )
-    else:
-        seen[value] = i
-
-
 def _check_probe(probe: Mapping[str, Any], path: str, errors: Errors) -> None:
     check_known(probe, _PROBE_FIELDS, path, errors)
-    name = _required_str(probe, "name", path, errors, "a probe name, unique in the marker")
+    name = required_str(probe, "name", path, errors, "a probe name, unique in the marker")
     if name is not None:
         if not name:
             errors.add(child(path, "name"), "must not be empty")
@@ -233,7 +155,7 @@ def _check_probe(probe: Mapping[str, Any], path: str, errors: Errors) -> None:
                 child(path, "name"),
                 f"must be no more than {rules.MAX_PROBE_NAME_LENGTH} characters",
             )
-    container = _required_str(
+    container = required_str(
         probe, "containerName", path, errors, "the name of the container to probe"
     )
     if container is not None:
@@ -244,272 +166,13 @@ def _check_probe(probe: Mapping[str, Any], path: str, errors: Errors) -> None:
             child(path, "probe"), "required: say how to probe (exec, httpGet, tcpSocket or grpc)"
         )
     elif (spec := as_map(probe["probe"], child(path, "probe"), errors)) is not None:
-        _check_probe_spec(spec, child(path, "probe"), errors)
-    has_policy = _check_policies(probe.get("markerPolicy"), child(path, "markerPolicy"), errors)
+        check_probe_spec(spec, child(path, "probe"), errors)
+    has_policy = check_policies(probe.get("markerPolicy"), child(path, "markerPolicy"), errors)
     condition = probe.get("podConditionType")
     if condition is not None:
         _check_condition_type(condition, child(path, "podConditionType"), errors)
     elif not has_policy:
         errors.add(path, rules.MSG_POLICY_OR_CONDITION)
-
-
-def _check_probe_spec(spec: Mapping[str, Any], path: str, errors: Errors) -> None:
-    check_known(spec, _PROBE_SPEC_FIELDS, path, errors)
-    handlers = [h for h in rules.HANDLERS if h in spec]
-    if len(handlers) != 1:
-        found = f" (found {', '.join(handlers)})" if handlers else ""
-        errors.add(path, rules.MSG_ONE_HANDLER + found)
-    for handler in handlers:
-        action = as_map(spec[handler], child(path, handler), errors)
-        if action is not None:
-            _check_handler(handler, action, child(path, handler), errors)
-    for field, minimum in rules.TIMING_MINIMUMS.items():
-        if (
-            field in spec
-            and (number := as_int(spec[field], child(path, field), errors)) is not None
-        ):
-            _check_timing(field, number, minimum, child(path, field), errors)
-
-
-def _check_timing(field: str, number: int, minimum: int, path: str, errors: Errors) -> None:
-    if number < minimum:
-        default = rules.TIMING_DEFAULTS.get(field)
-        hint = f" (omit the field for the default of {default})" if default is not None else ""
-        errors.add(path, f"must be at least {minimum}, got {number}{hint}")
-    elif number > rules.INT32_MAX:
-        errors.add(path, f"must be at most {rules.INT32_MAX}, got {number}")
-
-
-def _check_handler(handler: str, action: Mapping[str, Any], path: str, errors: Errors) -> None:
-    check_known(action, _HANDLER_FIELDS[handler], path, errors)
-    if "host" in action:
-        errors.add(child(path, "host"), rules.MSG_HOST)
-    if handler == "exec":
-        _check_command(action.get("command"), child(path, "command"), errors)
-        return
-    _check_port(action, handler, path, errors)
-    if handler == "httpGet":
-        _check_http(action, path, errors)
-    elif handler == "grpc" and "service" in action:
-        service = as_str(action["service"], child(path, "service"), errors)
-        if service is not None and len(service) > rules.MAX_GRPC_SERVICE_LENGTH:
-            errors.add(
-                child(path, "service"),
-                f"must be no more than {rules.MAX_GRPC_SERVICE_LENGTH} characters",
-            )
-
-
-def _check_command(value: Any, path: str, errors: Errors) -> None:
-    if value is None:
-        errors.add(path, "required: the command to run in the container, as a list of arguments")
-        return
-    command = as_list(value, path, errors)
-    if command is None:
-        return
-    if not command:
-        errors.add(path, rules.MSG_COMMAND_EMPTY)
-    _check_max_items(command, rules.MAX_COMMAND_ARGS, path, errors)
-    for i, arg in enumerate(command):
-        text = as_str(arg, index(path, i), errors)
-        if text is None:
-            continue
-        if i == 0 and not text:
-            errors.add(path, rules.MSG_COMMAND_EMPTY)
-        if len(text) > rules.MAX_COMMAND_ARG_LENGTH:
-            errors.add(
-                index(path, i), f"must be no more than {rules.MAX_COMMAND_ARG_LENGTH} characters"
-            )
-
-
-def _check_port(action: Mapping[str, Any], handler: str, path: str, errors: Errors) -> None:
-    port_path = child(path, "port")
-    if "port" not in action:
-        errors.add(port_path, "required: the container port to probe, a number or a port name")
-        return
-    raw = action["port"]
-    port: int | str | None = raw if isinstance(raw, str) and handler != "grpc" else None
-    if port is None and (port := as_int(raw, port_path, errors)) is None:
-        return
-    if handler == "grpc" and not (isinstance(port, int) and 1 <= port <= 65535):
-        errors.add(
-            port_path,
-            "must be a port number between 1 and 65535 (gRPC probes take no port names), "
-            f"got {describe(port)}",
-        )
-        return
-    for problem in names.port_problems(port):
-        errors.add(port_path, f"{problem}, got {describe(port)}")
-
-
-def _check_http(action: Mapping[str, Any], path: str, errors: Errors) -> None:
-    if (
-        "path" in action
-        and (text := as_str(action["path"], child(path, "path"), errors)) is not None
-    ):
-        if len(text) > rules.MAX_HTTP_PATH_LENGTH:
-            errors.add(
-                child(path, "path"), f"must be no more than {rules.MAX_HTTP_PATH_LENGTH} characters"
-            )
-        elif not matches(rules.HTTP_PATH_RE, text):
-            errors.add(
-                child(path, "path"),
-                f"must be an absolute path starting with '/' without spaces or control characters, got {describe(text)}",
-            )
-    if "scheme" in action:
-        scheme = as_str(action["scheme"], child(path, "scheme"), errors)
-        if scheme is not None and scheme not in rules.SCHEMES:
-            errors.add(child(path, "scheme"), f'must be "HTTP" or "HTTPS", got {describe(scheme)}')
-    if "httpHeaders" in action:
-        _check_headers(action["httpHeaders"], child(path, "httpHeaders"), errors)
-
-
-def _check_headers(value: Any, path: str, errors: Errors) -> None:
-    headers = as_list(value, path, errors)
-    if headers is None:
-        return
-    _check_max_items(headers, rules.MAX_HTTP_HEADERS, path, errors)
-    for i, item in enumerate(headers):
-        header = as_map(item, index(path, i), errors)
-        if header is None:
-            continue
-        check_known(header, ("name", "value"), index(path, i), errors)
-        name = _required_str(header, "name", index(path, i), errors, "the header name")
-        if name is not None and len(name) > rules.MAX_HTTP_HEADER_NAME_LENGTH:
-            errors.add(
-                child(index(path, i), "name"),
-                f"must be no more than {rules.MAX_HTTP_HEADER_NAME_LENGTH} characters",
-            )
-        elif name is not None and not matches(rules.HTTP_HEADER_NAME_RE, name):
-            errors.add(
-                child(index(path, i), "name"),
-                f"must be an HTTP header name (letters, digits and !#$%&'*+-.^_`|~), got {describe(name)}",
-            )
-        value_text = _required_str(header, "value", index(path, i), errors, "the header value")
-        if value_text is not None and len(value_text) > rules.MAX_HTTP_HEADER_VALUE_LENGTH:
-            errors.add(
-                child(index(path, i), "value"),
-                f"must be no more than {rules.MAX_HTTP_HEADER_VALUE_LENGTH} characters",
-            )
-        elif value_text is not None and not matches(rules.HTTP_HEADER_VALUE_RE, value_text):
-            errors.add(
-                child(index(path, i), "value"),
-                "must not contain control characters other than tab (a line break would add "
-                f"a header of its own), got {describe(value_text)}",
-            )
-
-
-def _check_policies(value: Any, path: str, errors: Errors) -> bool:
-    """Validate markerPolicy; True when it has at least one entry."""
-    if value is None:
-        return False
-    policies = as_list(value, path, errors)
-    if policies is None:
-        return True  # present but broken: already reported, do not pile on
-    _check_max_items(policies, rules.MAX_POLICIES, path, errors)
-    seen: dict[str, int] = {}
-    for i, item in enumerate(policies):
-        policy = as_map(item, index(path, i), errors)
-        if policy is None:
-            continue
-        _check_policy(policy, index(path, i), errors)
-        _check_unique(
-            policy.get("state"),
-            seen=seen,
-            i=i,
-            path=child(index(path, i), "state"),
-            list_path=path,
-            errors=errors,
-            message=rules.MSG_POLICY_STATES_UNIQUE,
-        )
-    return bool(policies)
-
-
-def _check_policy(policy: Mapping[str, Any], path: str, errors: Errors) -> None:
-    check_known(policy, ("state", "labels", "annotations"), path, errors)
-    state = _required_str(policy, "state", path, errors, '"Succeeded" or "Failed"')
-    if state is not None and state not in rules.STATES:
-        errors.add(child(path, "state"), f'must be "Succeeded" or "Failed", got {describe(state)}')
-    labels = as_string_map(policy.get("labels", {}), child(path, "labels"), errors)
-    annotations = as_string_map(policy.get("annotations", {}), child(path, "annotations"), errors)
-    if labels:
-        _check_labels(labels, child(path, "labels"), errors)
-        _check_written_keys(labels, child(path, "labels"), errors)
-    if annotations:
-        _check_annotations(annotations, child(path, "annotations"), errors)
-        _check_written_keys(annotations, child(path, "annotations"), errors)
-    if labels == {} and annotations == {}:
-        errors.add(path, rules.MSG_POLICY_EMPTY)
-
-
-def _check_labels(labels: Mapping[str, str], path: str, errors: Errors) -> None:
-    _check_max_entries(labels, path, errors)
-    for key, value in labels.items():
-        for problem in names.qualified_name_problems(key):
-            errors.add(index(path, key), f"key {describe(key)}: {problem}")
-        for problem in template.template_problems(value) or _label_template_problems(value):
-            errors.add(index(path, key), f"value {describe(value)}: {problem}")
-
-
-def _label_template_problems(value: str) -> list[str]:
-    """A label value, or one with `{{.Result}}`: valid for some result (the action
-    counted as one character; the rendered value is checked again on every write)."""
-    if not template.uses_result(value):
-        return names.label_value_problems(value)
-    if len(value) > rules.MAX_LABEL_TEMPLATE_LENGTH:
-        return [f"must be no more than {rules.MAX_LABEL_TEMPLATE_LENGTH} characters"]
-    problems = names.label_value_problems(template.render(value, "x"))
-    return [f"with {{{{.Result}}}} as one character, {p}" for p in problems]
-
-
-def _check_annotations(annotations: Mapping[str, str], path: str, errors: Errors) -> None:
-    _check_max_entries(annotations, path, errors)
-    for key, value in annotations.items():
-        for problem in names.qualified_name_problems(key, any_case_prefix=True):
-            errors.add(index(path, key), f"key {describe(key)}: {problem}")
-        for problem in names.annotation_value_problems(value) or template.template_problems(value):
-            errors.add(index(path, key), f"value: {problem}")
-
-
-def _check_written_keys(mapping: Mapping[str, str], path: str, errors: Errors) -> None:
-    for key in mapping:
-        if matches(rules.RESERVED_KEY_PREFIX_RE, key):
-            errors.add(index(path, key), rules.MSG_RESERVED_KEY_PREFIX)
-        elif matches(rules.OWN_KEY_PREFIX_RE, key):
-            errors.add(index(path, key), rules.MSG_OWN_KEY_PREFIX)
-
-
-def _check_selector_labels_not_written(spec: Mapping[str, Any], errors: Errors) -> None:
-    """No policy label may be one the selector reads (issue 15): setting it would
-    deselect the pod, deselecting removes it, and the pod is selected again, forever.
-    A cross-field rule, like the CRD's on spec; it reads only the well-typed parts
-    (the rest is reported by the field checks)."""
-    read = _selector_keys(spec.get("selector"))
-    probes = spec.get("probes")
-    if not read or not isinstance(probes, list | tuple):
-        return
-    for i, probe in enumerate(probes):
-        policies = probe.get("markerPolicy") if isinstance(probe, Mapping) else None
-        for j, policy in enumerate(policies if isinstance(policies, list | tuple) else ()):
-            labels = policy.get("labels") if isinstance(policy, Mapping) else None
-            path = child(index(child(index("spec.probes", i), "markerPolicy"), j), "labels")
-            for key in labels if isinstance(labels, Mapping) else ():
-                if key in read:
-                    errors.add(
-                        path, f"writes label {describe(key)}, {rules.MSG_SELECTOR_LABEL_WRITTEN}"
-                    )
-
-
-def _selector_keys(selector: Any) -> frozenset[str]:
-    """The label keys a selector reads: its matchLabels keys and matchExpressions keys."""
-    if not isinstance(selector, Mapping):
-        return frozenset()
-    labels = selector.get("matchLabels")
-    expressions = selector.get("matchExpressions")
-    keys = [k for k in labels if isinstance(k, str)] if isinstance(labels, Mapping) else []
-    for item in expressions if isinstance(expressions, list | tuple) else ():
-        if isinstance(item, Mapping) and isinstance(item.get("key"), str):
-            keys.append(item["key"])
-    return frozenset(keys)
 
 
 def _check_condition_type(value: Any, path: str, errors: Errors) -> None:
@@ -522,24 +185,3 @@ def _check_condition_type(value: Any, path: str, errors: Errors) -> None:
         errors.add(path, f'"{text}" {rules.MSG_RESERVED_CONDITION}')
     if matches(rules.RESERVED_KEY_PREFIX_RE, text):
         errors.add(path, rules.MSG_RESERVED_CONDITION_PREFIX)
-
-
-def _check_max_items(items: Sequence[Any] | None, limit: int, path: str, errors: Errors) -> None:
-    if items is not None and len(items) > limit:
-        errors.add(path, f"must have at most {limit} items, got {len(items)}")
-
-
-def _check_max_entries(mapping: Mapping[str, str], path: str, errors: Errors) -> None:
-    if len(mapping) > rules.MAX_POLICY_ENTRIES:
-        errors.add(
-            path, f"must have at most {rules.MAX_POLICY_ENTRIES} entries, got {len(mapping)}"
-        )
-
-
-def _required_str(
-    mapping: Mapping[str, Any], field: str, path: str, errors: Errors, what: str
-) -> str | None:
-    if field not in mapping:
-        errors.add(child(path, field), f"required: {what}")
-        return None
-    return as_str(mapping[field], child(path, field), errors)

@@ -55,6 +55,7 @@ from probemarker.kube.write.events import EventRecorder
 from probemarker.kube.write.ratelimit import TokenBucket
 from probemarker.observe.address import parse_listen_address
 from probemarker.observe.answer import PodPart, encode_answer, pod_parts
+from probemarker.observe.clientmetrics import InformerSnapshot
 from probemarker.observe.connections import ServerStats
 from probemarker.observe.descriptors import (
     connection_limits,
@@ -62,7 +63,8 @@ from probemarker.observe.descriptors import (
     open_files_limit,
 )
 from probemarker.observe.health import Health, HealthSettings, Heartbeat
-from probemarker.observe.metrics import HTTPPool, InformerSnapshot, Snapshot, build_registry
+from probemarker.observe.metrics import Snapshot, build_registry
+from probemarker.observe.probemetrics import HTTPPool
 from probemarker.observe.serve import MetricsServer
 from probemarker.observe.snapshot import head_document, wall_times
 from probemarker.observe.statussocket import StatusRequest, StatusSocket

@@ -1,13 +1,19 @@
 """The client layer: everything the daemon says to the API server goes through here.
 
 Four rooms, one activity each, each resting on `connect`:
-- `connect/`: where the API server is (kubeconfig or in-cluster) -> `Connection`; the
-  Authorization header, re-read as tokens rotate; TLS session resumption; the one HTTP
-  edge (`client`: connection pools, deadlines, streams, WebSockets); the one error tree,
-  mapped once from HTTP answers; the resources the daemon names;
-- `watch/`: list+watch informers and their store;
-- `exec/`: the `pods/exec` stream and what it reports;
-- `write/`: pods/status patches, events, and the client-side write budget.
+- `connect/`: where the API server is (kubeconfig or in-cluster: `config`,
+  `kubeconfig`, `kubecontext`) -> `Connection`; the Authorization header, re-read as
+  tokens rotate (`credentials`, `execcredential`); TLS session resumption
+  (`tlsresume`); the one HTTP edge (`client`, over its aiohttp `sessions`: connection
+  pools, deadlines, the answers read as they arrive in `streams` and `listbody`, the
+  exec WebSocket in `websocket`); the one error tree, mapped once from HTTP answers
+  (`errors`); the resources the daemon names (`resources`);
+- `watch/`: list+watch informers (`informer`, `informertypes`, `informerfailures`),
+  the watch event parser (`watchevents`) and their store (`cache`);
+- `exec/`: the `pods/exec` stream (`execstream`) and what it reports (`execresult`);
+- `write/`: pods/status patches (`statuswrite`), events (`events`), and the
+  client-side write budget (`ratelimit`).
 
-Nothing here imports `probemarker.sim` or a stage of the daemon; only `kit/` below it.
+Nothing here imports `probemarker.sim` or a stage of the daemon; only `api/` and
+`kit/` below it.
 """

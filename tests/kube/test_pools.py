@@ -13,9 +13,10 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from probemarker.kube.connect.client import ClientSettings, KubeClient, WebSocket
+from probemarker.kube.connect.client import ClientSettings, KubeClient
 from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.kube.connect.errors import ApiTimeout, RequestInfo
+from probemarker.kube.connect.websocket import WebSocket
 from probemarker.sim import SimCluster
 from tests.kube.test_client import LIST, PODS, create, pod, wait_running
 

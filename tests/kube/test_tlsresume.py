@@ -73,8 +73,8 @@ def test_context_is_a_client_context() -> None:
 def test_a_tls_failure_forgets_the_session() -> None:
     """client._mapped calls the forget hook on any TLS error, so a session the server
     refuses is not offered again."""
-    from probemarker.kube.connect.client import _mapped
     from probemarker.kube.connect.errors import ApiUnreachable, RequestInfo
+    from probemarker.kube.connect.sessions import mapped as _mapped
 
     cache = SessionCache()
     cache.put("api", session(b"1"))

@@ -2,42 +2,38 @@
 
 Stage: below every other module of `probemarker.kube`. Input: a `Connection`
 (config.py). Output: parsed JSON answers, the lines of a streaming answer, and
-WebSocket connections; failures as the error tree of errors.py.
+WebSocket connections (websocket.py); failures as the error tree of errors.py.
 
-- Three connection pools (an aiohttp session each, one SSL context between them,
-  which resumes TLS sessions (tlsresume.py) unless switched off), so a connection
-  held for long never keeps a short request waiting: plain requests (LISTs, GETs,
-  status patches, events; `request_connections`), watch streams (one held per
-  informer scope for minutes; no limit), exec WebSockets (one held per exec run;
-  `exec_connections`, sized by the owner to its cap on probe runs).
-- A TLS connection's read buffer is 64 KiB, not asyncio's 256 KiB
-  (`_smaller_tls_read_buffers`, process-wide), as the daemon holds up to a hundred.
+- Three connection pools (sessions.py: an aiohttp session each, one SSL context
+  between them, which resumes TLS sessions (tlsresume.py) unless switched off), so a
+  connection held for long never keeps a short request waiting: plain requests
+  (LISTs, GETs, status patches, events; `request_connections`), watch streams (one
+  held per informer scope for minutes; no limit), exec WebSockets (one held per exec
+  run; `exec_connections`, sized by the owner to its cap on probe runs).
 - Every call has a deadline: `request_timeout` for a whole request, a read
   deadline for streams (no byte for `read_timeout` seconds is a dead
   connection), the handshake `timeout` for WebSockets. Nothing waits forever on
   a silent socket.
 - A 401 makes the credentials refresh once (a rotated token file is re-read)
   and the request is sent again; a second 401 is `ApiUnauthorized`.
-- This is the only module that sees aiohttp's exceptions: `_mapped` turns them
-  into `ApiUnreachable`/`ApiTimeout`, and error statuses go through
+- aiohttp's exceptions end in sessions.py (`mapped`); error statuses go through
   `error_from_response`.
 
 Where this departs from kubernetes_asyncio's `ApiClient`: no generated models
 (JSON is parsed once with orjson into dicts the caller projects; a LIST item by item
-as it arrives, `list_page`, so a big answer is never held whole), one deadline
-per call instead of none by default, a line splitter for watches without
-aiohttp's 128 KiB line limit, and a single error tree instead of `ApiException`.
+as it arrives, `list_page` (streams.py), so a big answer is never held whole), one
+deadline per call instead of none by default, a line splitter for watches without
+aiohttp's 128 KiB line limit (streams.py), and a single error tree instead of
+`ApiException`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import asyncio.sslproto
 import contextlib
 import ssl
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
@@ -49,8 +45,6 @@ from probemarker import __version__
 from probemarker.kube.connect.config import Connection
 from probemarker.kube.connect.errors import (
     ApiError,
-    ApiMalformed,
-    ApiTimeout,
     ApiUnauthorized,
     ApiUnreachable,
     KubeError,
@@ -58,41 +52,24 @@ from probemarker.kube.connect.errors import (
     error_from_response,
     loads_object,
 )
-from probemarker.kube.connect.listbody import ListBody, ListBodyError
+from probemarker.kube.connect.sessions import (
+    MAX_ERROR_BODY,
+    Pools,
+    kept_refusal,
+    mapped,
+    smaller_tls_read_buffers,
+)
+from probemarker.kube.connect.streams import lines, read_list
 from probemarker.kube.connect.tlsresume import ResumingSSLContext, SessionCache
+from probemarker.kube.connect.websocket import WebSocket
 
-__all__ = [
-    "ClientSettings",
-    "KubeClient",
-    "Params",
-    "RawAnswer",
-    "WebSocket",
-    "WsClose",
-    "WsMessage",
-]
+__all__ = ["ClientSettings", "KubeClient", "Params", "RawAnswer"]
 
 _T = TypeVar("_T")
 
 Params = Mapping[str, str] | Sequence[tuple[str, str]] | None
 
-_MAX_ERROR_BODY = 64 << 10  # an error answer is a Status; never read a huge one whole
-
-# asyncio's TLS transport (`asyncio.sslproto.SSLProtocol`, CPython 3.11 to 3.13) gives
-# every TLS connection a read buffer of `max_size`, 256 KiB, zero-filled when the
-# connection is made however little it reads (python/cpython#109534). The daemon makes
-# one TLS connection per exec run (up to --max-concurrent-probes at once) and keeps up
-# to `request_connections` plain ones and one per watch: on a busy node a hundred, 25
-# MiB of zeroes, the biggest part of its peak on a node of 500 pods (issue 22). 64 KiB
-# still takes four full TLS records (16 KiB each) per read.
-_TLS_READ_BUFFER = 64 << 10
-
-
-def _smaller_tls_read_buffers() -> None:
-    """Lower asyncio's per-connection TLS read buffer to `_TLS_READ_BUFFER` (for the
-    whole process: the class attribute is the only handle asyncio gives)."""
-    protocol = getattr(asyncio.sslproto, "SSLProtocol", None)
-    if protocol is not None and getattr(protocol, "max_size", 0) > _TLS_READ_BUFFER:
-        protocol.max_size = _TLS_READ_BUFFER
+_JSON = {"Accept": "application/json"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,136 +102,6 @@ class RawAnswer:
     body: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class WsMessage:
-    data: bytes
-    text: bool
-
-
-@dataclass(frozen=True, slots=True)
-class WsClose:
-    """The end of a WebSocket: the server's close frame, or the connection dropped."""
-
-    code: int | None
-    abnormal: bool
-    detail: str = ""
-
-
-# aiohttp's `ws_connect` raises WSServerHandshakeError for a refused upgrade and closes
-# the answer unread, losing the Status that says why (`pods "x" not found`, the kubelet's
-# `container not found ("app")`). `_Response` reads that body while the answer is still
-# open, into the list this variable holds for the duration of a `websocket()` call.
-_HANDSHAKE_BODY: ContextVar[list[bytes] | None] = ContextVar("_HANDSHAKE_BODY", default=None)
-
-
-class _Response(aiohttp.ClientResponse):
-    """aiohttp's response, keeping the body of a refused WebSocket upgrade."""
-
-    async def start(self, connection: Any) -> aiohttp.ClientResponse:
-        response = await super().start(connection)
-        sink = _HANDSHAKE_BODY.get()
-        if sink is not None and self.status >= 400:
-            body = bytearray()
-            with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
-                while len(body) < _MAX_ERROR_BODY and (chunk := await self.content.readany()):
-                    body += chunk
-            sink.append(bytes(body[:_MAX_ERROR_BODY]))
-        return response
-
-
-@contextlib.contextmanager
-def _mapped(
-    info: RequestInfo, forget_tls: Any = None, body: Sequence[bytes] = ()
-) -> Iterator[None]:
-    """Turn aiohttp's and the socket's exceptions into the error tree (the only place)."""
-    try:
-        yield
-    except KubeError:
-        raise
-    except (TimeoutError, aiohttp.ServerTimeoutError) as err:
-        raise ApiTimeout(f"no answer in time ({type(err).__name__})", request=info) from err
-    except aiohttp.WSServerHandshakeError as err:
-        raw = body[-1] if body else b""
-        raise error_from_response(err.status, raw, err.headers or {}, info) from err
-    except (aiohttp.ClientSSLError, ssl.SSLError) as err:
-        if forget_tls is not None:
-            forget_tls()
-        raise ApiUnreachable(f"TLS failure: {err}", request=info) from err
-    except aiohttp.ClientResponseError as err:
-        raise error_from_response(err.status, b"", err.headers or {}, info) from err
-    except (aiohttp.ClientError, OSError) as err:
-        raise ApiUnreachable(f"{type(err).__name__}: {err}", request=info) from err
-
-
-class WebSocket:
-    """An open WebSocket to the API server (see `KubeClient.websocket`)."""
-
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse, info: RequestInfo) -> None:
-        self._ws = ws
-        self._info = info
-        self.protocol: str | None = ws.protocol
-
-    async def receive(self) -> WsMessage | WsClose:
-        """The next data message, or how the connection ended; never raises on a close."""
-        with _mapped(self._info):
-            msg = await self._ws.receive()
-        if msg.type is aiohttp.WSMsgType.BINARY:
-            return WsMessage(msg.data, text=False)
-        if msg.type is aiohttp.WSMsgType.TEXT:
-            return WsMessage(msg.data.encode(), text=True)
-        if msg.type is aiohttp.WSMsgType.CLOSE:
-            return WsClose(code=int(msg.data), abnormal=False, detail=str(msg.extra or ""))
-        detail = str(msg.data) if msg.type is aiohttp.WSMsgType.ERROR else "connection closed"
-        code = self._ws.close_code
-        # CLOSED after a close frame we already returned is a normal end too.
-        abnormal = code in (None, aiohttp.WSCloseCode.ABNORMAL_CLOSURE)
-        return WsClose(code=1006 if abnormal else code, abnormal=abnormal, detail=detail)
-
-    async def send_bytes(self, data: bytes) -> None:
-        with _mapped(self._info):
-            await self._ws.send_bytes(data)
-
-    async def close(self) -> None:
-        """Send a close frame and wait (bounded) for the server's; never raises."""
-        with contextlib.suppress(aiohttp.ClientError, OSError, RuntimeError):
-            await self._ws.close()
-
-    def abort(self) -> None:
-        """Drop the TCP connection now (the server sees the client gone and stops)."""
-        # aiohttp has no public abort for a client WebSocket; closing its response
-        # closes the underlying connection without a close frame.
-        self._ws._response.close()
-
-    def __repr__(self) -> str:
-        return f"WebSocket({self._info}, protocol={self.protocol!r}, closed={self._ws.closed})"
-
-
-class _Pools:
-    """The three sessions, one per kind of connection (see the module docstring)."""
-
-    def __init__(self, *, requests: int, watches: int, execs: int, **common: Any) -> None:
-        self.requests = self._open(requests, **common)
-        self.watches = self._open(watches, **common)
-        self.execs = self._open(execs, **common)
-
-    @staticmethod
-    def _open(
-        limit: int, *, ssl: ssl.SSLContext | bool, keepalive: float, user_agent: str
-    ) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(ssl=ssl, limit=limit, keepalive_timeout=keepalive)
-        return aiohttp.ClientSession(
-            connector=connector,
-            headers={"User-Agent": user_agent},
-            skip_auto_headers=("Accept-Encoding",),  # the API server's gzip costs CPU on both sides
-            auto_decompress=False,
-            response_class=_Response,
-        )
-
-    async def close(self) -> None:
-        for session in (self.requests, self.watches, self.execs):
-            await session.close()
-
-
 class KubeClient:
     """The sessions to one API server; an async context manager."""
 
@@ -265,7 +112,7 @@ class KubeClient:
             raise ValueError("request_connections and exec_connections must be at least 1")
         self.tls_sessions = SessionCache(max_age=self.settings.tls_session_max_age)
         self._ssl: ssl.SSLContext | None = None
-        self._pools: _Pools | None = None
+        self._pools: Pools | None = None
         # Answers by (verb, resource as RBAC spells it, HTTP status; 0 = no answer), for
         # the metrics: `pods/status`, `podprobemarkers.probemarker.io`; never a name.
         self.requests: Counter[tuple[str, str, int]] = Counter()
@@ -275,13 +122,13 @@ class KubeClient:
 
     async def __aenter__(self) -> KubeClient:
         if self.connection.https:
-            _smaller_tls_read_buffers()
+            smaller_tls_read_buffers()
         tls = self.connection.tls
         if tls is not None:
             self._ssl = tls.ssl_context(
                 resume=self.settings.tls_resumption, cache=self.tls_sessions
             )
-        self._pools = _Pools(
+        self._pools = Pools(
             requests=self.settings.request_connections,
             watches=0,  # one per informer scope, fixed by the configuration: no limit
             execs=self.settings.exec_connections,
@@ -304,7 +151,7 @@ class KubeClient:
     # -- internals ---------------------------------------------------------------------
 
     @property
-    def _open_pools(self) -> _Pools:
+    def _open_pools(self) -> Pools:
         if self._pools is None:
             raise RuntimeError("KubeClient is not open: use `async with KubeClient(...)`")
         return self._pools
@@ -363,7 +210,7 @@ class KubeClient:
         """Send (again after a 401, see `_reauthorized`); an error status raises its error."""
 
         async def attempt() -> aiohttp.ClientResponse:
-            with self._counted(info), _mapped(info, self._forget_tls):
+            with self._counted(info), mapped(info, self._forget_tls):
                 response = await session.request(
                     method,
                     self._url(path),
@@ -383,13 +230,35 @@ class KubeClient:
 
     async def _error_of(self, response: aiohttp.ClientResponse, info: RequestInfo) -> ApiError:
         try:
-            with _mapped(info):
-                body = await response.content.read(_MAX_ERROR_BODY)
+            with mapped(info):
+                body = await response.content.read(MAX_ERROR_BODY)
         except ApiUnreachable:
             body = b""
         finally:
             response.close()
         return error_from_response(response.status, body, response.headers, info)
+
+    def _limits(self, wait: float | None) -> aiohttp.ClientTimeout:
+        """A plain request's deadlines: `wait` seconds for it all (default
+        `settings.request_timeout`), `settings.connect_timeout` to connect."""
+        return aiohttp.ClientTimeout(
+            total=wait if wait is not None else self.settings.request_timeout,
+            connect=self.settings.connect_timeout,
+        )
+
+    async def _get(
+        self,
+        session: aiohttp.ClientSession,
+        path: str,
+        *,
+        info: RequestInfo,
+        params: Params,
+        limits: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        """GET a JSON answer whose body the caller reads as it arrives (a LIST, a watch)."""
+        return await self._send(
+            session, "GET", path, info=info, params=params, body=None, headers=_JSON, limits=limits
+        )
 
     # -- plain requests ----------------------------------------------------------------
 
@@ -408,13 +277,9 @@ class KubeClient:
 
         `wait`: seconds for the whole request (default `settings.request_timeout`).
         """
-        headers = {"Accept": "application/json"}
+        headers = dict(_JSON)
         if content_type is not None:
             headers["Content-Type"] = content_type
-        limits = aiohttp.ClientTimeout(
-            total=wait if wait is not None else self.settings.request_timeout,
-            connect=self.settings.connect_timeout,
-        )
         response = await self._send(
             self._open_pools.requests,
             method,
@@ -423,10 +288,10 @@ class KubeClient:
             params=params,
             body=body,
             headers=headers,
-            limits=limits,
+            limits=self._limits(wait),
         )
         try:
-            with _mapped(info):
+            with mapped(info):
                 raw = await response.read()
         finally:
             response.release()
@@ -440,24 +305,20 @@ class KubeClient:
         info: RequestInfo,
         params: Params = None,
         wait: float | None = None,
-        limit: int = _MAX_ERROR_BODY,
+        limit: int = MAX_ERROR_BODY,
     ) -> RawAnswer:
         """Send a request and return its answer as it is, whatever its status: for
         `pods/proxy`, whose answer is the pod's own (its 500 is not the API server's).
         Only what got no answer raises (`ApiUnreachable`, `ApiTimeout`); the body is
         read up to `limit` bytes. No retry after a 401: the caller tells whose it is."""
-        limits = aiohttp.ClientTimeout(
-            total=wait if wait is not None else self.settings.request_timeout,
-            connect=self.settings.connect_timeout,
-        )
         session = self._open_pools.requests
-        with self._counted(info), _mapped(info, self._forget_tls):
+        with self._counted(info), mapped(info, self._forget_tls):
             async with session.request(
                 method,
                 self._url(path),
                 params=params,
                 headers=await self._headers({"Accept": "*/*"}),
-                timeout=limits,
+                timeout=self._limits(wait),
                 allow_redirects=False,
                 **self._server_hostname(),
             ) as response:
@@ -481,52 +342,17 @@ class KubeClient:
         wait: float | None = None,
     ) -> dict[str, Any]:
         """GET a list and hand each of its items to `item` as soon as it has arrived
-        (listbody.py), so the answer is never held whole; return the answer without
-        its items (`metadata`: resourceVersion, continue). An exception of `item`
-        propagates (the connection is closed, not reused).
+        (streams.py, listbody.py), so the answer is never held whole; return the answer
+        without its items (`metadata`: resourceVersion, continue). An exception of
+        `item` propagates (the connection is closed, not reused).
 
         `wait`: seconds for the whole request (default `settings.request_timeout`).
         """
-        limits = aiohttp.ClientTimeout(
-            total=wait if wait is not None else self.settings.request_timeout,
-            connect=self.settings.connect_timeout,
+        pool = self._open_pools.requests
+        response = await self._get(pool, path, info=info, params=params, limits=self._limits(wait))
+        return await read_list(
+            response, info, item=item, max_item_bytes=self.settings.max_line_bytes
         )
-        response = await self._send(
-            self._open_pools.requests,
-            "GET",
-            path,
-            info=info,
-            params=params,
-            body=None,
-            headers={"Accept": "application/json"},
-            limits=limits,
-        )
-        body = ListBody(max_item_bytes=self.settings.max_line_bytes)
-        read = False
-        try:
-            while True:
-                with _mapped(info):
-                    chunk = await response.content.readany()
-                if not chunk:
-                    break
-                try:
-                    raws = body.feed(chunk)
-                except ListBodyError as err:
-                    raise ApiMalformed(f"the list answer: {err}", request=info) from err
-                for raw in raws:
-                    item(loads_object(raw, what="a listed item", request=info))
-            try:
-                rest = body.finish()
-            except ListBodyError as err:
-                raise ApiMalformed(f"the list answer: {err}", request=info) from err
-            read = True
-        finally:
-            # A connection whose answer was not read to its end never goes back to the pool.
-            if read:
-                response.release()
-            else:
-                response.close()
-        return loads_object(rest, what="the answer", request=info)
 
     # -- streams -----------------------------------------------------------------------
 
@@ -550,46 +376,13 @@ class KubeClient:
             connect=connect_timeout or self.settings.connect_timeout,
             sock_read=read_timeout,
         )
-        response = await self._send(
-            self._open_pools.watches,
-            "GET",
-            path,
-            info=info,
-            params=params,
-            body=None,
-            headers={"Accept": "application/json"},
-            limits=limits,
-        )
+        pool = self._open_pools.watches
+        response = await self._get(pool, path, info=info, params=params, limits=limits)
         try:
-            yield self._lines(response, info)
+            yield lines(response, info, limit=self.settings.max_line_bytes)
         finally:
             # Never hand a half-read stream back to the pool.
             response.close()
-
-    async def _lines(
-        self, response: aiohttp.ClientResponse, info: RequestInfo
-    ) -> AsyncIterator[bytes]:
-        buffer = bytearray()
-        limit = self.settings.max_line_bytes
-        while True:
-            with _mapped(info):
-                chunk = await response.content.readany()
-            if not chunk:
-                break
-            buffer += chunk
-            start = 0
-            while (end := buffer.find(b"\n", start)) >= 0:
-                line = bytes(buffer[start:end])
-                start = end + 1
-                if len(line) > limit:
-                    raise ApiMalformed(f"a stream line is longer than {limit} bytes", request=info)
-                if line.strip():
-                    yield line
-            del buffer[:start]
-            if len(buffer) > limit:
-                raise ApiMalformed(f"a stream line is longer than {limit} bytes", request=info)
-        if bytes(buffer).strip():
-            yield bytes(buffer)
 
     # -- WebSockets --------------------------------------------------------------------
 
@@ -623,26 +416,25 @@ class KubeClient:
         wait: float,
     ) -> aiohttp.ClientWebSocketResponse:
         """One upgrade attempt; a refusal raises the error of its status and Status body."""
-        refusal: list[bytes] = []
-        token = _HANDSHAKE_BODY.set(refusal)
-        try:
-            with self._counted(info), _mapped(info, self._forget_tls, refusal):
-                async with asyncio.timeout(wait):
-                    ws: aiohttp.ClientWebSocketResponse = await self._open_pools.execs.ws_connect(
-                        self._url(path),
-                        params=params,
-                        protocols=tuple(protocols),
-                        headers=await self._headers(),
-                        timeout=aiohttp.ClientWSTimeout(
-                            ws_receive=None, ws_close=self.settings.ws_close_timeout
-                        ),
-                        autoclose=True,
-                        autoping=True,
-                        compress=0,
-                        max_msg_size=self.settings.ws_max_message_bytes,
-                        **self._server_hostname(),
-                    )
-        finally:
-            _HANDSHAKE_BODY.reset(token)
+        with (
+            kept_refusal() as refusal,
+            self._counted(info),
+            mapped(info, self._forget_tls, refusal),
+        ):
+            async with asyncio.timeout(wait):
+                ws: aiohttp.ClientWebSocketResponse = await self._open_pools.execs.ws_connect(
+                    self._url(path),
+                    params=params,
+                    protocols=tuple(protocols),
+                    headers=await self._headers(),
+                    timeout=aiohttp.ClientWSTimeout(
+                        ws_receive=None, ws_close=self.settings.ws_close_timeout
+                    ),
+                    autoclose=True,
+                    autoping=True,
+                    compress=0,
+                    max_msg_size=self.settings.ws_max_message_bytes,
+                    **self._server_hostname(),
+                )
         self.requests[(info.verb, info.full_resource, 101)] += 1
         return ws

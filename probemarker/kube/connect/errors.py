@@ -3,7 +3,7 @@
 Stage: the edge of `probemarker.kube`. Input: an HTTP status code, the body and
 headers of a failed answer, and what the request was (`RequestInfo`). Output:
 one `ApiError` subclass per case the daemon decides on. Transport failures
-(connect refused, reset, TLS, a deadline) are `ApiUnreachable`; `client.py` is
+(connect refused, reset, TLS, a deadline) are `ApiUnreachable`; `sessions.py` is
 the only module that turns aiohttp's exceptions into them.
 
 What Kubernetes sends (apimachinery `metav1.Status`, `apierrors`): a failed

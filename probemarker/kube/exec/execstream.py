@@ -48,9 +48,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from probemarker.kube.connect.client import KubeClient, WebSocket, WsClose
+from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.errors import ApiError, ApiForbidden, ApiTimeout, KubeError
 from probemarker.kube.connect.resources import PODS
+from probemarker.kube.connect.websocket import WebSocket, WsClose
 from probemarker.kube.exec.execresult import (
     ExecFrames,
     ExecResult,

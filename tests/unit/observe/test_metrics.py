@@ -22,14 +22,10 @@ from probemarker.kit.histogram import Histogram
 from probemarker.kube.watch.informertypes import InformerCounters
 from probemarker.kube.write.events import EventStats
 from probemarker.match.identity import HeldCommand
+from probemarker.observe.clientmetrics import InformerSnapshot, error_label
 from probemarker.observe.connections import Eviction, ServerStats
-from probemarker.observe.metrics import (
-    HTTPPool,
-    InformerSnapshot,
-    Snapshot,
-    build_registry,
-    error_label,
-)
+from probemarker.observe.metrics import Snapshot, build_registry
+from probemarker.observe.probemetrics import HTTPPool
 from probemarker.probe.holds import CommandHolds
 from probemarker.probe.holdtable import CommandKey
 from probemarker.probe.httppool import PoolStats
