@@ -159,7 +159,7 @@ HTTP_PATH_RE: Final = "^/[^\\x00-\\x20\\x7f]*$"
 # Probe names end up in events, logs and the ownership annotation: no '#' (it joins
 # marker and probe in identities), no control characters, no leading/trailing space.
 PROBE_NAME_RE: Final = "^[^#\\x00-\\x20\\x7f]([^#\\x00-\\x1f\\x7f]*[^#\\x00-\\x20\\x7f])?$"
-# Key prefixes Kubernetes reserves for itself. The daemon's admission policy (SPEC §5)
+# Key prefixes Kubernetes reserves for itself. The daemon's admission policy (docs/security.md)
 # refuses writes of them, so a marker that asks for one could never take effect.
 # Subdomains (app.kubernetes.io/, controller.kubernetes.io/) stay allowed.
 RESERVED_KEY_PREFIXES: Final = ("kubernetes.io", "k8s.io")

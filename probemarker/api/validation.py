@@ -1,4 +1,4 @@
-"""Validate a PodProbeMarker document (a JSON/YAML dict) against SPEC §1.
+"""Validate a PodProbeMarker document (a JSON/YAML dict) against docs/api.md.
 
 Stage: api (pure). Input: an untrusted dict, as read from a file or the API server.
 Output: every `FieldError` at once, each naming its field path. Never raises on bad

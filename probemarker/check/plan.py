@@ -9,7 +9,7 @@ the daemon would send. The daemon's own functions do the work: `match.match_pod`
 The daemon publishes a state only after successThreshold / failureThreshold
 consecutive results; check runs each probe once, so the patch is what the daemon
 would write *if this outcome were the decided one*. Unknown outcomes are never decided
-(SPEC §2), so they change nothing on the pod, as in the daemon.
+(docs/engine.md), so they change nothing on the pod, as in the daemon.
 
 Other owners recorded on the pod: every marker other than the one under check is
 passed to `desired_state` as *frozen* (its keys stay as they are, unchanged and not

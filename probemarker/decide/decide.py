@@ -39,7 +39,7 @@ Thresholds (after a run):
 - A new container (containerID or restartCount changed, `observe`) resets the count
   but keeps the decided result. The kubelet resets readiness to its initial value on
   a new container; here that would flip labels and conditions on every restart and
-  back once the new container passes, which is the flapping SPEC §6 forbids. The
+  back once the new container passes, which is the flapping docs/design.md forbids. The
   new container's own outcomes re-decide after the thresholds, as for any change.
 - A restarted daemon seeds the decided result from what the pod shows (`seed`),
   with empty counters, so the first runs change no state unless a threshold is met
@@ -134,7 +134,7 @@ def gate(facts: ContainerFacts | None, timing: Timing, *, now: float) -> Gate:
 
 
 def not_running(container: str) -> Outcome:
-    """The outcome of a run whose container is not running (SPEC §2: Failed)."""
+    """The outcome of a run whose container is not running (docs/engine.md: Failed)."""
     return Outcome.failed(f"container {container} is not running")
 
 

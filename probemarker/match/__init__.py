@@ -1,2 +1,2 @@
 """Match: which markers' probes apply to which containers of a pod (`match.py`), and the
-identities that name a probe on a pod from here on (`identity.py`, SPEC §2). Pure."""
+identities that name a probe on a pod from here on (`identity.py`, docs/engine.md). Pure."""

@@ -1,7 +1,7 @@
 """Typed identities shared by every stage of the engine.
 
 Stage: values (pure). A probe's identity is (pod UID, container name, marker
-namespace/name, probe name), SPEC §2: results are never keyed by container ID, and one
+namespace/name, probe name), docs/engine.md: results are never keyed by container ID, and one
 marker's probes never collide with another's. `OwnerRef` is the part of it the pod's
 ownership record names (the marker is always in the pod's namespace).
 

@@ -5,7 +5,7 @@ markers of its namespace. Output: the probes that should run, keyed by `ProbeKey
 (pod UID, container, marker, probe), and the difference from the previous set
 (start / change / stop).
 
-A probe runs for (pod, container, marker, probe) when (SPEC §2): the marker is in the
+A probe runs for (pod, container, marker, probe) when (docs/engine.md): the marker is in the
 pod's namespace, its selector matches the pod's current labels, the probe's container
 exists in the pod (a regular container or a restartable init container), and the pod
 is neither terminal nor being deleted. Whether the container is running is not a

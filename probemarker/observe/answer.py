@@ -5,7 +5,7 @@ Stage: observe (pure; no I/O, no clock). Input: the document's head
 (called once, or twice when they are over the budget). Output: the answer's bytes, the
 document of observe/snapshot.py as compact JSON.
 
-Why a budget (SPEC §5: the answer is shared by every namespace on the node): a row is
+Why a budget (docs/security.md: the answer is shared by every namespace on the node): a row is
 bounded (`snapshot.PROBE_BYTES`), but whoever may create pods and markers in a namespace
 chooses how many rows there are, and the daemon builds the answer in its own memory, for
 each reader (observe/statussocket.py serves `CONNECTIONS` at once). So the pods take at

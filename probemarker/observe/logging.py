@@ -1,7 +1,7 @@
 """Structured logs: JSON lines (orjson) in a cluster, readable lines on a terminal.
 
 Stage: edge (output). One line per transition, write retry or watch restart, never
-one per probe run (SPEC §4).
+one per probe run (docs/operations.md).
 
 A log line carries what markers and pods hold (probe names, which the API lets carry
 a C1 CSI or a bidi override; values; messages), and it is read on a terminal

@@ -45,7 +45,7 @@ probes: containerd starts its clock only once the process has started
 when it runs out and answers DEADLINE_EXCEEDED, which is the verdict "timed out"
 (Failed). The client only bounds its wait: the call's deadline is the timeout plus
 `grace` (`--exec-grace-seconds`, 10 s by default), and running out of it without the
-runtime's verdict is Unknown (SPEC §2: a slow or hung runtime is not the
+runtime's verdict is Unknown (docs/engine.md: a slow or hung runtime is not the
 container's fault; the pod keeps its state). Under a slow runtime (a throttled
 shim) the command may start seconds after the call: the kubelet then still gets
 the runtime's verdict, and so do we, within the grace. The kubelet waits its
@@ -91,7 +91,7 @@ __all__ = ["CRIExecHandler", "cri_outcome", "exited", "sent_timeout"]
 
 log = structlog.get_logger(__name__)
 
-KEEP_BYTES = 1024  # kept per output stream (SPEC §2: 1 KiB), as the api backend
+KEEP_BYTES = 1024  # kept per output stream (docs/engine.md: 1 KiB), as the api backend
 _CALL_DEADLINE = "Deadline Exceeded"  # grpc's own text when the call's deadline passes
 _VERSION_LIMIT = 2.0  # seconds for the Version question, at most
 _WARNED_PODS = 4096  # pods remembered for the once-per-pod warning

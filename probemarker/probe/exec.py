@@ -24,7 +24,7 @@ handshake with an HTTP status, which is Unknown. Only a message the CRI streamin
 server wrote (`error executing command in container: ...`, used by containerd and
 CRI-O alike) means the runtime tried and the container said no, so only that (and
 the executable texts quoted in the issue) is Failed; the rest stays Unknown, so an
-outage on the way to the kubelet never flips a pod to Failed (SPEC §2). A container
+outage on the way to the kubelet never flips a pod to Failed (docs/engine.md). A container
 that stopped is Failed all the same, from its pod status (decide.gate), without
 an exec.
 

@@ -254,7 +254,7 @@ class GRPCHandler(OwnsConnections):
             options = (
                 ("grpc.primary_user_agent", self._user_agent),
                 ("grpc.default_authority", address.authority),  # as the kubelet: ip:port
-                # Never through a proxy from the environment: the pod IP only (SPEC §5).
+                # Never through a proxy from the environment: the pod IP only (docs/security.md).
                 ("grpc.enable_http_proxy", 0),
                 # Own subchannels, so a dropped channel's connection is not reused.
                 ("grpc.use_local_subchannel_pool", 1),

@@ -1,6 +1,6 @@
 """What one probe run came to: Succeeded, Failed or Unknown, with a message.
 
-Stage: probe -> decide (values, pure). SPEC §2: Succeeded and Failed are answers from
+Stage: probe -> decide (values, pure). docs/engine.md: Succeeded and Failed are answers from
 the container (or a timeout, or a container that is not running); Unknown means the
 probe could not be run for reasons outside the container, and is thrown away by the
 decide stage (neither counted nor written).

@@ -2,7 +2,7 @@
 
 Stage: probe (pure). Input: text a container (or a runtime, or a server) wrote,
 already decoded from UTF-8 with replacement. Output: a message that may go into a
-pod condition's `message` and an event's `note` (SPEC §2 §3 §5).
+pod condition's `message` and an event's `note` (docs/engine.md, docs/security.md).
 
 Invariants of `clean_message`, in this order:
 - line ends: `\\r\\n` and a lone `\\r` become `\\n` (a progress line rewritten with
@@ -41,7 +41,7 @@ __all__ = [
     "result_text",
 ]
 
-MESSAGE_LIMIT = 1024  # SPEC §3: a condition message is trimmed to 1 KiB
+MESSAGE_LIMIT = 1024  # docs/engine.md: a condition message is trimmed to 1 KiB
 MAX_RESULT_BYTES = 1024  # of what `{{.Result}}` stands for (docs/api.md)
 _SCAN_FACTOR = 16
 ELLIPSIS = "\u2026"  # ends a line that `first_line` cut
@@ -84,7 +84,7 @@ def first_line(text: str, *, limit: int) -> str:
 
 
 def choose_message(*, succeeded: bool, stdout: str, stderr: str) -> str:
-    """The message of one run, cleaned (SPEC §3).
+    """The message of one run, cleaned (docs/engine.md).
 
     stdout on success; on failure stderr, or stdout when stderr is empty (Kruise
     drops stdout on failure, so a checker that reports on stdout and exits 1 left

@@ -9,7 +9,7 @@ init container's too, `pods.ContainerFacts.ports`), by exact name.
 Invariants:
 - the host is always the pod's own IP, as an IP address (`pod_address`): a pod
   without one, or with something else in `status.podIP`, has no address, so the run
-  is Unknown and nothing on the node (or anywhere else) is probed (SPEC §5);
+  is Unknown and nothing on the node (or anywhere else) is probed (docs/security.md);
 - a name not in the container's ports has no address either; the engine reports it
   once as an event on the pod (`unresolved_port`) and the probe decides nothing;
 - an error that says this host is short of something (`local_shortage`: file

@@ -11,7 +11,7 @@ Invariants:
   (`unavailable`: the engine checks it before a run and reports it on the pod once).
 - The handler gets `time_limit = timeoutSeconds` and is expected to honour it;
   an outer bound of `timeoutSeconds + grace` is a safety net. A handler that
-  overruns it is Failed ("timed out"), as a timeout is (SPEC §2). An exec handler
+  overruns it is Failed ("timed out"), as a timeout is (docs/engine.md). An exec handler
   waits past the limit by design (`WaitsPastTheLimit.grace`: the runtime's verdict
   on the cri backend, the server's established frame on the api backend): its
   bound is `timeoutSeconds + its grace + grace`.

@@ -11,7 +11,7 @@ server (a pod, a marker, a container that starts or stops). A probe is settled w
 is decided, or when it cannot run until such an event: its pod lacks the container
 (a pod's containers never change: `ContainerMissing` is settled, a container not yet
 created or started is not), the pod is being deleted or has finished (probing stopped,
-nothing is written to it, SPEC §3: shown as `Terminating`, `Finished`), or it cannot run
+nothing is written to it, docs/engine.md: shown as `Terminating`, `Finished`), or it cannot run
 here (`CannotRun`: a named port the container does not declare, a kind this build
 lacks; it stays so until the marker changes). A pending write is never settled, nor is
 a probe counting toward its first threshold, one waiting for its initial delay or for
@@ -54,7 +54,7 @@ COLUMNS = ("POD", "MARKER/PROBE", "STATE", "COUNT", "LAST", "NEXT", "MESSAGE")
 # Why a probe does not run (engine/seen.py `Waiting`) that only a new event from the API
 # server changes: a pod, a marker or the daemon's own image.
 SETTLED_WAITS = frozenset({"ContainerMissing", "PodTerminating", "PodFinished", "CannotRun"})
-# What STATE shows for a pod that is no longer probed (SPEC §3: it keeps what it shows).
+# What STATE shows for a pod that is no longer probed (docs/engine.md: it keeps what it shows).
 STOPPED = {"PodTerminating": "Terminating", "PodFinished": "Finished"}
 
 

@@ -5,7 +5,7 @@ informer. Output: a `Marker`, or an `InvalidMarker` naming every problem; and th
 `MarkerTable` of every namespace's markers, which the engine matches pods against.
 A marker that got past the API server without the CRD's rules (an older CRD,
 Kruise's CRD, rules turned off) is reported by the engine with a Warning event and
-one log line (SPEC §1: the same rules in three places); it never crashes the daemon,
+one log line (docs/development.md: the same rules in three places); it never crashes the daemon,
 and an invalid edit never acts as a deletion (`MarkerTable`).
 """
 
@@ -63,7 +63,7 @@ class MarkerChange:
 
 class MarkerTable:
     """The markers of every namespace: the valid spec each runs, and the ones whose
-    writes are *frozen*, kept as they are (SPEC §3, docs/engine.md):
+    writes are *frozen*, kept as they are (docs/engine.md):
 
     - an invalid update keeps the last valid spec running (`runs_changed` False);
     - a marker only ever seen invalid runs nothing, and is frozen: what its probes

@@ -113,7 +113,7 @@ class PodView:
 
     @property
     def active(self) -> bool:
-        """Probes may run: not terminal and not being deleted (SPEC §2)."""
+        """Probes may run: not terminal and not being deleted (docs/engine.md)."""
         return not self.terminal and not self.deleting
 
 

@@ -1,6 +1,6 @@
 """The runtime harness itself: what a real containerd answers, through the tests' client.
 
-These pin down the answers the daemon's CRI backend maps to outcomes (SPEC §2, issue 17),
+These pin down the answers the daemon's CRI backend maps to outcomes (docs/engine.md, issue 17),
 as containerd 1.6.20 (Debian 12) with runc 1.1.5 gives them. The exact texts are in the
 docstrings and asserted, so a runtime that answers differently fails here first, with
 the new text in the failure.

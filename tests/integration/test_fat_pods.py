@@ -98,7 +98,7 @@ async def test_a_new_annotation_key_of_a_marker_is_written_and_its_removal_check
     the second is; both are recorded. After the marker is deleted, a key a user changed
     since is kept, the others go.
 
-    The user's change and the deletion are made while the daemon is down (SPEC §3: the
+    The user's change and the deletion are made while the daemon is down (docs/engine.md: the
     clean-up happens even so). While the marker is live, its decided policy sets the
     key: a running daemon sets a changed value back (the engine plans the pod on every
     change of it), so a change made while it runs is kept or set back depending on

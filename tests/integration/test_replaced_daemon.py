@@ -1,7 +1,7 @@
 """A daemon process replaced by another, as a DaemonSet rollout or a deleted daemon pod
 replaces it (tests/cluster/test_disruption.py shows the same on a real node): the old
 process stops on SIGTERM, a new one starts, with a changed setting, against the same
-API server. What the new one must do is the daemon's own (SPEC §3): seed from what the
+API server. What the new one must do is the daemon's own (docs/engine.md): seed from what the
 pods show (labels, annotations with `{{.Result}}` values, conditions, the ownership
 record with its noted Warnings) and so write nothing, raise no event (not the Warning
 the old one raised for two markers that disagree), change nothing on any pod; then

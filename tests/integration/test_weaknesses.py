@@ -1,4 +1,4 @@
-"""Each of Kruise's weaknesses (SPEC §6), with a test that shows we do not have it."""
+"""Each of Kruise's weaknesses (docs/design.md), with a test that shows we do not have it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """manifests/: every file is a Kubernetes object, the daemon's ClusterRole holds exactly the
-permissions of SPEC §5, the binding gives it to the daemon's ServiceAccount only, and
+permissions of docs/security.md, the binding gives it to the daemon's ServiceAccount only, and
 `kubectl kustomize manifests/` renders every object of the files it lists, unchanged.
 The component `components/kruise-group` adds exactly the rule `--marker-group
 apps.kruise.io` needs, and an overlay that includes it renders. The DaemonSet has every
-field the issue and SPEC §4/§5 ask for, runs as the image's user under the ServiceAccount
+field the issue and docs/operations.md and docs/security.md ask for, runs as the image's user under the ServiceAccount
 the binding names, and kustomize's `images:` sets its image.
 """
 
@@ -92,7 +92,7 @@ def test_the_kustomization_lists_every_install_manifest_and_no_example() -> None
 
 # -- the role -------------------------------------------------------------------------
 
-# (API group, resource, verb): SPEC §5, and the calls that need each (docs/rbac.md).
+# (API group, resource, verb): docs/security.md, and the calls that need each (docs/rbac.md).
 EXPECTED = {
     ("", "pods", "get"),  # the writer re-reads a pod after a conflict
     ("", "pods", "list"),  # pod informer
@@ -184,7 +184,7 @@ def dig(doc: Any, path: str) -> Any:
 POD = "spec.template.spec"
 MAIN = f"{POD}.containers[{CONTAINER}]"
 
-# (path in the DaemonSet, the value it must hold): SPEC §4, §5 and issue 16.
+# (path in the DaemonSet, the value it must hold): docs/operations.md, docs/security.md and issue 16.
 DAEMONSET_FIELDS = [
     pytest.param("metadata.namespace", NAMESPACE, id="namespace"),
     pytest.param(f"{POD}.serviceAccountName", "probemarker", id="service-account"),

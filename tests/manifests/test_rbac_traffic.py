@@ -5,7 +5,7 @@ An administrator's setup (the CRD, a marker, pods on two nodes) goes first and i
 forgotten (`accounting.reset()`); what is left is what the daemon does: the pod informer
 (this node's pods, by field selector), the marker informer, an exec, the writer's re-read
 and status patch, and an event with a repeat. The role must allow every one of those
-requests, and every permission it grants but one (`get` on podprobemarkers, which SPEC §5
+requests, and every permission it grants but one (`get` on podprobemarkers, which docs/security.md
 lists and nothing uses yet) must be needed by one of them, so the check is not vacuous.
 """
 
@@ -52,7 +52,7 @@ TRAFFIC = {
     ("list", GROUP, PLURAL, ""),
     ("watch", GROUP, PLURAL, ""),
 }
-# Granted by SPEC §5 without a caller today.
+# Granted by docs/security.md without a caller today.
 UNUSED = {(GROUP, PLURAL, "get")}
 
 

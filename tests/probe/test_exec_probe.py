@@ -1,6 +1,6 @@
 """Exec probes end to end: ProbeRunner -> ExecHandler -> pods/exec on the sim.
 
-Over real HTTP and WebSocket. Each test says which SPEC §2 outcome a situation gives;
+Over real HTTP and WebSocket. Each test says which docs/engine.md outcome a situation gives;
 the sim plays a 1.30+ API server for a v5 offer and a 1.28 kubelet for a v4-only one,
 and its exec faults play what real servers do to the connection.
 """

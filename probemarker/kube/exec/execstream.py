@@ -68,7 +68,7 @@ V4 = "v4.channel.k8s.io"
 @dataclass(frozen=True, slots=True)
 class ExecSettings:
     protocols: tuple[str, ...] = (V5, V4)  # offered, in order of preference
-    keep_bytes: int = 1024  # kept per output stream (SPEC §2: 1 KiB)
+    keep_bytes: int = 1024  # kept per output stream (docs/engine.md: 1 KiB)
     max_status_bytes: int = 64 << 10  # a Status is a few hundred bytes
 
     def __post_init__(self) -> None:

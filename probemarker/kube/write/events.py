@@ -30,7 +30,7 @@ Invariants:
   places, whatever another floods. (`max_queued_per_namespace` can bound one
   namespace's share further; by default only the total does.) Drops are counted, in
   all and by namespace (`stats.dropped`, `stats.dropped_by_namespace`).
-- fair by namespace (SPEC §5): one sender (`run()`) takes a token of its bucket,
+- fair by namespace (docs/security.md): one sender (`run()`) takes a token of its bucket,
   then the next namespace's oldest series, the namespaces in turn: with N
   namespaces waiting, each gets at least one write in every N, so a namespace that
   floods the budget spends its own share (qps / the namespaces waiting, and what

@@ -54,7 +54,7 @@ RUNNING = ContainerFacts("app", "containerd://1", running=True, started=True, st
         (view_of(), RUNNING, False, None, START + 4, Waiting.INITIAL_DELAY),
         (view_of(), RUNNING, True, None, START + 60, Waiting.COMMAND_HELD),
         (view_of(), RUNNING, False, "port 'web' is missing", START + 60, Waiting.CANNOT_RUN),
-        # not running is not a wait: such a run is Failed (SPEC §2)
+        # not running is not a wait: such a run is Failed (docs/engine.md)
         (view_of(), ContainerFacts("app", "c://1", running=False), True, None, START, None),
     ],
 )

@@ -28,7 +28,7 @@ async def _generation(pod: Pod, texts: list[str], runs: int) -> list[str]:
 
 
 async def test_a_restarted_daemon_does_not_warn_again_of_the_value_it_warned_of_last() -> None:
-    """SPEC §1: Warnings about rendered values are "none anew after a restart". The
+    """docs/api.md: no Warning about a rendered value anew after a restart. The
     answer was invalid value A, then (for good) invalid value B: the first daemon
     warned of both (B once the refresh interval had passed). `w` keeps the token of
     the *first* value of the streak (A), so a restarted daemon finds B "not recorded"

@@ -1,4 +1,4 @@
-"""match/match.py: which probes run on a pod (SPEC §2), and the diff between two sets."""
+"""match/match.py: which probes run on a pod (docs/engine.md), and the diff between two sets."""
 
 from __future__ import annotations
 

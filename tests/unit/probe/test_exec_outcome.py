@@ -1,4 +1,4 @@
-"""exec_outcome: every exec result mapped to the outcome SPEC §2 and the issue ask for."""
+"""exec_outcome: every exec result mapped to the outcome docs/engine.md and the issue ask for."""
 
 from __future__ import annotations
 

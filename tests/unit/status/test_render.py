@@ -139,7 +139,7 @@ def test_exit_codes(document: Any, code: int) -> None:
 
 
 def test_a_pod_no_longer_probed_says_so_in_state() -> None:
-    """A terminating or finished pod keeps what it shows and gets no write (SPEC §3):
+    """A terminating or finished pod keeps what it shows and gets no write (docs/engine.md):
     its rows say so, not `<none>` (nothing decided yet)."""
     text = render_text(
         [node(doc(waits("PodTerminating"))), node(doc(waits("PodFinished"), name="g-1"), "n2")]

@@ -1,4 +1,4 @@
-"""desired_state: SPEC §3's set / remove / clean-up / conflict rules, one row each."""
+"""desired_state: the set / remove / clean-up / conflict rules of docs/engine.md (Writing), one row each."""
 
 from __future__ import annotations
 

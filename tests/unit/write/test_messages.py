@@ -1,4 +1,4 @@
-"""The message-refresh rule (SPEC §3) after a restart (issue 22): `message_due` as a
+"""The message-refresh rule (docs/engine.md) after a restart (issue 22): `message_due` as a
 table, then the writer with a manual clock and a fake API that applies each patch,
 its pod already showing a condition from the daemon's previous run."""
 

@@ -71,9 +71,9 @@ M = "m#p"
     ],
 )
 def test_a_rendered_label_never_takes_the_record_past_the_room(answer: str) -> None:
-    """SPEC §1: "Room for annotations is judged over the whole write (every value
-    rendered into it, plus the ownership record as it will be): the API server never
-    answers 422 for a value the daemon rendered." Only rendered *annotations* are
+    """docs/api.md (the probe's answer as a value): room for annotations is judged over
+    the whole write (every value rendered into it, plus the ownership record as it
+    will be), so the API server never answers 422 for a value the daemon rendered. Only rendered *annotations* are
     admitted against the room: a rendered label grows the record too (its value in
     `l`), and an invalid one that is not even written grows it by its `w` note. On a
     pod near its 256 KiB (the pod may fill its own annotations) the write is over
@@ -94,7 +94,7 @@ NOTE = spec(ok_annotations={"game/note": "players: {{.Result}} |"})
 
 
 def test_a_value_replacing_a_large_one_the_daemon_did_not_write_is_not_refused() -> None:
-    """SPEC §1: "a value is refused" only when it does not fit. The pod carries a
+    """docs/api.md: a value is refused only when it does not fit. The pod carries a
     200 KB `game/note` written by someone else (or by an owner whose record entry was
     dropped: `fit_record` overflow). The marker now renders `game/note` from its
     answer: 13 bytes replacing 200 KB, which leaves the pod far under 256 KiB. The pod
@@ -110,7 +110,7 @@ def test_a_value_replacing_a_large_one_the_daemon_did_not_write_is_not_refused()
 
 
 def test_a_conflict_loser_that_takes_over_a_refused_key_is_counted_too() -> None:
-    """SPEC §1: "the API server never answers 422 for a value the daemon rendered".
+    """docs/api.md: the API server never answers 422 for a value the daemon rendered.
     Markers a and b render one key with different values; a wins the key, b loses it
     (a conflict), so only a's claim is among the values admitted against the room.
     a's value does not fit and is refused; in the pass that refuses it b's claim no
