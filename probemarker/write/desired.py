@@ -19,27 +19,18 @@ then probe name), then one over departed owners:
 - a decided owner claims the keys of its policy for its state and its condition
   (True/False, ProbeSucceeded/ProbeFailed, its message);
 - a policy value with `{{.Result}}` is rendered with the decided result
-  (api/template.py). A rendered value that cannot go on the pod (`label_problem`, or
-  no room: below) is not written and is reported in `invalid`. One that cannot fit
-  whatever else the pod holds (`size_problem`: a label value over 63 characters, an
-  annotation over the 256 KiB of all annotations) is refused from its size, computed
-  from the template and the result, and never built: a template that repeats the
-  action renders hundreds of KB, 32 times a policy. Within the state the
-  owner last wrote in (its record entry's state) it keeps the key at the value it
-  last wrote, where the pod still shows it (a garbled answer does not wipe a good
-  value); across a transition it keeps nothing, so the key is removed: never left at
+  (api/template.py). A rendered value that cannot go on the pod (not a label value,
+  too large, or no room: write/room.py) is not written and is reported in `invalid`.
+  Within the state the owner last wrote in (its record entry's state) it keeps the
+  key at the value it last wrote, where the pod still shows it (a garbled answer does
+  not wipe a good value); across a transition it keeps nothing, so the key is removed: never left at
   the other state's value. A result not known yet (None: a restarted daemon before its
   first run) keeps the pod's value within the state; on a transition it renders "" (a
   run with no answer, as `decide.step` renders it); for an owner that never wrote,
   nothing;
-- room: the annotations are counted over the whole write, as the API server counts
-  them (every key and value, the new record included, and the size of every present
-  value, kept or not). If the write would take the pod past 256 KiB, the record's
-  notes of Warnings go first, then the rendered values (annotations, and labels for
-  their share of the record) are admitted in claim order while they fit; the rest
-  are refused as above (not noted: a note takes room), so the write never meets a
-  422 for them. A claim that appears only once another is refused (a conflict's
-  loser) is refused too. A few passes, whatever a marker renders;
+- room: the annotations are counted over the whole write; if it would take the pod
+  past 256 KiB, rendered values are admitted in claim order while they fit and the
+  rest refused (write/room.py: `within_room`, a few passes);
 - a waiting owner keeps what the record says it wrote, at the pod's current values,
   as long as they are still the values it wrote: nothing changes until it decides
   (no flap while a restarted container is probed again);
@@ -79,12 +70,8 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, Final
 
-import orjson
-
 from probemarker.api.model import ProbeSpec, ProbeState
-from probemarker.api.names import label_value_problems
-from probemarker.api.rules import MAX_LABEL_VALUE_LENGTH, TOTAL_ANNOTATION_BYTES
-from probemarker.api.template import render, render_pieces, rendered_size, uses_result
+from probemarker.api.template import render, render_pieces, uses_result
 from probemarker.kit.text import trim_utf8
 from probemarker.match.identity import HeldCommand, OwnerRef
 from probemarker.watch.pods import PodView
@@ -103,8 +90,7 @@ from probemarker.write.ownership import (
     warned_slot,
     with_held,
 )
-
-Claim = tuple[OwnerRef, str, str]  # (owner, kind, key) of a rendered value
+from probemarker.write.room import Claim, label_problem, size_problem, within_room
 
 __all__ = [
     "MESSAGE_LIMIT",
@@ -114,19 +100,13 @@ __all__ = [
     "DesiredCondition",
     "DesiredPod",
     "InvalidValue",
-    "annotation_bytes",
     "desired_state",
-    "label_problem",
-    "size_problem",
 ]
 
 MESSAGE_LIMIT: Final = 1024  # bytes of a condition message (SPEC §3)
 # Stands for the ownership record in a Conflict; no marker has an empty name.
 RECORD_OWNER: Final = OwnerRef("", OWNED_KEY)
 _RECORD_VALUE: Final = "(the ownership record)"
-# Checks of the whole write after the admission of rendered values, before all are
-# refused: the shares are counted closely, so one is the rule.
-_ROOM_CHECKS: Final = 3
 _REASONS: Final = {ProbeState.SUCCEEDED: "ProbeSucceeded", ProbeState.FAILED: "ProbeFailed"}
 _STATUS: Final = {ProbeState.SUCCEEDED: "True", ProbeState.FAILED: "False"}
 
@@ -500,74 +480,7 @@ def desired_state(
         frozen_markers,
         held_commands or {},
     )
-    first, rendered = plan(refused={})
-    if annotation_bytes(pod, first.annotations) <= TOTAL_ANNOTATION_BYTES:
-        return first
-    # Over the room. The record's notes of Warnings go first (they only spare a
-    # repeated Warning); then the rendered values are admitted in claim order while
-    # they fit, each counted with its share of the record, against the pass that
-    # refuses them all (`none`). A few passes, whatever a marker renders.
-    none, _ = plan(refused=dict.fromkeys(rendered, ""), notes=False)
-    total = annotation_bytes(pod, none.annotations)
-    admitted: list[tuple[Claim, int]] = []
-    refused: dict[Claim, str] = {}
-    for claim in rendered:
-        share = _share(pod, first, none, claim)
-        if total + share <= TOTAL_ANNOTATION_BYTES:
-            admitted.append((claim, share))
-            total += share
-        else:
-            refused[claim] = _no_room(total + share)
-    for _ in range(_ROOM_CHECKS):
-        final, seen = plan(refused=refused, notes=False)
-        total = annotation_bytes(pod, final.annotations)
-        if total <= TOTAL_ANNOTATION_BYTES:
-            return final
-        # A claim nobody counted (a conflict's loser, once the winner's value is
-        # refused), or shares counted short: refuse newcomers, else the last admitted.
-        taken = {claim for claim, _ in admitted}
-        newcomers = [c for c in seen if c not in refused and c not in taken]
-        for claim in newcomers:
-            refused[claim] = _no_room(total)
-        excess = total - TOTAL_ANNOTATION_BYTES
-        while not newcomers and excess > 0 and admitted:
-            claim, share = admitted.pop()
-            refused[claim] = _no_room(total)
-            excess -= max(share, 1)
-    # Still over: nothing rendered goes in; what is left over is not ours (the writer
-    # meets the API server's 422 and narrows its patch, write/restrict.py).
-    _, seen = plan(refused=refused, notes=False)
-    refused.update({c: _no_room(total) for c in seen if c not in refused})
-    return plan(refused=refused, notes=False)[0]
-
-
-def _share(pod: PodView, admit: DesiredPod, refuse: DesiredPod, claim: Claim) -> int:
-    """The bytes `claim`'s value adds to the pod's annotations, record included, when
-    it is written (`admit`) rather than refused (`refuse`)."""
-    owner, kind, key = claim
-    share = _entry_bytes(admit.record.get(owner), kind, key) - _entry_bytes(
-        refuse.record.get(owner), kind, key
-    )
-    if kind == "annotation":
-        instead = {key: refuse.annotations[key]} if key in refuse.annotations else {}
-        share += annotation_bytes(pod, {key: admit.annotations[key]}) - annotation_bytes(
-            pod, instead
-        )
-    return share
-
-
-def _entry_bytes(owned: Owned | None, kind: str, key: str) -> int:
-    """The bytes of `key`'s member in `owned`'s record entry (`"key":"token",`)."""
-    written = None if owned is None else (owned.labels if kind == "label" else owned.annotations)
-    token = None if written is None else written.get(key)
-    return 0 if token is None else len(orjson.dumps({key: token}))  # braces off, comma on
-
-
-def _no_room(total: int) -> str:
-    return (
-        f"the pod's annotations would take {total} bytes with it, over the API server's "
-        f"limit of {TOTAL_ANNOTATION_BYTES}"
-    )
+    return within_room(pod, plan)
 
 
 @dataclass(frozen=True, slots=True)
@@ -679,56 +592,6 @@ def _ended_warnings_kept(
         if not entry.warned.items() <= before.warned.items():
             return new
     return dict(old)
-
-
-def label_problem(value: str) -> str | None:
-    """Why a rendered `value` is not a label value (at most 63 characters of the label
-    alphabet); None if it is. Nothing is changed to make a value fit."""
-    problems = label_value_problems(value)
-    return f"a label value {problems[0]}" if problems else None
-
-
-def size_problem(kind: str, key: str, template: str, result: str) -> str | None:
-    """Why `template` rendered with `result` cannot go on any pod from its size alone,
-    computed without building it (`api.template.rendered_size`): a label value over 63
-    characters; an annotation whose key and value take more than the 256 KiB the API
-    server allows all of a pod's annotations. None: it may fit (built and judged)."""
-    size = rendered_size(template, result)
-    if kind == "label":
-        if size.chars > MAX_LABEL_VALUE_LENGTH:
-            return (
-                f"a label value must be no more than {MAX_LABEL_VALUE_LENGTH} characters "
-                f"(this one renders to {size.chars})"
-            )
-        return None
-    with_key = len(_utf8(key)) + size.bytes
-    if with_key > TOTAL_ANNOTATION_BYTES:
-        return (
-            f"it renders to {size.bytes} bytes ({with_key} with its key), over the API "
-            f"server's limit of {TOTAL_ANNOTATION_BYTES} for all of a pod's annotations"
-        )
-    return None
-
-
-def annotation_bytes(pod: PodView, annotations: Mapping[str, str | None]) -> int:
-    """The bytes of `pod`'s annotations once `annotations` (a value, or None: removed)
-    are written, as the API server counts them against its 256 KiB (keys and values,
-    in bytes of UTF-8; the pod's summary knows the size of every value, kept or not)."""
-    current = pod.annotations
-    total = current.total_bytes
-    for key, value in annotations.items():
-        if value is not None and current.carries(key, value):
-            continue
-        key_bytes = len(_utf8(key))
-        if (present := current.value_bytes(key)) is not None:
-            total -= key_bytes + present
-        if value is not None:
-            total += key_bytes + len(_utf8(value))
-    return total
-
-
-def _utf8(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass")
 
 
 def _join(first: str | None, second: str) -> str:

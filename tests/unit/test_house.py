@@ -55,6 +55,7 @@ PURE = [
     "probemarker.write.patch",
     "probemarker.write.pending",
     "probemarker.write.restrict",
+    "probemarker.write.room",
     "probemarker.engine.seen",
     "probemarker.observe.snapshot",
     "probemarker.check.plan",
