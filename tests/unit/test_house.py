@@ -50,6 +50,7 @@ PURE = [
     "probemarker.probe.outcome",
     "probemarker.probe.output",
     "probemarker.probe.limits",
+    "probemarker.write.claims",
     "probemarker.write.ownership",
     "probemarker.write.desired",
     "probemarker.write.patch",

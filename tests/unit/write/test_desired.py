@@ -12,9 +12,8 @@ import pytest
 from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.match.identity import OwnerRef
 from probemarker.watch.pods import pod_view
+from probemarker.write.claims import MESSAGE_LIMIT, RECORD_OWNER
 from probemarker.write.desired import (
-    MESSAGE_LIMIT,
-    RECORD_OWNER,
     Conflict,
     Decided,
     DesiredCondition,
