@@ -2,7 +2,7 @@
 
 Stage: write (pure), one pass of `desired.desired_state`. Input: the pod as it is
 (`PodView`), its ownership record and the ownership rule's answer for each of its
-owners (`ownership.still_owned`), the decided owners in OwnerRef order (`Decided`),
+owners (`ours.still_owned`), the decided owners in OwnerRef order (`Decided`),
 then the waiting and departed owners, and the rendered values refused for room
 (write/room.py). Output: per kind of key (label, annotation, condition) a board of
 claims (`Board`): the winner of each key, the keys each owner holds, the conflicts;
@@ -35,7 +35,7 @@ Rules:
 - removal candidates: the recorded keys of decided owners (each removes what it no
   longer sets: the other policy's keys, keys edited out of its policy, a condition
   type it no longer has) and of departed owners (their entry is dropped), but only
-  those that still hold the recorded value (the ownership rule, `ownership.still_owned`,
+  those that still hold the recorded value (the ownership rule, `ours.still_owned`,
   asked once per owner and pass: a condition only with one of our reasons). A
   candidate is removed only when nobody claims it (`Board.desired`). Keys not in the
   record, or changed since, are never removed;
@@ -54,10 +54,10 @@ from probemarker.api.template import render, render_pieces, uses_result
 from probemarker.kit.text import trim_utf8
 from probemarker.match.identity import OwnerRef
 from probemarker.watch.pods import PodView
+from probemarker.write.ours import StillOwned
 from probemarker.write.ownership import (
     OWNED_KEY,
     Owned,
-    StillOwned,
     pieces_token,
     value_token,
     warned_slot,
@@ -307,7 +307,7 @@ class Claims:
 
     def keep(self, owner: OwnerRef, only: Wants | None = None) -> None:
         """Keep what `owner` wrote, where it still holds the value written
-        (`ownership.still_owned`); `only`: just the keys in it, and only those nobody
+        (`ours.still_owned`); `only`: just the keys in it, and only those nobody
         has claimed (a hand-over)."""
         still = self.still[owner]
         labels, annotations, conditions = (

@@ -55,16 +55,15 @@ from probemarker.write.claims import (
     Wants,
     candidates,
 )
+from probemarker.write.ours import StillOwned, still_owned
 from probemarker.write.ownership import (
     OWNED_KEY,
     Owned,
     OwnershipRecord,
-    StillOwned,
     fit_record,
     owners_text,
     parse_record,
     render_record,
-    still_owned,
     value_token,
     warned_slot,
     with_held,

@@ -41,10 +41,9 @@ text and an unchanged record never causes a write):
   `h` that names its command in its container). Left out when nothing is held.
 
 Why values and the UID: a key is removed only while it still holds the value the
-daemon wrote (`still_ours`), on the pod it wrote it to. A record copied onto another pod or
-edited by hand can then never make the daemon remove a key it did not write (`app`,
-`tier`: the pod's ReplicaSet and Services). A condition is ours only while its reason
-is one the daemon writes (`ProbeSucceeded`/`ProbeFailed`).
+daemon wrote, on the pod it wrote it to (the ownership rule, write/ours.py). A record
+copied onto another pod or edited by hand can then never make the daemon remove a key
+it did not write (`app`, `tier`: the pod's ReplicaSet and Services).
 
 Invariants: `parse_record` never raises. Input is untrusted (anyone who may edit the
 pod may edit it): an entry is kept whole or not at all, and only if it names a valid
@@ -80,26 +79,21 @@ from probemarker.api.names import (
 )
 from probemarker.kit.projection import Projector
 from probemarker.match.identity import DIGEST_CHARS, HeldCommand, OwnerRef
-from probemarker.watch.pods import PodView, pod_projector
+from probemarker.watch.pods import pod_projector
 
 __all__ = [
-    "OUR_REASONS",
     "OWNED_KEY",
     "RECORD_LIMIT",
     "UID_MEMBER",
     "Owned",
     "OwnershipRecord",
-    "StillOwned",
     "fit_record",
-    "our_condition",
     "owners_text",
     "parse_record",
     "pieces_token",
     "pod_projection",
     "read_keys",
     "render_record",
-    "still_ours",
-    "still_owned",
     "value_token",
     "warned_slot",
     "with_held",
@@ -162,12 +156,6 @@ def _digest_token(sha256: bytes) -> str:
     """The token of a value that is not its own (`value_token`), from its SHA-256."""
     text = base64.urlsafe_b64encode(sha256).decode("ascii")
     return _DIGEST_MARK + text[:_DIGEST_CHARS]
-
-
-def still_ours(current: str | None, token: str) -> bool:
-    """Whether a key whose value is `current` (None: absent) still holds what was
-    recorded as `token`, i.e. what the daemon wrote."""
-    return current is not None and value_token(current) == token
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,46 +378,6 @@ def read_keys(metadata: Mapping[str, Any]) -> tuple[str, ...]:
         if isinstance(written, dict):
             keys.update(k for k in written if isinstance(k, str))
     return tuple(sorted(keys))
-
-
-def our_condition(pod: PodView, type_: str) -> Mapping[str, Any] | None:
-    """The pod's condition of `type_` if it is one the daemon writes (by its reason)."""
-    found = pod.condition(type_)
-    return found if found is not None and found.get("reason") in OUR_REASONS else None
-
-
-@dataclass(frozen=True, slots=True)
-class StillOwned:
-    """What an owner's entry names that the pod still shows as the owner wrote it.
-
-    The ownership rule: an owner holds a label or an annotation while the pod's value is
-    still the one its entry recorded (`still_ours`), and its condition while the pod's
-    condition of that type has one of our reasons. A key someone else changed since is
-    no longer the owner's: it is never kept, handed over or removed for it."""
-
-    labels: Mapping[str, str]  # key -> the value on the pod
-    annotations: Mapping[str, str]  # key -> the value on the pod
-    condition: tuple[str, str] | None = None  # (type, status) on the pod
-
-
-def still_owned(pod: PodView, record: Mapping[OwnerRef, Owned]) -> dict[OwnerRef, StillOwned]:
-    """For each owner of `record`, what the pod still shows as it wrote it."""
-    out: dict[OwnerRef, StillOwned] = {}
-    for owner, owned in record.items():
-        labels = {
-            k: v
-            for k, t in owned.labels.items()
-            if (v := pod.labels.get(k)) is not None and still_ours(v, t)
-        }
-        annotations = {
-            k: v
-            for k, t in owned.annotations.items()
-            if (v := pod.annotations.value(k)) is not None and still_ours(v, t)
-        }
-        found = None if owned.condition is None else our_condition(pod, owned.condition)
-        condition = None if found is None else (str(owned.condition), str(found.get("status")))
-        out[owner] = StillOwned(labels, annotations, condition)
-    return out
 
 
 pod_projection: Projector = pod_projector(read_keys)

@@ -42,12 +42,12 @@ from typing import Any
 
 from probemarker.watch.pods import PodView
 from probemarker.write.desired import DesiredCondition, DesiredPod
+from probemarker.write.ours import still_ours
 from probemarker.write.ownership import (
     OWNED_KEY,
     Owned,
     parse_record,
     render_record,
-    still_ours,
     value_token,
 )
 from probemarker.write.patch import condition_text

@@ -51,6 +51,7 @@ PURE = [
     "probemarker.probe.output",
     "probemarker.probe.limits",
     "probemarker.write.claims",
+    "probemarker.write.ours",
     "probemarker.write.ownership",
     "probemarker.write.desired",
     "probemarker.write.patch",
