@@ -55,14 +55,9 @@ from probemarker.kit.text import trim_utf8
 from probemarker.match.identity import OwnerRef
 from probemarker.watch.pods import PodView
 from probemarker.write.ours import StillOwned
-from probemarker.write.ownership import (
-    OWNED_KEY,
-    Owned,
-    pieces_token,
-    value_token,
-    warned_slot,
-)
+from probemarker.write.ownership import OWNED_KEY, Owned, warned_slot
 from probemarker.write.room import Claim, label_problem, size_problem
+from probemarker.write.tokens import pieces_token, value_token
 
 __all__ = [
     "MESSAGE_LIMIT",

@@ -64,11 +64,11 @@ from probemarker.write.ownership import (
     owners_text,
     parse_record,
     render_record,
-    value_token,
     warned_slot,
     with_held,
 )
 from probemarker.write.room import Claim, within_room
+from probemarker.write.tokens import value_token
 
 # The stage's words: its input (`Decided`), its output (`DesiredPod`, with its
 # `DesiredCondition`s) and what it reports (`Conflict`, `InvalidValue`).

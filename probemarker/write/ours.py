@@ -23,7 +23,8 @@ from typing import Any, Final
 
 from probemarker.match.identity import OwnerRef
 from probemarker.watch.pods import PodView
-from probemarker.write.ownership import Owned, value_token
+from probemarker.write.ownership import Owned
+from probemarker.write.tokens import value_token
 
 __all__ = ["OUR_REASONS", "StillOwned", "our_condition", "still_ours", "still_owned"]
 

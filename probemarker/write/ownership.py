@@ -19,7 +19,7 @@ text and an unchanged record never causes a write):
 - `s`: the decided state, `S` (Succeeded) or `F` (Failed); required, but in an entry
   that holds nothing but `h` (a probe not decided yet whose command may still run);
 - `l`: the label keys it holds, each with the value it wrote; `a`: the annotation keys
-  it holds, each with a *token* of the value it wrote (`value_token`: the value itself
+  it holds, each with a *token* of the value it wrote (write/tokens.py: the value itself
   when it is at most 64 bytes and does not start with `#`, else `#` and 22 characters
   of its SHA-256, so a 4 KiB annotation costs 23 bytes here); `c`: the condition type
   it holds; `w`: the Warnings it stands under (`warned_slot`): a label whose value
@@ -60,8 +60,6 @@ prove we wrote). A typical entry is under 200 bytes, so that is hundreds of owne
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -80,6 +78,7 @@ from probemarker.api.names import (
 from probemarker.kit.projection import Projector
 from probemarker.match.identity import DIGEST_CHARS, HeldCommand, OwnerRef
 from probemarker.watch.pods import pod_projector
+from probemarker.write.tokens import is_token
 
 __all__ = [
     "OWNED_KEY",
@@ -90,11 +89,9 @@ __all__ = [
     "fit_record",
     "owners_text",
     "parse_record",
-    "pieces_token",
     "pod_projection",
     "read_keys",
     "render_record",
-    "value_token",
     "warned_slot",
     "with_held",
 ]
@@ -110,10 +107,6 @@ _PARSE_LIMIT: Final = rules.TOTAL_ANNOTATION_BYTES
 _STATES: Final = {"S": ProbeState.SUCCEEDED, "F": ProbeState.FAILED}
 _CODES: Final = {state: code for code, state in _STATES.items()}
 _PROBLEMS_SHOWN: Final = 3
-_LITERAL_LIMIT: Final = 64  # bytes of a value recorded as itself
-_DIGEST_MARK: Final = "#"
-_DIGEST_CHARS: Final = 22  # of unpadded base64url: 132 bits of SHA-256
-_DIGEST_RE: Final = f"^#[-_A-Za-z0-9]{{{_DIGEST_CHARS}}}$"
 _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
 # Slots of one entry's `w`: one owner has at most 32 keys a kind in each of two
 # policies and one condition (the CRD's bounds), so more is not ours.
@@ -121,41 +114,6 @@ _WARNED_LIMIT: Final = 256
 _COMMAND_RE: Final = f"^[-_A-Za-z0-9]{{{DIGEST_CHARS}}}$"
 _CONTAINER_RE: Final = "^[-_A-Za-z0-9]{1,16}$"
 _LATEST: Final = 10**11  # seconds since the epoch: year 5138, past any real clock
-
-
-def value_token(value: str) -> str:
-    """What the record keeps of a value: itself when short, else a digest of it.
-
-    A literal token never starts with `#` (such a value is digested), so the two
-    forms cannot be mistaken for one another.
-    """
-    data = value.encode("utf-8", "surrogatepass")
-    if len(data) <= _LITERAL_LIMIT and not value.startswith(_DIGEST_MARK):
-        return value
-    return _digest_token(hashlib.sha256(data).digest())
-
-
-def pieces_token(pieces: Iterable[str]) -> str:
-    """`value_token` of the value the `pieces` join to (`api.template.render_pieces`),
-    without joining them: the same token, one piece at a time."""
-    digest = hashlib.sha256()
-    head: list[bytes] = []  # the first bytes, while the value may be a literal token
-    size = 0
-    for piece in pieces:
-        data = piece.encode("utf-8", "surrogatepass")
-        digest.update(data)
-        size += len(data)
-        if size <= _LITERAL_LIMIT:
-            head.append(data)
-    if size <= _LITERAL_LIMIT:
-        return value_token(b"".join(head).decode("utf-8", "surrogatepass"))
-    return _digest_token(digest.digest())
-
-
-def _digest_token(sha256: bytes) -> str:
-    """The token of a value that is not its own (`value_token`), from its SHA-256."""
-    text = base64.urlsafe_b64encode(sha256).decode("ascii")
-    return _DIGEST_MARK + text[:_DIGEST_CHARS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,9 +201,7 @@ def _key_problem(key: str, *, annotation: bool) -> bool:
 def _token_problem(token: str, *, annotation: bool) -> bool:
     if not annotation:
         return bool(label_value_problems(token))
-    if token.startswith(_DIGEST_MARK):
-        return not matches(_DIGEST_RE, token)
-    return len(token.encode("utf-8", "surrogatepass")) > _LITERAL_LIMIT
+    return not is_token(token)
 
 
 def _keys(value: Any, field: str, *, annotation: bool) -> Mapping[str, str]:

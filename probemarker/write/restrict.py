@@ -43,14 +43,9 @@ from typing import Any
 from probemarker.watch.pods import PodView
 from probemarker.write.desired import DesiredCondition, DesiredPod
 from probemarker.write.ours import still_ours
-from probemarker.write.ownership import (
-    OWNED_KEY,
-    Owned,
-    parse_record,
-    render_record,
-    value_token,
-)
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, render_record
 from probemarker.write.patch import condition_text
+from probemarker.write.tokens import value_token
 
 __all__ = ["Scope", "defer_messages", "message_due", "restrict"]
 

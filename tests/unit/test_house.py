@@ -58,6 +58,7 @@ PURE = [
     "probemarker.write.pending",
     "probemarker.write.restrict",
     "probemarker.write.room",
+    "probemarker.write.tokens",
     "probemarker.engine.seen",
     "probemarker.observe.snapshot",
     "probemarker.check.plan",

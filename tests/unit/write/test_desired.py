@@ -26,9 +26,9 @@ from probemarker.write.ownership import (
     parse_record,
     pod_projection,
     render_record,
-    value_token,
 )
 from probemarker.write.patch import build_patch
+from probemarker.write.tokens import value_token
 from tests.unit.write.helpers import (
     NOW,
     F,

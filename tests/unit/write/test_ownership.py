@@ -15,9 +15,9 @@ from probemarker.write.ownership import (
     owners_text,
     parse_record,
     render_record,
-    value_token,
     with_held,
 )
+from probemarker.write.tokens import value_token
 from tests.unit.write.helpers import UID, F, S, owner
 
 LONG = "x" * 4096
