@@ -39,7 +39,6 @@ Invariants:
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -61,6 +60,7 @@ from probemarker.decide.decide import (
 )
 from probemarker.engine.report import EventSink, Reporter
 from probemarker.engine.seen import LastRun, PodSeen, ProbeSeen, waiting_of
+from probemarker.engine.table import PodEntry, ProbeEntry
 from probemarker.kit.clock import Clock
 from probemarker.kit.histogram import Histogram
 from probemarker.kube.watch.cache import Entry, ObjectKey
@@ -126,32 +126,6 @@ class EngineStats:
     invalid_values_kept: int = 0
 
 
-@dataclass(slots=True)
-class _Probe:
-    spec: ProbeSpec
-    thresholds: ThresholdState
-    unknown_streak: int = 0
-    blocked: str | None = None  # why it cannot run, as last reported on the pod
-    last: LastRun | None = None  # read by `probemarker status` only (Engine.inspect)
-
-
-@dataclass(slots=True)
-class _Pod:
-    key: ObjectKey
-    view: PodView
-    resource_version: str
-    probes: dict[ProbeKey, ProbeSpec] = field(default_factory=dict)
-    # the conflicts (`Conflict.identity`) standing on this pod, each reported once
-    conflicts: frozenset[tuple[str, str, OwnerRef, OwnerRef]] = frozenset()
-    record_problem: str | None = None  # as last logged
-    # per (owner, kind, key) with an invalid rendered value: the tokens of the values
-    # reported (the newest `_TOKENS_KEPT`); kept while a probe of the pod renders the
-    # key, so bounded by the markers' keys
-    invalid_reported: dict[tuple[OwnerRef, str, str], list[str]] = field(default_factory=dict)
-    # when a new value of a key reported already was last reported (clock seconds)
-    invalid_again_at: float = -math.inf
-
-
 def _result_kept(thresholds: ThresholdState, old: ProbeSpec, new: ProbeSpec) -> ThresholdState:
     """A probe's state across an edit of its spec: a decided result stays as it is,
     unless `{{.Result}}` came into its policies (not known until the next run: the
@@ -160,21 +134,6 @@ def _result_kept(thresholds: ThresholdState, old: ProbeSpec, new: ProbeSpec) -> 
     if decided is None or old.uses_result == new.uses_result:
         return thresholds
     return replace(thresholds, decided=replace(decided, result=None if new.uses_result else ""))
-
-
-# Invalid values remembered per key: an answer that cycles through more is reported
-# again, at most once per pod per `warning_refresh`.
-_TOKENS_KEPT = 16
-
-
-def _renders(spec: ProbeSpec | None, kind: str, key: str) -> bool:
-    """Whether `spec` has a policy that sets `key` (of `kind`: label or annotation)."""
-    if spec is None:
-        return False
-    return any(
-        key in (policy.labels if kind == "label" else policy.annotations)
-        for policy in spec.policies
-    )
 
 
 def _condition_message(view: PodView, condition: str | None) -> str:
@@ -209,10 +168,10 @@ class Engine:
         self._markers = MarkerTable(
             clock=clock, cleanup_delay=self.settings.cleanup_delay, api_version=api_version
         )
-        self._pods: dict[PodUID, _Pod] = {}
+        self._pods: dict[PodUID, PodEntry] = {}
         self._uids: dict[ObjectKey, PodUID] = {}
         self._by_namespace: dict[str, set[PodUID]] = {}
-        self._probes: dict[ProbeKey, _Probe] = {}
+        self._probes: dict[ProbeKey, ProbeEntry] = {}
         self.stats = EngineStats()
         self.dispatcher: Dispatcher[ProbeKey] = Dispatcher(
             run=self._run,
@@ -270,7 +229,7 @@ class Engine:
             return
         pod = self._pods.get(view.uid)
         if pod is None:
-            pod = _Pod(key, view, entry.resource_version)
+            pod = PodEntry(key, view, entry.resource_version)
             self._pods[view.uid] = pod
             self._uids[key] = view.uid
             self._by_namespace.setdefault(view.namespace, set()).add(view.uid)
@@ -299,7 +258,7 @@ class Engine:
             self.dispatcher.cancel(key)
         self._mark(uid)  # the writer's flush finds no pod and drops what it kept of it
 
-    def _rematch(self, pod: _Pod, *, force_mark: bool = False) -> None:
+    def _rematch(self, pod: PodEntry, *, force_mark: bool = False) -> None:
         new = match_pod(pod.view, self._markers.running(pod.view.namespace))
         diff = diff_matches(pod.probes, new)
         if not diff:
@@ -341,7 +300,7 @@ class Engine:
                 thresholds = observe(thresholds, facts)
                 for held in recorded:  # its command may still run in the container
                     self._runner.seed(spec.handler, key, held, facts.container_id)
-            self._probes[key] = _Probe(spec, thresholds)
+            self._probes[key] = ProbeEntry(spec, thresholds)
             period = spec.timing.period_seconds
             self.dispatcher.schedule(key, first_due(str(key), period, now, self._step))
         pod.probes = new
@@ -377,7 +336,7 @@ class Engine:
             self._book_next(key, due)
 
     async def _run_gated(
-        self, key: ProbeKey, probe: _Probe, pod: _Pod, facts: ContainerFacts, passage: Gate
+        self, key: ProbeKey, probe: ProbeEntry, pod: PodEntry, facts: ContainerFacts, passage: Gate
     ) -> None:
         """Run `probe` past its gate (`passage`: RUN or NOT_RUNNING) and decide."""
         spec, kind, wall = probe.spec, action_kind(probe.spec.handler), self._wall()
@@ -397,7 +356,7 @@ class Engine:
         self._apply(key, spec, outcome)
 
     async def _blocked(
-        self, key: ProbeKey, probe: _Probe, view: PodView, facts: ContainerFacts
+        self, key: ProbeKey, probe: ProbeEntry, view: PodView, facts: ContainerFacts
     ) -> str | None:
         """Why `probe` cannot run on this pod (a named port the container lacks, a
         handler this install lacks), reported on the pod once per cause; or None."""
@@ -481,7 +440,7 @@ class Engine:
                 )
         return desired
 
-    def _desired(self, pod: _Pod, view: PodView) -> DesiredPod:
+    def _desired(self, pod: PodEntry, view: PodView) -> DesiredPod:
         """The desired state of `view` (the pod `pod` as the writer sees it), with
         nothing reported: `plan` reports what it finds, `inspect` only reads."""
         decided = []
@@ -554,7 +513,7 @@ class Engine:
                     view, tuple(rows), self._desired(entry, view) if view.active else None
                 )
 
-    def _seen(self, key: ProbeKey, probe: _Probe, view: PodView, now: float) -> ProbeSeen:
+    def _seen(self, key: ProbeKey, probe: ProbeEntry, view: PodView, now: float) -> ProbeSeen:
         spec = probe.spec
         facts = view.containers.get(key.container)
         held = facts is not None and self._runner.busy(spec.handler, key, facts.container_id)
@@ -601,7 +560,7 @@ class Engine:
                 )
         return rows
 
-    def _held_commands(self, pod: _Pod) -> dict[OwnerRef, HeldCommand]:
+    def _held_commands(self, pod: PodEntry) -> dict[OwnerRef, HeldCommand]:
         """The probes of `pod` whose command may still run in their container: the
         pod's record says so, so that a restarted daemon does not run it again."""
         commands = {}
@@ -615,39 +574,17 @@ class Engine:
 
     def _report_invalid(
         self,
-        pod: _Pod,
+        pod: PodEntry,
         view: PodView,
         invalid: tuple[InvalidValue, ...],
         live: Mapping[OwnerRef, ProbeSpec | None],
     ) -> None:
-        """One Warning per pod, key and invalid value (the newest `_TOKENS_KEPT` values
-        of a key are remembered, so answers that alternate are each reported once). A
-        key's first invalid value is always reported (a situation of its own); a new
-        value of a key reported already waits for the pod's `warning_refresh`: one such
-        Warning per pod per interval, however many keys change every run. A key that
-        the pod's record notes as warned of (`InvalidValue.recorded`, a predecessor
-        warned) takes the value it finds as reported: a restart warns of nothing anew.
-        What is remembered is bounded by the keys the pod's probes render now."""
-        now = self._clock.now()
-        memory = pod.invalid_reported
-        for slot in [s for s in memory if not _renders(live.get(s[0]), s[1], s[2])]:
-            del memory[slot]
-        for bad in invalid:
-            token = bad.token
-            seen = memory.get(bad.slot)
-            if seen is None and bad.recorded:
-                memory[bad.slot] = [token]
-                continue
-            if seen is not None and token in seen:
-                continue
-            if seen is not None and now - pod.invalid_again_at < self.settings.warning_refresh:
-                self.stats.invalid_values_kept += 1
-                continue
-            if seen is None:
-                memory[bad.slot] = [token]
-            else:
-                seen.append(token)
-                del seen[:-_TOKENS_KEPT]
-            pod.invalid_again_at = now
+        """One Warning per pod, key and invalid value, as `PodEntry.invalid_to_report`
+        says; each counted."""
+        report, kept = pod.invalid_to_report(
+            invalid, live, now=self._clock.now(), refresh=self.settings.warning_refresh
+        )
+        self.stats.invalid_values_kept += kept
+        for bad in report:
             self.stats.invalid_values[bad.kind] += 1
             self._report.invalid_value(view, bad)
