@@ -40,7 +40,7 @@ Invariants:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -58,14 +58,15 @@ from probemarker.decide.decide import (
     seed,
     step,
 )
+from probemarker.engine.inspection import Inspection
 from probemarker.engine.report import EventSink, Reporter
-from probemarker.engine.seen import LastRun, PodSeen, ProbeSeen, waiting_of
+from probemarker.engine.seen import LastRun, PodSeen
 from probemarker.engine.table import PodEntry, ProbeEntry
 from probemarker.kit.clock import Clock
 from probemarker.kit.histogram import Histogram
 from probemarker.kube.watch.cache import Entry, ObjectKey
 from probemarker.match.identity import HeldCommand, OwnerRef, ProbeKey
-from probemarker.match.match import diff_matches, match_pod, selector_matches
+from probemarker.match.match import diff_matches, match_pod
 from probemarker.probe.handler import probe_target
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.ports import unresolved_port
@@ -181,6 +182,17 @@ class Engine:
             late_after=self.settings.late_after,
             # The namespaces share the slots (issue 40): the marker's is the pod's.
             flow=lambda key: key.marker.namespace,
+        )
+        self._inspection = Inspection(
+            pods=self._pods,
+            uids=self._uids,
+            by_namespace=self._by_namespace,
+            probes=self._probes,
+            markers=self._markers,
+            runner=runner,
+            dispatcher=self.dispatcher,
+            wall=wall,
+            desired=self._desired,
         )
 
     def __repr__(self) -> str:
@@ -472,93 +484,10 @@ class Engine:
         marker: MarkerRef | None = None,
         namespace: str | None = None,
     ) -> Iterator[PodSeen]:
-        """Every pod with a probe (or a marker that selects it and cannot probe it: a
-        container it lacks, a pod terminating), by namespace/name; only `pod`
-        (namespace, name), only `marker`'s probes, only `namespace`'s pods when given.
-        Read only when asked: nothing here is kept or reported.
-
-        One pod at a time, lazily: a pod's desired state (every value its probes render,
-        up to the 256 KiB of annotations a pod may hold) is built when its turn comes
-        and dropped by the caller before the next, so reading the status never holds
-        every pod's at once. A filtered question reads only the pods it names: its
-        namespace's (`marker` is in its pods' namespace), or the one pod."""
-        if pod is not None:
-            uid = self._uids.get(ObjectKey(*pod))
-            uids: Iterable[PodUID] = () if uid is None else (uid,)
-        elif marker is not None or namespace is not None:
-            within = marker.namespace if marker is not None else namespace
-            uids = self._by_namespace.get(within or "", ())
-        else:
-            uids = self._pods
-        entries = sorted(
-            (entry for uid in uids if (entry := self._pods.get(uid)) is not None),
-            key=lambda entry: (entry.view.namespace, entry.view.name),
-        )
-        now = self._wall()
-        for entry in entries:
-            view = entry.view
-            if namespace is not None and view.namespace != namespace:
-                continue
-            rows = [
-                self._seen(key, probe, view, now)
-                for key in sorted(entry.probes)
-                if (marker is None or key.marker == marker)
-                and (probe := self._probes.get(key)) is not None
-            ]
-            rows += self._not_probed(view, marker, now)
-            if rows:
-                # Not bound to a name here: this frame keeps no pod's desired state
-                # while the next pod's is built.
-                yield PodSeen(
-                    view, tuple(rows), self._desired(entry, view) if view.active else None
-                )
-
-    def _seen(self, key: ProbeKey, probe: ProbeEntry, view: PodView, now: float) -> ProbeSeen:
-        spec = probe.spec
-        facts = view.containers.get(key.container)
-        held = facts is not None and self._runner.busy(spec.handler, key, facts.container_id)
-        waiting, detail = waiting_of(
-            view, key.container, facts, spec.timing, now=now, held=held, blocked=probe.blocked
-        )
-        return ProbeSeen(
-            key=key,
-            spec=spec,
-            kind=action_kind(spec.handler),
-            thresholds=probe.thresholds,
-            last=probe.last,
-            due=self.dispatcher.due(key),
-            running=self.dispatcher.is_running(key),
-            waiting=waiting,
-            detail=detail,
-            unknown_runs=probe.unknown_streak,
-        )
-
-    def _not_probed(self, view: PodView, marker: MarkerRef | None, now: float) -> list[ProbeSeen]:
-        """The probes of markers that select `view` but are not run: a container the pod
-        lacks, or a pod being deleted or finished (`match_pod` leaves both out)."""
-        rows = []
-        for found in sorted(self._markers.running(view.namespace), key=lambda m: str(m.ref)):
-            if marker is not None and found.ref != marker:
-                continue
-            if not selector_matches(found.selector, view.labels):
-                continue
-            for spec in found.probes:
-                facts = view.containers.get(spec.container_name)
-                if view.active and facts is not None:
-                    continue  # it runs (a row of its own)
-                key = ProbeKey(view.uid, spec.container_name, found.ref, spec.name)
-                waiting, detail = waiting_of(view, spec.container_name, facts, spec.timing, now=now)
-                rows.append(
-                    ProbeSeen(
-                        key=key,
-                        spec=spec,
-                        kind=action_kind(spec.handler),
-                        thresholds=ThresholdState(),
-                        waiting=waiting,
-                        detail=detail,
-                    )
-                )
-        return rows
+        """What the engine holds of every pod with a probe, one pod at a time; only
+        `pod` (namespace, name), only `marker`'s probes, only `namespace`'s pods when
+        given (engine/inspection.py). Read only when asked: nothing is kept or reported."""
+        return self._inspection.pods_seen(pod=pod, marker=marker, namespace=namespace)
 
     def _held_commands(self, pod: PodEntry) -> dict[OwnerRef, HeldCommand]:
         """The probes of `pod` whose command may still run in their container: the
