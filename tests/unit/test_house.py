@@ -59,6 +59,7 @@ PURE = [
     "probemarker.write.restrict",
     "probemarker.write.room",
     "probemarker.write.tokens",
+    "probemarker.engine.dials",
     "probemarker.engine.seen",
     "probemarker.observe.snapshot",
     "probemarker.check.plan",
