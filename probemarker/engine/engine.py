@@ -48,13 +48,10 @@ import structlog
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeSpec
 from probemarker.decide.decide import (
-    Decision,
     Gate,
-    ThresholdState,
     gate,
     observe,
     result_of,
-    seed,
     step,
 )
 from probemarker.engine.dials import EngineSettings, EngineStats
@@ -80,22 +77,6 @@ from probemarker.write.ownership import OWNED_KEY, parse_record
 log = structlog.get_logger("probemarker.engine")
 
 Raw = dict[str, Any]
-
-
-def _result_kept(thresholds: ThresholdState, old: ProbeSpec, new: ProbeSpec) -> ThresholdState:
-    """A probe's state across an edit of its spec: a decided result stays as it is,
-    unless `{{.Result}}` came into its policies (not known until the next run: the
-    pod's values stand) or went out of them (nothing shown is made of it)."""
-    decided = thresholds.decided
-    if decided is None or old.uses_result == new.uses_result:
-        return thresholds
-    return replace(thresholds, decided=replace(decided, result=None if new.uses_result else ""))
-
-
-def _condition_message(view: PodView, condition: str | None) -> str:
-    found = None if condition is None else view.condition(condition)
-    message = None if found is None else found.get("message")
-    return message if isinstance(message, str) else ""
 
 
 class Engine:
@@ -239,8 +220,7 @@ class Engine:
         for key in diff.change:
             probe = self._probes[key]
             old_period = probe.spec.timing.period_seconds
-            probe.thresholds = _result_kept(probe.thresholds, probe.spec, new[key])
-            probe.spec = new[key]
+            probe.respec(new[key])
             period = probe.spec.timing.period_seconds
             due = self.dispatcher.due(key)
             if period != old_period and due is not None:
@@ -255,19 +235,11 @@ class Engine:
         recorded = sorted({o.held for o in record.values() if o.held is not None}, key=str)
         for key in diff.start:
             spec = new[key]
-            owned = record.get(key.owner)
-            thresholds = ThresholdState()
-            if owned is not None and owned.state is not None:
-                message = _condition_message(pod.view, owned.condition)
-                # A result is not known until a run: the pod's values stand till then.
-                result = None if spec.uses_result else ""
-                thresholds = seed(Decision(owned.state, message, result))
             facts = pod.view.containers.get(key.container)
             if facts is not None:
-                thresholds = observe(thresholds, facts)
                 for held in recorded:  # its command may still run in the container
                     self._runner.seed(spec.handler, key, held, facts.container_id)
-            self._probes[key] = ProbeEntry(spec, thresholds)
+            self._probes[key] = ProbeEntry.seeded(spec, record.get(key.owner), pod.view, facts)
             period = spec.timing.period_seconds
             self.dispatcher.schedule(key, first_due(str(key), period, now, self._step))
         pod.probes = new

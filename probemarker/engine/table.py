@@ -4,7 +4,9 @@ Stage: engine (the hub's own values; no I/O). Input: what the engine learns (a p
 view as its informer stores it, a probe's spec and thresholds, its last run) and what it
 says of a pod (engine/report.py). Output: a row per pod (`PodEntry`) and per probe
 (`ProbeEntry`), which the hub (engine/engine.py) updates and the inspection
-(engine/inspection.py) reads, and which of a plan's invalid values are Warnings to raise
+(engine/inspection.py) reads; a new probe's state, seeded from the pod's ownership
+record and condition (`ProbeEntry.seeded`), and carried across an edit of its spec
+(`ProbeEntry.respec`); and which of a plan's invalid values are Warnings to raise
 (`PodEntry.invalid_to_report`).
 
 Invariants:
@@ -23,15 +25,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from probemarker.api.model import ProbeSpec
-from probemarker.decide.decide import ThresholdState
+from probemarker.decide.decide import Decision, ThresholdState, observe, seed
 from probemarker.engine.seen import LastRun
 from probemarker.kube.watch.cache import ObjectKey
 from probemarker.match.identity import OwnerRef, ProbeKey
-from probemarker.watch.pods import PodView
+from probemarker.watch.pods import ContainerFacts, PodView
 from probemarker.write.desired import InvalidValue
+from probemarker.write.ownership import Owned
 
 __all__ = ["PodEntry", "ProbeEntry"]
 
@@ -49,6 +52,32 @@ class ProbeEntry:
     unknown_streak: int = 0
     blocked: str | None = None  # why it cannot run, as last reported on the pod
     last: LastRun | None = None  # read by `probemarker status` only (Engine.inspect)
+
+    @classmethod
+    def seeded(
+        cls, spec: ProbeSpec, owned: Owned | None, view: PodView, facts: ContainerFacts | None
+    ) -> ProbeEntry:
+        """A probe started on `view`'s pod, seeded from its owner's entry in the pod's
+        record (`owned`) and its condition, and from its container (`facts`)."""
+        thresholds = ThresholdState()
+        if owned is not None and owned.state is not None:
+            message = _condition_message(view, owned.condition)
+            # A result is not known until a run: the pod's values stand till then.
+            result = None if spec.uses_result else ""
+            thresholds = seed(Decision(owned.state, message, result))
+        if facts is not None:
+            thresholds = observe(thresholds, facts)
+        return cls(spec, thresholds)
+
+    def respec(self, spec: ProbeSpec) -> None:
+        """The probe's spec is now `spec`: a decided result stays as it is, unless
+        `{{.Result}}` came into its policies (not known until the next run: the pod's
+        values stand) or went out of them (nothing shown is made of it)."""
+        decided = self.thresholds.decided
+        if decided is not None and self.spec.uses_result != spec.uses_result:
+            result = None if spec.uses_result else ""
+            self.thresholds = replace(self.thresholds, decided=replace(decided, result=result))
+        self.spec = spec
 
 
 @dataclass(slots=True)
@@ -114,3 +143,9 @@ def _renders(spec: ProbeSpec | None, kind: str, key: str) -> bool:
         key in (policy.labels if kind == "label" else policy.annotations)
         for policy in spec.policies
     )
+
+
+def _condition_message(view: PodView, condition: str | None) -> str:
+    found = None if condition is None else view.condition(condition)
+    message = None if found is None else found.get("message")
+    return message if isinstance(message, str) else ""
