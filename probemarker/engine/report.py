@@ -125,7 +125,7 @@ class Reporter:
 
     def invalid_value(self, pod: PodView, bad: InvalidValue) -> None:
         """A value rendered from `{{.Result}}` cannot go on `pod`: its key keeps the
-        last valid value (write/desired.py)."""
+        last valid value (write/claims.py)."""
         value = shown(bad.pieces())
         note = (
             f"{bad.owner.marker}/{bad.owner.probe}: {bad.kind} {bad.key!r} would be "
