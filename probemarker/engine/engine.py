@@ -47,13 +47,7 @@ import structlog
 
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeSpec
-from probemarker.decide.decide import (
-    Gate,
-    gate,
-    observe,
-    result_of,
-    step,
-)
+from probemarker.decide.decide import Gate, gate, observe, result_of, step
 from probemarker.engine.dials import EngineSettings, EngineStats
 from probemarker.engine.inspection import Inspection
 from probemarker.engine.report import EventSink, Reporter
