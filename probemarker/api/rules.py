@@ -130,7 +130,7 @@ RESULT_ACTION_RE: Final = "\\{\\{[ \\t\\r\\n]*\\.Result[ \\t\\r\\n]*\\}\\}"
 # A markerPolicy label value: a label value in which `{{.Result}}` may stand for any
 # character. Every unit (an alphanumeric, '-', '_', '.', or the action) counts as one
 # character, so `{0,61}` bounds the value at 63 with a one-character result; the
-# rendered value is checked again on every write (write/desired.py).
+# rendered value is checked again on every write (write/room.py, write/desired.py).
 _LABEL_UNIT_END = f"([A-Za-z0-9]|{RESULT_ACTION_RE})"
 LABEL_TEMPLATE_RE: Final = (
     f"^({_LABEL_UNIT_END}(([-A-Za-z0-9_.]|{RESULT_ACTION_RE}){{0,61}}{_LABEL_UNIT_END})?)?$"

@@ -43,7 +43,8 @@ from probemarker.api import rules
 from probemarker.cri.client import RuntimeInfo
 from probemarker.daemon.assembly import exec_connections, probe_handlers
 from probemarker.daemon.settings import RunSettings
-from probemarker.engine.engine import Engine, EngineSettings
+from probemarker.engine.dials import EngineSettings
+from probemarker.engine.engine import Engine
 from probemarker.engine.report import Reporter
 from probemarker.kit.clock import MONOTONIC, Clock, rfc3339_now
 from probemarker.kit.repeats import Repeats

@@ -26,9 +26,9 @@ Invariants:
   entry (a probe renamed while the daemon was down), is held likewise (a restarted
   daemon, issue 30; issue 40);
 - a result of a run started with a command that has since changed is dropped;
-  Unknown is never counted or written (SPEC §2);
+  Unknown is never counted or written (docs/engine.md);
 - a terminating or finished pod is not probed and gets no plan (`plan` is None): it
-  keeps what it shows, a draining primary still looks like one (SPEC §3);
+  keeps what it shows, a draining primary still looks like one (docs/engine.md);
 - a marker edited into an invalid spec keeps running its last valid one; a marker
   invalid since the daemon first saw it runs nothing, and what its probes wrote is
   held (neither changed nor removed) until it is fixed or deleted. Only deletion
@@ -39,39 +39,30 @@ Invariants:
 
 from __future__ import annotations
 
-import math
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import structlog
 
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeSpec
-from probemarker.decide.decide import (
-    Decision,
-    Gate,
-    ThresholdState,
-    gate,
-    observe,
-    result_of,
-    seed,
-    step,
-)
+from probemarker.decide.decide import Gate, gate, observe, result_of, step
+from probemarker.engine.dials import EngineSettings, EngineStats
+from probemarker.engine.inspection import Inspection
 from probemarker.engine.report import EventSink, Reporter
-from probemarker.engine.seen import LastRun, PodSeen, ProbeSeen, waiting_of
+from probemarker.engine.seen import LastRun, PodSeen
+from probemarker.engine.table import PodEntry, ProbeEntry
 from probemarker.kit.clock import Clock
-from probemarker.kit.histogram import Histogram
 from probemarker.kube.watch.cache import Entry, ObjectKey
 from probemarker.match.identity import HeldCommand, OwnerRef, ProbeKey
-from probemarker.match.match import diff_matches, match_pod, selector_matches
+from probemarker.match.match import diff_matches, match_pod
 from probemarker.probe.handler import probe_target
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.ports import unresolved_port
 from probemarker.probe.runner import ProbeRunner, action_kind
 from probemarker.schedule.dispatcher import Dispatcher
-from probemarker.schedule.timing import first_due, next_due, step_problem
+from probemarker.schedule.timing import first_due, next_due
 from probemarker.watch.markers import MarkerTable
 from probemarker.watch.pods import ContainerFacts, PodUID, PodView, pod_view
 from probemarker.write.desired import Decided, DesiredPod, InvalidValue, desired_state
@@ -80,107 +71,6 @@ from probemarker.write.ownership import OWNED_KEY, parse_record
 log = structlog.get_logger("probemarker.engine")
 
 Raw = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class EngineSettings:
-    max_concurrent: int = 64  # probe runs at once on this node
-    tick: float = 0.05  # the timer wheel's resolution, seconds
-    # A run that could start only more than this after its slot is counted late; a wait
-    # for a free slot under the cap is counted apart (Dispatcher.stats.slot_waits).
-    late_after: float = 1.0
-    cleanup_delay: float = 30.0  # seconds from a marker's deletion to its clean-up
-    # InvalidResultValue Warnings for keys whose answer is a new invalid value every run
-    # are raised at most once per pod per this many seconds (--message-refresh-seconds).
-    warning_refresh: float = 10.0
-    # Probes' phases lie on steps of this many seconds, so runs come due in groups
-    # (schedule/timing.py; --probe-phase-step-seconds); 0: each probe a phase of its own.
-    phase_step: float = 0.25
-
-    def __post_init__(self) -> None:
-        if self.max_concurrent < 1 or self.tick <= 0 or self.late_after <= 0:
-            raise ValueError("engine needs max_concurrent >= 1, tick > 0, late_after > 0")
-        if self.cleanup_delay < 0 or self.warning_refresh < 0:
-            raise ValueError("engine needs cleanup_delay >= 0 and warning_refresh >= 0")
-        if problem := step_problem(self.phase_step):
-            raise ValueError(f"engine's phase_step {problem}")
-
-
-@dataclass(slots=True)
-class EngineStats:
-    runs: Counter[tuple[str, str]] = field(default_factory=Counter)  # (handler, result)
-    # How long handlers took, by handler kind: runs that reached a handler only (not a
-    # container not running, a missing port, a handler this build lacks).
-    durations: defaultdict[str, Histogram] = field(default_factory=lambda: defaultdict(Histogram))
-    transitions: Counter[str] = field(default_factory=Counter)  # by new state
-    missed_slots: int = 0  # periods skipped because a run overran or started late
-    # periods skipped because the probe's previous command may still run (a held exec)
-    periods_skipped: int = 0
-    dropped_results: int = 0  # results of runs whose probe changed or went away
-    # values rendered from {{.Result}} that could not go on a pod, by kind (label,
-    # annotation): each reported once per pod, key and value (InvalidResultValue)
-    invalid_values: Counter[str] = field(default_factory=Counter)
-    # new invalid values of keys reported already, not reported: the pod's last such
-    # Warning was raised less than `warning_refresh` seconds before (answers that
-    # change every run)
-    invalid_values_kept: int = 0
-
-
-@dataclass(slots=True)
-class _Probe:
-    spec: ProbeSpec
-    thresholds: ThresholdState
-    unknown_streak: int = 0
-    blocked: str | None = None  # why it cannot run, as last reported on the pod
-    last: LastRun | None = None  # read by `probemarker status` only (Engine.inspect)
-
-
-@dataclass(slots=True)
-class _Pod:
-    key: ObjectKey
-    view: PodView
-    resource_version: str
-    probes: dict[ProbeKey, ProbeSpec] = field(default_factory=dict)
-    # the conflicts (`Conflict.identity`) standing on this pod, each reported once
-    conflicts: frozenset[tuple[str, str, OwnerRef, OwnerRef]] = frozenset()
-    record_problem: str | None = None  # as last logged
-    # per (owner, kind, key) with an invalid rendered value: the tokens of the values
-    # reported (the newest `_TOKENS_KEPT`); kept while a probe of the pod renders the
-    # key, so bounded by the markers' keys
-    invalid_reported: dict[tuple[OwnerRef, str, str], list[str]] = field(default_factory=dict)
-    # when a new value of a key reported already was last reported (clock seconds)
-    invalid_again_at: float = -math.inf
-
-
-def _result_kept(thresholds: ThresholdState, old: ProbeSpec, new: ProbeSpec) -> ThresholdState:
-    """A probe's state across an edit of its spec: a decided result stays as it is,
-    unless `{{.Result}}` came into its policies (not known until the next run: the
-    pod's values stand) or went out of them (nothing shown is made of it)."""
-    decided = thresholds.decided
-    if decided is None or old.uses_result == new.uses_result:
-        return thresholds
-    return replace(thresholds, decided=replace(decided, result=None if new.uses_result else ""))
-
-
-# Invalid values remembered per key: an answer that cycles through more is reported
-# again, at most once per pod per `warning_refresh`.
-_TOKENS_KEPT = 16
-
-
-def _renders(spec: ProbeSpec | None, kind: str, key: str) -> bool:
-    """Whether `spec` has a policy that sets `key` (of `kind`: label or annotation)."""
-    if spec is None:
-        return False
-    return any(
-        key in (policy.labels if kind == "label" else policy.annotations)
-        for policy in spec.policies
-    )
-
-
-def _condition_message(view: PodView, condition: str | None) -> str:
-    found = None if condition is None else view.condition(condition)
-    message = None if found is None else found.get("message")
-    return message if isinstance(message, str) else ""
 
 
 class Engine:
@@ -209,10 +99,10 @@ class Engine:
         self._markers = MarkerTable(
             clock=clock, cleanup_delay=self.settings.cleanup_delay, api_version=api_version
         )
-        self._pods: dict[PodUID, _Pod] = {}
+        self._pods: dict[PodUID, PodEntry] = {}
         self._uids: dict[ObjectKey, PodUID] = {}
         self._by_namespace: dict[str, set[PodUID]] = {}
-        self._probes: dict[ProbeKey, _Probe] = {}
+        self._probes: dict[ProbeKey, ProbeEntry] = {}
         self.stats = EngineStats()
         self.dispatcher: Dispatcher[ProbeKey] = Dispatcher(
             run=self._run,
@@ -222,6 +112,17 @@ class Engine:
             late_after=self.settings.late_after,
             # The namespaces share the slots (issue 40): the marker's is the pod's.
             flow=lambda key: key.marker.namespace,
+        )
+        self._inspection = Inspection(
+            pods=self._pods,
+            uids=self._uids,
+            by_namespace=self._by_namespace,
+            probes=self._probes,
+            markers=self._markers,
+            runner=runner,
+            dispatcher=self.dispatcher,
+            wall=wall,
+            desired=self._desired,
         )
 
     def __repr__(self) -> str:
@@ -270,7 +171,7 @@ class Engine:
             return
         pod = self._pods.get(view.uid)
         if pod is None:
-            pod = _Pod(key, view, entry.resource_version)
+            pod = PodEntry(key, view, entry.resource_version)
             self._pods[view.uid] = pod
             self._uids[key] = view.uid
             self._by_namespace.setdefault(view.namespace, set()).add(view.uid)
@@ -299,7 +200,7 @@ class Engine:
             self.dispatcher.cancel(key)
         self._mark(uid)  # the writer's flush finds no pod and drops what it kept of it
 
-    def _rematch(self, pod: _Pod, *, force_mark: bool = False) -> None:
+    def _rematch(self, pod: PodEntry, *, force_mark: bool = False) -> None:
         new = match_pod(pod.view, self._markers.running(pod.view.namespace))
         diff = diff_matches(pod.probes, new)
         if not diff:
@@ -313,8 +214,7 @@ class Engine:
         for key in diff.change:
             probe = self._probes[key]
             old_period = probe.spec.timing.period_seconds
-            probe.thresholds = _result_kept(probe.thresholds, probe.spec, new[key])
-            probe.spec = new[key]
+            probe.respec(new[key])
             period = probe.spec.timing.period_seconds
             due = self.dispatcher.due(key)
             if period != old_period and due is not None:
@@ -329,19 +229,11 @@ class Engine:
         recorded = sorted({o.held for o in record.values() if o.held is not None}, key=str)
         for key in diff.start:
             spec = new[key]
-            owned = record.get(key.owner)
-            thresholds = ThresholdState()
-            if owned is not None and owned.state is not None:
-                message = _condition_message(pod.view, owned.condition)
-                # A result is not known until a run: the pod's values stand till then.
-                result = None if spec.uses_result else ""
-                thresholds = seed(Decision(owned.state, message, result))
             facts = pod.view.containers.get(key.container)
             if facts is not None:
-                thresholds = observe(thresholds, facts)
                 for held in recorded:  # its command may still run in the container
                     self._runner.seed(spec.handler, key, held, facts.container_id)
-            self._probes[key] = _Probe(spec, thresholds)
+            self._probes[key] = ProbeEntry.seeded(spec, record.get(key.owner), pod.view, facts)
             period = spec.timing.period_seconds
             self.dispatcher.schedule(key, first_due(str(key), period, now, self._step))
         pod.probes = new
@@ -377,7 +269,7 @@ class Engine:
             self._book_next(key, due)
 
     async def _run_gated(
-        self, key: ProbeKey, probe: _Probe, pod: _Pod, facts: ContainerFacts, passage: Gate
+        self, key: ProbeKey, probe: ProbeEntry, pod: PodEntry, facts: ContainerFacts, passage: Gate
     ) -> None:
         """Run `probe` past its gate (`passage`: RUN or NOT_RUNNING) and decide."""
         spec, kind, wall = probe.spec, action_kind(probe.spec.handler), self._wall()
@@ -397,7 +289,7 @@ class Engine:
         self._apply(key, spec, outcome)
 
     async def _blocked(
-        self, key: ProbeKey, probe: _Probe, view: PodView, facts: ContainerFacts
+        self, key: ProbeKey, probe: ProbeEntry, view: PodView, facts: ContainerFacts
     ) -> str | None:
         """Why `probe` cannot run on this pod (a named port the container lacks, a
         handler this install lacks), reported on the pod once per cause; or None."""
@@ -481,7 +373,7 @@ class Engine:
                 )
         return desired
 
-    def _desired(self, pod: _Pod, view: PodView) -> DesiredPod:
+    def _desired(self, pod: PodEntry, view: PodView) -> DesiredPod:
         """The desired state of `view` (the pod `pod` as the writer sees it), with
         nothing reported: `plan` reports what it finds, `inspect` only reads."""
         decided = []
@@ -513,95 +405,12 @@ class Engine:
         marker: MarkerRef | None = None,
         namespace: str | None = None,
     ) -> Iterator[PodSeen]:
-        """Every pod with a probe (or a marker that selects it and cannot probe it: a
-        container it lacks, a pod terminating), by namespace/name; only `pod`
-        (namespace, name), only `marker`'s probes, only `namespace`'s pods when given.
-        Read only when asked: nothing here is kept or reported.
+        """What the engine holds of every pod with a probe, one pod at a time; only
+        `pod` (namespace, name), only `marker`'s probes, only `namespace`'s pods when
+        given (engine/inspection.py). Read only when asked: nothing is kept or reported."""
+        return self._inspection.pods_seen(pod=pod, marker=marker, namespace=namespace)
 
-        One pod at a time, lazily: a pod's desired state (every value its probes render,
-        up to the 256 KiB of annotations a pod may hold) is built when its turn comes
-        and dropped by the caller before the next, so reading the status never holds
-        every pod's at once. A filtered question reads only the pods it names: its
-        namespace's (`marker` is in its pods' namespace), or the one pod."""
-        if pod is not None:
-            uid = self._uids.get(ObjectKey(*pod))
-            uids: Iterable[PodUID] = () if uid is None else (uid,)
-        elif marker is not None or namespace is not None:
-            within = marker.namespace if marker is not None else namespace
-            uids = self._by_namespace.get(within or "", ())
-        else:
-            uids = self._pods
-        entries = sorted(
-            (entry for uid in uids if (entry := self._pods.get(uid)) is not None),
-            key=lambda entry: (entry.view.namespace, entry.view.name),
-        )
-        now = self._wall()
-        for entry in entries:
-            view = entry.view
-            if namespace is not None and view.namespace != namespace:
-                continue
-            rows = [
-                self._seen(key, probe, view, now)
-                for key in sorted(entry.probes)
-                if (marker is None or key.marker == marker)
-                and (probe := self._probes.get(key)) is not None
-            ]
-            rows += self._not_probed(view, marker, now)
-            if rows:
-                # Not bound to a name here: this frame keeps no pod's desired state
-                # while the next pod's is built.
-                yield PodSeen(
-                    view, tuple(rows), self._desired(entry, view) if view.active else None
-                )
-
-    def _seen(self, key: ProbeKey, probe: _Probe, view: PodView, now: float) -> ProbeSeen:
-        spec = probe.spec
-        facts = view.containers.get(key.container)
-        held = facts is not None and self._runner.busy(spec.handler, key, facts.container_id)
-        waiting, detail = waiting_of(
-            view, key.container, facts, spec.timing, now=now, held=held, blocked=probe.blocked
-        )
-        return ProbeSeen(
-            key=key,
-            spec=spec,
-            kind=action_kind(spec.handler),
-            thresholds=probe.thresholds,
-            last=probe.last,
-            due=self.dispatcher.due(key),
-            running=self.dispatcher.is_running(key),
-            waiting=waiting,
-            detail=detail,
-            unknown_runs=probe.unknown_streak,
-        )
-
-    def _not_probed(self, view: PodView, marker: MarkerRef | None, now: float) -> list[ProbeSeen]:
-        """The probes of markers that select `view` but are not run: a container the pod
-        lacks, or a pod being deleted or finished (`match_pod` leaves both out)."""
-        rows = []
-        for found in sorted(self._markers.running(view.namespace), key=lambda m: str(m.ref)):
-            if marker is not None and found.ref != marker:
-                continue
-            if not selector_matches(found.selector, view.labels):
-                continue
-            for spec in found.probes:
-                facts = view.containers.get(spec.container_name)
-                if view.active and facts is not None:
-                    continue  # it runs (a row of its own)
-                key = ProbeKey(view.uid, spec.container_name, found.ref, spec.name)
-                waiting, detail = waiting_of(view, spec.container_name, facts, spec.timing, now=now)
-                rows.append(
-                    ProbeSeen(
-                        key=key,
-                        spec=spec,
-                        kind=action_kind(spec.handler),
-                        thresholds=ThresholdState(),
-                        waiting=waiting,
-                        detail=detail,
-                    )
-                )
-        return rows
-
-    def _held_commands(self, pod: _Pod) -> dict[OwnerRef, HeldCommand]:
+    def _held_commands(self, pod: PodEntry) -> dict[OwnerRef, HeldCommand]:
         """The probes of `pod` whose command may still run in their container: the
         pod's record says so, so that a restarted daemon does not run it again."""
         commands = {}
@@ -615,39 +424,17 @@ class Engine:
 
     def _report_invalid(
         self,
-        pod: _Pod,
+        pod: PodEntry,
         view: PodView,
         invalid: tuple[InvalidValue, ...],
         live: Mapping[OwnerRef, ProbeSpec | None],
     ) -> None:
-        """One Warning per pod, key and invalid value (the newest `_TOKENS_KEPT` values
-        of a key are remembered, so answers that alternate are each reported once). A
-        key's first invalid value is always reported (a situation of its own); a new
-        value of a key reported already waits for the pod's `warning_refresh`: one such
-        Warning per pod per interval, however many keys change every run. A key that
-        the pod's record notes as warned of (`InvalidValue.recorded`, a predecessor
-        warned) takes the value it finds as reported: a restart warns of nothing anew.
-        What is remembered is bounded by the keys the pod's probes render now."""
-        now = self._clock.now()
-        memory = pod.invalid_reported
-        for slot in [s for s in memory if not _renders(live.get(s[0]), s[1], s[2])]:
-            del memory[slot]
-        for bad in invalid:
-            token = bad.token
-            seen = memory.get(bad.slot)
-            if seen is None and bad.recorded:
-                memory[bad.slot] = [token]
-                continue
-            if seen is not None and token in seen:
-                continue
-            if seen is not None and now - pod.invalid_again_at < self.settings.warning_refresh:
-                self.stats.invalid_values_kept += 1
-                continue
-            if seen is None:
-                memory[bad.slot] = [token]
-            else:
-                seen.append(token)
-                del seen[:-_TOKENS_KEPT]
-            pod.invalid_again_at = now
+        """One Warning per pod, key and invalid value, as `PodEntry.invalid_to_report`
+        says; each counted."""
+        report, kept = pod.invalid_to_report(
+            invalid, live, now=self._clock.now(), refresh=self.settings.warning_refresh
+        )
+        self.stats.invalid_values_kept += kept
+        for bad in report:
             self.stats.invalid_values[bad.kind] += 1
             self._report.invalid_value(view, bad)

@@ -1,7 +1,7 @@
 """Report: the events and log lines the engine emits, one place for their wording.
 
 Stage: decide/write -> the user (I/O through the `EventSink`, the client layer's
-`EventRecorder`). Events only on transitions (SPEC §3): `ProbeSucceeded` (Normal) and
+`EventRecorder`). Events only on transitions (docs/engine.md): `ProbeSucceeded` (Normal) and
 `ProbeFailed` (Warning) on the pod, naming marker and probe, with the probe's message;
 `ConflictingMarkers` (Warning) on the pod naming both owners of a key;
 `InvalidResultValue` (Warning) on the pod, once per distinct value rendered from
@@ -64,6 +64,24 @@ class Reporter:
     def __init__(self, sink: EventSink) -> None:
         self._sink = sink
 
+    def _say(
+        self,
+        regarding: ObjectRef,
+        type: EventType,
+        reason: str,
+        action: str,
+        note: str,
+        line: str | None = None,
+        level: Literal["warning", "info"] = "warning",
+        /,
+        **fields: object,
+    ) -> None:
+        """An event on `regarding`, after its log line `line` at `level` with `fields`
+        when it has one: the shape of every event here."""
+        if line is not None:
+            (log.info if level == "info" else log.warning)(line, **fields)
+        self._sink.record(regarding=regarding, type=type, reason=reason, note=note, action=action)
+
     def transition(
         self,
         pod: PodView,
@@ -75,26 +93,22 @@ class Reporter:
     ) -> None:
         """A probe's decided state changed (not a message-only change)."""
         succeeded = state is ProbeState.SUCCEEDED
-        reason = "ProbeSucceeded" if succeeded else "ProbeFailed"
-        note = f"{key.marker.name}/{key.probe} on container {key.container}: {state}"
+        note = f"{_probe_text(key)}: {state}"
         if message:
             note = f"{note}: {message}"
-        log.info(
+        self._say(
+            pod_ref(pod),
+            "Normal" if succeeded else "Warning",
+            "ProbeSucceeded" if succeeded else "ProbeFailed",
+            "Probe",
+            note,
             "probe.decided",
-            pod=f"{pod.namespace}/{pod.name}",
-            marker=str(key.marker),
-            probe=key.probe,
-            container=key.container,
+            "info",
+            pod=_pod_text(pod),
+            **_probe_fields(key),
             state=str(state),
             previous=str(previous) if previous is not None else None,
             message=message,
-        )
-        self._sink.record(
-            regarding=pod_ref(pod),
-            type="Normal" if succeeded else "Warning",
-            reason=reason,
-            note=note,
-            action="Probe",
         )
 
     def conflict(self, pod: PodView, conflict: Conflict) -> None:
@@ -104,18 +118,14 @@ class Reporter:
             f"{conflict.loser} sets {loser.quoted()}; {conflict.winner} wins (owners are "
             "ordered by marker name, then probe name). Make the markers agree."
         )
-        log.warning("write.conflict", pod=f"{pod.namespace}/{pod.name}", detail=note)
-        self._sink.record(
-            regarding=pod_ref(pod),
-            type="Warning",
-            reason="ConflictingMarkers",
-            note=note,
-            action="Mark",
-        )
+        self._say(
+            pod_ref(pod), "Warning", "ConflictingMarkers", "Mark", note, "write.conflict",
+            pod=_pod_text(pod), detail=note,
+        )  # fmt: skip
 
     def invalid_value(self, pod: PodView, bad: InvalidValue) -> None:
         """A value rendered from `{{.Result}}` cannot go on `pod`: its key keeps the
-        last valid value (write/desired.py)."""
+        last valid value (write/claims.py)."""
         value = shown(bad.pieces())
         note = (
             f"{bad.owner.marker}/{bad.owner.probe}: {bad.kind} {bad.key!r} would be "
@@ -123,43 +133,21 @@ class Reporter:
             "keeps its last valid value. Make the probe answer a valid value, or change the "
             "markerPolicy value."
         )
-        log.warning(
+        self._say(
+            pod_ref(pod), "Warning", "InvalidResultValue", "Mark", note,
             "write.invalid_result_value",
-            pod=f"{pod.namespace}/{pod.name}",
-            owner=str(bad.owner),
-            kind=bad.kind,
-            key=bad.key,
-            value=value.text,
-            value_bytes=value.size,
-            value_sha256=value.short_digest,
+            pod=_pod_text(pod), owner=str(bad.owner), kind=bad.kind, key=bad.key,
+            value=value.text, value_bytes=value.size, value_sha256=value.short_digest,
             problem=bad.problem,
-        )
-        self._sink.record(
-            regarding=pod_ref(pod),
-            type="Warning",
-            reason="InvalidResultValue",
-            note=note,
-            action="Mark",
-        )
+        )  # fmt: skip
 
     def cannot_run(self, pod: PodView, key: ProbeKey, *, reason: str, problem: str) -> None:
         """A probe cannot be run on `pod` (see `Engine._blocked`): it decides nothing."""
-        note = (
-            f"{key.marker.name}/{key.probe} on container {key.container}: {problem}. "
-            "The probe decides nothing until this is fixed."
-        )
-        log.warning(
-            "probe.cannot_run",
-            pod=f"{pod.namespace}/{pod.name}",
-            marker=str(key.marker),
-            probe=key.probe,
-            container=key.container,
-            reason=reason,
-            problem=problem,
-        )
-        self._sink.record(
-            regarding=pod_ref(pod), type="Warning", reason=reason, note=note, action="Probe"
-        )
+        note = f"{_probe_text(key)}: {problem}. The probe decides nothing until this is fixed."
+        self._say(
+            pod_ref(pod), "Warning", reason, "Probe", note, "probe.cannot_run",
+            pod=_pod_text(pod), **_probe_fields(key), reason=reason, problem=problem,
+        )  # fmt: skip
 
     def invalid_marker(
         self, ref: MarkerRef, uid: str, api_version: str, error: str, *, kept: int | None
@@ -176,31 +164,33 @@ class Reporter:
                 "The daemon runs none of its probes until this is fixed; what they wrote "
                 "stays on the pods until the marker is fixed or deleted."
             )
-        log.warning(
-            "marker.invalid",
-            marker=str(ref),
-            error=trim_utf8(error, SHOWN_TEXT),
-            kept_generation=kept,
-        )
-        self._sink.record(
-            regarding=marker_ref(ref, uid=uid, api_version=api_version),
-            type="Warning",
-            reason="InvalidMarker",
-            note=f"{error}. {effect}",
-            action="Validate",
-        )
+        self._say(
+            marker_ref(ref, uid=uid, api_version=api_version),
+            "Warning", "InvalidMarker", "Validate", f"{error}. {effect}", "marker.invalid",
+            marker=str(ref), error=trim_utf8(error, SHOWN_TEXT), kept_generation=kept,
+        )  # fmt: skip
 
     def write_refused(self, pod: PodView, cause: str) -> None:
         """The API server refused a write to `pod` (a 422 that is not a failed test);
         the writer goes on with a smaller patch (write/restrict.py)."""
-        self._sink.record(
-            regarding=pod_ref(pod),
-            type="Warning",
-            reason="WriteRefused",
-            note=(
-                f"The API server refused the probe results for this pod: {cause}. "
-                "Writing what it accepts (conditions first); the full write is tried "
-                "again later. Make room, e.g. fewer or smaller annotations."
-            ),
-            action="Mark",
+        note = (
+            f"The API server refused the probe results for this pod: {cause}. "
+            "Writing what it accepts (conditions first); the full write is tried "
+            "again later. Make room, e.g. fewer or smaller annotations."
         )
+        self._say(pod_ref(pod), "Warning", "WriteRefused", "Mark", note)
+
+
+def _pod_text(pod: PodView) -> str:
+    """A pod as log lines name it."""
+    return f"{pod.namespace}/{pod.name}"
+
+
+def _probe_text(key: ProbeKey) -> str:
+    """A probe as a note names it."""
+    return f"{key.marker.name}/{key.probe} on container {key.container}"
+
+
+def _probe_fields(key: ProbeKey) -> dict[str, str]:
+    """A probe as log lines name it."""
+    return {"marker": str(key.marker), "probe": key.probe, "container": key.container}

@@ -39,7 +39,7 @@ class LastRun:
 class Waiting(enum.StrEnum):
     """Why a probe does not run now (None: it runs on its schedule)."""
 
-    POD_TERMINATING = "PodTerminating"  # being deleted: probing stopped (SPEC §3)
+    POD_TERMINATING = "PodTerminating"  # being deleted: probing stopped (docs/engine.md)
     POD_FINISHED = "PodFinished"  # Succeeded or Failed phase
     CONTAINER_MISSING = "ContainerMissing"  # containerName is not a container of the pod
     CONTAINER_NOT_CREATED = "ContainerNotCreated"  # no containerID in the status yet
@@ -89,7 +89,7 @@ def waiting_of(
 ) -> tuple[Waiting | None, str]:
     """Why a probe of `container` does not run at `now` (wall-clock Unix seconds), and
     the reason in words; (None, "") when it runs. A container that exists but does not
-    run is not a reason: such a run is Failed (SPEC §2)."""
+    run is not a reason: such a run is Failed (docs/engine.md)."""
     if view.deleting:
         return Waiting.POD_TERMINATING, "the pod is being deleted: probing stopped"
     if view.terminal:

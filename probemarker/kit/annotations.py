@@ -10,7 +10,7 @@ Output: an `AnnotationSummary`:
   exactly this?") answer for *any* key, kept or not, without keeping the value;
 - `sizes`: the bytes of each annotation's value, in the order of the key
   fingerprints, so `value_bytes(key)` answers for any key (what a write that replaces
-  a value the daemon did not keep frees: write/desired.py counts room exactly);
+  a value the daemon did not keep frees: write/room.py counts room exactly);
 - `total_bytes`: the size the API server checks against its 256 KiB limit, computed
   as `ValidateAnnotationsSize` in apimachinery does (api/validation/objectmeta.go):
   the sum of len(key) + len(value) over every annotation, in bytes of UTF-8 (Go's

@@ -38,7 +38,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from probemarker import __version__
-from probemarker.engine.engine import EngineStats
+from probemarker.engine.dials import EngineStats
 from probemarker.kube.write.events import EventStats
 from probemarker.observe.clientmetrics import (
     InformerSnapshot,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from prometheus_client.metrics_core import HistogramMetricFamily, Metric
 
-from probemarker.engine.engine import EngineStats
+from probemarker.engine.dials import EngineStats
 from probemarker.observe.metricfamily import P, counter, gauge, le, one, ones
 from probemarker.observe.namespaced import by_namespace
 from probemarker.probe.holds import CommandHolds

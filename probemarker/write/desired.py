@@ -8,58 +8,23 @@ kept as they are (`frozen_markers`: a marker that is invalid with no valid spec 
 or deleted less than the clean-up delay ago). Output: `DesiredPod`: per label,
 annotation and condition either a value, None (remove it) or nothing (not ours to
 touch); the new ownership record (its annotation is among the annotations); the
-conflicts to report. SPEC §3.
+conflicts to report. docs/engine.md.
 
 Owners fall in three groups: *decided* (a live owner with a published result),
 *waiting* (live but undecided, or of a frozen marker) and *departed* (recorded, but
 neither live nor frozen: its marker or probe is gone, or the pod no longer matches).
 
-Rules, in one pass over decided and waiting owners in OwnerRef order (marker name,
-then probe name), then one over departed owners:
-- a decided owner claims the keys of its policy for its state and its condition
-  (True/False, ProbeSucceeded/ProbeFailed, its message);
-- a policy value with `{{.Result}}` is rendered with the decided result
-  (api/template.py). A rendered value that cannot go on the pod (`label_problem`, or
-  no room: below) is not written and is reported in `invalid`. One that cannot fit
-  whatever else the pod holds (`size_problem`: a label value over 63 characters, an
-  annotation over the 256 KiB of all annotations) is refused from its size, computed
-  from the template and the result, and never built: a template that repeats the
-  action renders hundreds of KB, 32 times a policy. Within the state the
-  owner last wrote in (its record entry's state) it keeps the key at the value it
-  last wrote, where the pod still shows it (a garbled answer does not wipe a good
-  value); across a transition it keeps nothing, so the key is removed: never left at
-  the other state's value. A result not known yet (None: a restarted daemon before its
-  first run) keeps the pod's value within the state; on a transition it renders "" (a
-  run with no answer, as `decide.step` renders it); for an owner that never wrote,
-  nothing;
-- room: the annotations are counted over the whole write, as the API server counts
-  them (every key and value, the new record included, and the size of every present
-  value, kept or not). If the write would take the pod past 256 KiB, the record's
-  notes of Warnings go first, then the rendered values (annotations, and labels for
-  their share of the record) are admitted in claim order while they fit; the rest
-  are refused as above (not noted: a note takes room), so the write never meets a
-  422 for them. A claim that appears only once another is refused (a conflict's
-  loser) is refused too. A few passes, whatever a marker renders;
-- a waiting owner keeps what the record says it wrote, at the pod's current values,
-  as long as they are still the values it wrote: nothing changes until it decides
-  (no flap while a restarted container is probed again);
-- hand-over: a departed owner's key that a waiting owner with a spec *will* write
-  (the key is in one of its policies, or the condition is its type) is kept, still
-  recorded under the departed owner, until that owner decides: a renamed probe, or a
-  marker re-created under another name, takes its keys over without a gap;
-- the first claim of a key wins; a later claim with the same value shares it (both
-  record it, so either one alone keeps it); a different value loses: a `Conflict`.
-  For conditions the compared value is the status; the winner's message is shown;
-- removal candidates: the recorded keys of decided owners (each removes what it no
-  longer sets: the other policy's keys, keys edited out of its policy, a condition
-  type it no longer has) and of departed owners (their entry is dropped), but only
-  those that still hold the recorded value (the ownership rule, `ownership.still_owned`,
-  asked once per owner and pass: a condition only with one of our reasons). A candidate is removed only when nobody claims it. Keys not in
-  the record, or changed since, are never removed.
+One pass goes over decided and waiting owners in OwnerRef order (marker name, then
+probe name), then over departed owners: they claim, keep and hand over keys on the
+claims board (write/claims.py, whose docstring states those rules). The pass is
+repeated while its write does not fit the pod's annotations (write/room.py:
+`within_room`). Here, the rules of what a pass yields:
 - the new record: per owner the keys it holds after this pass (won, shared, kept or
-  handed over) with the value it wrote; a loser records nothing for the key.
-- the record annotation itself is never a policy's: such a claim is a Conflict won
-  by `RECORD_OWNER`;
+  handed over) with the value it wrote; a loser records nothing for the key. A
+  waiting owner keeps its entry (its state seeds a restarted daemon) even with no key
+  left; a departed one only while it hands keys over. A record over
+  `ownership.RECORD_LIMIT` keeps the owners that fit (`ownership.fit_record`): the
+  rest are named in `record_problem`, and their keys are never removed;
 - Warnings stand in the record (`Owned.warned`): each invalid label value's key with
   the first such value, each lost key with its winner (not an annotation refused for
   room: noting it would take room). `InvalidValue.recorded` and
@@ -73,136 +38,48 @@ then probe name), then one over departed owners:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
 from functools import partial
 from types import MappingProxyType
-from typing import Any, Final
 
-import orjson
-
-from probemarker.api.model import ProbeSpec, ProbeState
-from probemarker.api.names import label_value_problems
-from probemarker.api.rules import MAX_LABEL_VALUE_LENGTH, TOTAL_ANNOTATION_BYTES
-from probemarker.api.template import render, render_pieces, rendered_size, uses_result
-from probemarker.kit.text import trim_utf8
+from probemarker.api.model import ProbeSpec
 from probemarker.match.identity import HeldCommand, OwnerRef
 from probemarker.watch.pods import PodView
+from probemarker.write.claims import (
+    Claims,
+    Conflict,
+    Decided,
+    DesiredCondition,
+    InvalidValue,
+    Wants,
+    candidates,
+)
+from probemarker.write.ours import StillOwned, still_owned
 from probemarker.write.ownership import (
     OWNED_KEY,
     Owned,
     OwnershipRecord,
-    StillOwned,
     fit_record,
     owners_text,
     parse_record,
-    pieces_token,
     render_record,
-    still_owned,
-    value_token,
     warned_slot,
     with_held,
 )
+from probemarker.write.room import Claim, within_room
+from probemarker.write.tokens import value_token
 
-Claim = tuple[OwnerRef, str, str]  # (owner, kind, key) of a rendered value
-
+# The stage's words: its input (`Decided`), its output (`DesiredPod`, with its
+# `DesiredCondition`s) and what it reports (`Conflict`, `InvalidValue`).
 __all__ = [
-    "MESSAGE_LIMIT",
-    "RECORD_OWNER",
     "Conflict",
     "Decided",
     "DesiredCondition",
     "DesiredPod",
     "InvalidValue",
-    "annotation_bytes",
     "desired_state",
-    "label_problem",
-    "size_problem",
 ]
-
-MESSAGE_LIMIT: Final = 1024  # bytes of a condition message (SPEC §3)
-# Stands for the ownership record in a Conflict; no marker has an empty name.
-RECORD_OWNER: Final = OwnerRef("", OWNED_KEY)
-_RECORD_VALUE: Final = "(the ownership record)"
-# Checks of the whole write after the admission of rendered values, before all are
-# refused: the shares are counted closely, so one is the rule.
-_ROOM_CHECKS: Final = 3
-_REASONS: Final = {ProbeState.SUCCEEDED: "ProbeSucceeded", ProbeState.FAILED: "ProbeFailed"}
-_STATUS: Final = {ProbeState.SUCCEEDED: "True", ProbeState.FAILED: "False"}
-
-
-@dataclass(frozen=True, slots=True)
-class Decided:
-    """One probe's published result on this pod. `result`: what `{{.Result}}` stands
-    for (`decide.Decision.result`); None: not known yet, the values the pod shows for
-    keys rendered from it are kept."""
-
-    owner: OwnerRef
-    spec: ProbeSpec
-    state: ProbeState
-    message: str
-    result: str | None = ""
-
-
-@dataclass(frozen=True, slots=True)
-class DesiredCondition:
-    type: str
-    status: str  # "True" / "False"
-    reason: str  # "ProbeSucceeded" / "ProbeFailed"
-    message: str  # clean, at most MESSAGE_LIMIT bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Conflict:
-    """Two owners want different values for one key; `winner` comes first in order."""
-
-    kind: str  # "label" | "annotation" | "condition"
-    key: str
-    winner: OwnerRef
-    loser: OwnerRef
-    winner_value: str
-    loser_value: str
-    recorded: bool = False  # the pod's record names it already (Owned.warned)
-
-    @property
-    def identity(self) -> tuple[str, str, OwnerRef, OwnerRef]:
-        """What makes it one conflict while it lasts: a changed value is the same one."""
-        return self.kind, self.key, self.winner, self.loser
-
-
-@dataclass(frozen=True, slots=True)
-class InvalidValue:
-    """A value rendered from `{{.Result}}` that cannot go on the pod: not written.
-
-    `value` is the rendered value; None for a value refused from its size alone
-    (`size_problem`), which is never built: it is `template` rendered with `result`.
-    Read it through `pieces()` (`kit.text.shown`) and `token` (`value_token`)."""
-
-    owner: OwnerRef
-    kind: str  # "label" | "annotation"
-    key: str
-    value: str | None
-    problem: str
-    recorded: bool = False  # the pod's record notes its key as warned of (Owned.warned)
-    room: bool = False  # refused for room (a valid value the whole write has no room for)
-    template: str = ""  # with `result`, the value when `value` is None
-    result: str = ""
-
-    @property
-    def slot(self) -> tuple[OwnerRef, str, str]:
-        return self.owner, self.kind, self.key
-
-    def pieces(self) -> Iterator[str]:
-        """The value as the pieces it joins (`api.template.render_pieces`)."""
-        if self.value is not None:
-            yield self.value
-        else:
-            yield from render_pieces(self.template, self.result)
-
-    @property
-    def token(self) -> str:
-        """`value_token` of the value, the same whether it was built or not."""
-        return value_token(self.value) if self.value is not None else pieces_token(self.pieces())
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,210 +99,7 @@ class DesiredPod:
     invalid: tuple[InvalidValue, ...] = ()
 
 
-@dataclass(slots=True)
-class _Board:
-    """Claims on one kind of key: the first wins, equal values share, others lose."""
-
-    kind: str
-    winners: dict[str, tuple[OwnerRef, str]] = field(default_factory=dict)
-    claimed: dict[OwnerRef, set[str]] = field(default_factory=dict)
-    conflicts: list[Conflict] = field(default_factory=list)
-
-    def claim(self, owner: OwnerRef, key: str, value: str) -> bool:
-        """True when `owner` now has `key` (won it or shares the winner's value)."""
-        current = self.winners.setdefault(key, (owner, value))
-        if current[1] != value:
-            self.conflicts.append(Conflict(self.kind, key, current[0], owner, current[1], value))
-            return False
-        self.claimed.setdefault(owner, set()).add(key)
-        return True
-
-    def keys_of(self, owner: OwnerRef) -> frozenset[str]:
-        return frozenset(self.claimed.get(owner, ()))
-
-    def desired(
-        self, decided: Mapping[OwnerRef, Any], candidates: set[str], values: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """Keys won by decided owners -> `values[key]`; unclaimed candidates -> None."""
-        out: dict[str, Any] = {k: None for k in sorted(candidates) if k not in self.winners}
-        for key, (owner, _) in sorted(self.winners.items()):
-            if owner in decided:
-                out[key] = values[key]
-        return out
-
-
-@dataclass(slots=True)
-class _Pass:
-    """The state of one computation: the boards and the values decided owners set."""
-
-    pod: PodView
-    old: Mapping[OwnerRef, Owned] = field(default_factory=dict)
-    still: Mapping[OwnerRef, StillOwned] = field(default_factory=dict)  # `still_owned(old)`
-    labels: _Board = field(default_factory=lambda: _Board("label"))
-    annotations: _Board = field(default_factory=lambda: _Board("annotation"))
-    conditions: _Board = field(default_factory=lambda: _Board("condition"))
-    label_values: dict[str, str] = field(default_factory=dict)
-    annotation_values: dict[str, str] = field(default_factory=dict)
-    wanted: dict[str, DesiredCondition] = field(default_factory=dict)
-    record_conflicts: list[Conflict] = field(default_factory=list)
-    invalid: list[InvalidValue] = field(default_factory=list)
-    # (owner, kind, key) of rendered values refused for room -> why
-    refused: Mapping[Claim, str] = field(default_factory=dict)
-    # rendered values claimed that the pod does not show yet, in claim order
-    rendered: list[Claim] = field(default_factory=list)
-    notes: bool = True  # whether the record notes Warnings (`Owned.warned`)
-
-    def conflicts(self) -> list[Conflict]:
-        boards = (self.labels, self.annotations, self.conditions)
-        return self.record_conflicts + [c for b in boards for c in b.conflicts]
-
-    def claim(self, decided: Decided) -> None:
-        policy = decided.spec.policy_for(decided.state)
-        if policy is not None:
-            for key, template in sorted(policy.labels.items()):
-                value = self._render(decided, "label", key, template)
-                if value is not None and self.labels.claim(decided.owner, key, value):
-                    self.label_values.setdefault(key, value)
-                    if uses_result(template) and self.pod.labels.get(key) != value:
-                        self.rendered.append((decided.owner, "label", key))
-            for key, template in sorted(policy.annotations.items()):
-                if key == OWNED_KEY:
-                    self.record_conflicts.append(
-                        Conflict(
-                            "annotation", key, RECORD_OWNER, decided.owner, _RECORD_VALUE, template
-                        )
-                    )
-                    continue
-                value = self._render(decided, "annotation", key, template)
-                if value is not None and self.annotations.claim(decided.owner, key, value):
-                    self.annotation_values.setdefault(key, value)
-                    if uses_result(template) and not self.pod.annotations.carries(key, value):
-                        self.rendered.append((decided.owner, "annotation", key))
-        type_ = decided.spec.condition_type
-        status = _STATUS[decided.state]
-        if type_ is not None and self.conditions.claim(decided.owner, type_, status):
-            self.wanted.setdefault(
-                type_,
-                DesiredCondition(
-                    type=type_,
-                    status=status,
-                    reason=_REASONS[decided.state],
-                    message=trim_utf8(decided.message, MESSAGE_LIMIT),
-                ),
-            )
-
-    def _render(self, decided: Decided, kind: str, key: str, template: str) -> str | None:
-        """The value `decided` sets for `key`; None when it does not set one: within
-        its last written state it keeps what it last wrote (its result is not known
-        yet, or renders a value that cannot go on the pod, reported in `invalid`);
-        across a transition it keeps nothing (see the module docstring)."""
-        if not uses_result(template):
-            return template
-        owner, old = decided.owner, self.old.get(decided.owner)
-        same_state = old is not None and old.state is decided.state
-        result = decided.result
-        if result is None and old is not None and old.state is not None and not same_state:
-            result = ""  # a new state decided with no answer (decide.step)
-        if result is not None:
-            recorded = old is not None and warned_slot(kind, key) in old.warned
-            if (too_large := size_problem(kind, key, template, result)) is not None:
-                self.invalid.append(
-                    InvalidValue(
-                        owner,
-                        kind,
-                        key,
-                        None,
-                        too_large,
-                        recorded,
-                        room=kind == "annotation",
-                        template=template,
-                        result=result,
-                    )
-                )
-            else:
-                value = render(template, result)
-                problem = label_problem(value) if kind == "label" else None
-                room = problem is None and (owner, kind, key) in self.refused
-                if room:
-                    problem = self.refused[(owner, kind, key)]
-                if problem is None:
-                    return value
-                self.invalid.append(InvalidValue(owner, kind, key, value, problem, recorded, room))
-        if same_state:
-            self._keep_last(owner, kind, key)
-        return None
-
-    def _keep_last(self, owner: OwnerRef, kind: str, key: str) -> None:
-        """`owner` keeps `key` at the value it last wrote, if the pod still shows it
-        (`_keep`, for one key of a decided owner: its value is then the one set)."""
-        still = self.still.get(owner)
-        if still is None:
-            return
-        if kind == "label":
-            board, values, shown = self.labels, self.label_values, still.labels
-        else:
-            board, values, shown = self.annotations, self.annotation_values, still.annotations
-        if key in shown and board.claim(owner, key, shown[key]):
-            values.setdefault(key, shown[key])
-
-    def keep(self, owner: OwnerRef, only: _Wants | None = None) -> None:
-        """Keep what `owner` wrote, where it still holds the value written
-        (`ownership.still_owned`); `only`: just the keys in it, and only those nobody
-        has claimed (a hand-over)."""
-        still = self.still[owner]
-        labels, annotations, conditions = (
-            (None, None, None) if only is None else (only.labels, only.annotations, only.conditions)
-        )
-        _keep(self.labels, owner, still.labels, labels)
-        _keep(self.annotations, owner, still.annotations, annotations)
-        if still.condition is not None and _wanted(self.conditions, still.condition[0], conditions):
-            self.conditions.claim(owner, *still.condition)
-
-
-def _wanted(board: _Board, key: str, only: set[str] | None) -> bool:
-    """Whether a waiting owner keeps `key`: always, or in a hand-over (`only`) when
-    the key is to be handed over and nobody has claimed it."""
-    return only is None or (key in only and key not in board.winners)
-
-
-def _keep(board: _Board, owner: OwnerRef, shown: Mapping[str, str], only: set[str] | None) -> None:
-    """`owner` claims the keys the pod still shows as it wrote them (`shown`: key ->
-    the pod's value) that it keeps."""
-    for key, value in sorted(shown.items()):
-        if _wanted(board, key, only):
-            board.claim(owner, key, value)
-
-
-@dataclass(slots=True)
-class _Wants:
-    """The keys that waiting owners will write once they decide (hand-over targets)."""
-
-    labels: set[str] = field(default_factory=set)
-    annotations: set[str] = field(default_factory=set)
-    conditions: set[str] = field(default_factory=set)
-
-    def add(self, spec: ProbeSpec) -> None:
-        for policy in spec.policies:
-            self.labels |= policy.labels.keys()
-            self.annotations |= policy.annotations.keys()
-        if spec.condition_type is not None:
-            self.conditions.add(spec.condition_type)
-
-
-def _candidates(owners: Iterable[StillOwned]) -> tuple[set[str], set[str], set[str]]:
-    """Recorded keys of `owners` that still hold what was written: removed unless claimed."""
-    labels: set[str] = set()
-    annotations: set[str] = set()
-    conditions: set[str] = set()
-    for still in owners:
-        labels |= still.labels.keys()
-        annotations |= still.annotations.keys()
-        if still.condition is not None:
-            conditions.add(still.condition[0])
-    return labels, annotations, conditions
-
-
-def _warned(owner: OwnerRef, owned: Owned, work: _Pass) -> dict[str, str]:
+def _warned(owner: OwnerRef, owned: Owned, work: Claims) -> dict[str, str]:
     """The Warnings `owner` stands under after the pass (`Owned.warned`): an invalid
     label value's key keeps the token of the first value of its streak, so an answer
     that is a new invalid value every run does not rewrite the record every run. An
@@ -444,7 +118,7 @@ def _warned(owner: OwnerRef, owned: Owned, work: _Pass) -> dict[str, str]:
 
 
 def _entry(
-    owner: OwnerRef, owned: Owned, work: _Pass, decided: Decided | None, *, departed: bool
+    owner: OwnerRef, owned: Owned, work: Claims, decided: Decided | None, *, departed: bool
 ) -> Owned | None:
     """`owner`'s record entry after the pass: the keys it holds, with what it wrote. A
     waiting owner keeps its entry (its state seeds a restarted daemon) even with no
@@ -500,74 +174,7 @@ def desired_state(
         frozen_markers,
         held_commands or {},
     )
-    first, rendered = plan(refused={})
-    if annotation_bytes(pod, first.annotations) <= TOTAL_ANNOTATION_BYTES:
-        return first
-    # Over the room. The record's notes of Warnings go first (they only spare a
-    # repeated Warning); then the rendered values are admitted in claim order while
-    # they fit, each counted with its share of the record, against the pass that
-    # refuses them all (`none`). A few passes, whatever a marker renders.
-    none, _ = plan(refused=dict.fromkeys(rendered, ""), notes=False)
-    total = annotation_bytes(pod, none.annotations)
-    admitted: list[tuple[Claim, int]] = []
-    refused: dict[Claim, str] = {}
-    for claim in rendered:
-        share = _share(pod, first, none, claim)
-        if total + share <= TOTAL_ANNOTATION_BYTES:
-            admitted.append((claim, share))
-            total += share
-        else:
-            refused[claim] = _no_room(total + share)
-    for _ in range(_ROOM_CHECKS):
-        final, seen = plan(refused=refused, notes=False)
-        total = annotation_bytes(pod, final.annotations)
-        if total <= TOTAL_ANNOTATION_BYTES:
-            return final
-        # A claim nobody counted (a conflict's loser, once the winner's value is
-        # refused), or shares counted short: refuse newcomers, else the last admitted.
-        taken = {claim for claim, _ in admitted}
-        newcomers = [c for c in seen if c not in refused and c not in taken]
-        for claim in newcomers:
-            refused[claim] = _no_room(total)
-        excess = total - TOTAL_ANNOTATION_BYTES
-        while not newcomers and excess > 0 and admitted:
-            claim, share = admitted.pop()
-            refused[claim] = _no_room(total)
-            excess -= max(share, 1)
-    # Still over: nothing rendered goes in; what is left over is not ours (the writer
-    # meets the API server's 422 and narrows its patch, write/restrict.py).
-    _, seen = plan(refused=refused, notes=False)
-    refused.update({c: _no_room(total) for c in seen if c not in refused})
-    return plan(refused=refused, notes=False)[0]
-
-
-def _share(pod: PodView, admit: DesiredPod, refuse: DesiredPod, claim: Claim) -> int:
-    """The bytes `claim`'s value adds to the pod's annotations, record included, when
-    it is written (`admit`) rather than refused (`refuse`)."""
-    owner, kind, key = claim
-    share = _entry_bytes(admit.record.get(owner), kind, key) - _entry_bytes(
-        refuse.record.get(owner), kind, key
-    )
-    if kind == "annotation":
-        instead = {key: refuse.annotations[key]} if key in refuse.annotations else {}
-        share += annotation_bytes(pod, {key: admit.annotations[key]}) - annotation_bytes(
-            pod, instead
-        )
-    return share
-
-
-def _entry_bytes(owned: Owned | None, kind: str, key: str) -> int:
-    """The bytes of `key`'s member in `owned`'s record entry (`"key":"token",`)."""
-    written = None if owned is None else (owned.labels if kind == "label" else owned.annotations)
-    token = None if written is None else written.get(key)
-    return 0 if token is None else len(orjson.dumps({key: token}))  # braces off, comma on
-
-
-def _no_room(total: int) -> str:
-    return (
-        f"the pod's annotations would take {total} bytes with it, over the API server's "
-        f"limit of {TOTAL_ANNOTATION_BYTES}"
-    )
+    return within_room(pod, plan)
 
 
 @dataclass(frozen=True, slots=True)
@@ -600,11 +207,11 @@ def _desired(
         by_owner.setdefault(result.owner, result)
     present = live.keys() | by_owner.keys() | {o for o in old if o.marker in frozen_markers}
     departed = sorted(old.keys() - present)
-    wants = _Wants()
+    wants = Wants()
     for owner, spec in live.items():
         if spec is not None and owner not in by_owner:
             wants.add(spec)
-    work = _Pass(pod, old, recorded.still, refused=refused, notes=notes)
+    work = Claims(pod, old, recorded.still, refused=refused, notes=notes)
     waiting: dict[OwnerRef, Owned] = {}
     for owner in sorted(by_owner.keys() | (old.keys() & present)):
         if owner in by_owner:
@@ -614,7 +221,7 @@ def _desired(
             work.keep(owner)
     for owner in departed:
         work.keep(owner, only=wants)
-    drop_labels, drop_annotations, drop_conditions = _candidates(
+    drop_labels, drop_annotations, drop_conditions = candidates(
         [work.still[o] for o in old if o in by_owner or o in departed]
     )
     entries = {
@@ -679,56 +286,6 @@ def _ended_warnings_kept(
         if not entry.warned.items() <= before.warned.items():
             return new
     return dict(old)
-
-
-def label_problem(value: str) -> str | None:
-    """Why a rendered `value` is not a label value (at most 63 characters of the label
-    alphabet); None if it is. Nothing is changed to make a value fit."""
-    problems = label_value_problems(value)
-    return f"a label value {problems[0]}" if problems else None
-
-
-def size_problem(kind: str, key: str, template: str, result: str) -> str | None:
-    """Why `template` rendered with `result` cannot go on any pod from its size alone,
-    computed without building it (`api.template.rendered_size`): a label value over 63
-    characters; an annotation whose key and value take more than the 256 KiB the API
-    server allows all of a pod's annotations. None: it may fit (built and judged)."""
-    size = rendered_size(template, result)
-    if kind == "label":
-        if size.chars > MAX_LABEL_VALUE_LENGTH:
-            return (
-                f"a label value must be no more than {MAX_LABEL_VALUE_LENGTH} characters "
-                f"(this one renders to {size.chars})"
-            )
-        return None
-    with_key = len(_utf8(key)) + size.bytes
-    if with_key > TOTAL_ANNOTATION_BYTES:
-        return (
-            f"it renders to {size.bytes} bytes ({with_key} with its key), over the API "
-            f"server's limit of {TOTAL_ANNOTATION_BYTES} for all of a pod's annotations"
-        )
-    return None
-
-
-def annotation_bytes(pod: PodView, annotations: Mapping[str, str | None]) -> int:
-    """The bytes of `pod`'s annotations once `annotations` (a value, or None: removed)
-    are written, as the API server counts them against its 256 KiB (keys and values,
-    in bytes of UTF-8; the pod's summary knows the size of every value, kept or not)."""
-    current = pod.annotations
-    total = current.total_bytes
-    for key, value in annotations.items():
-        if value is not None and current.carries(key, value):
-            continue
-        key_bytes = len(_utf8(key))
-        if (present := current.value_bytes(key)) is not None:
-            total -= key_bytes + present
-        if value is not None:
-            total += key_bytes + len(_utf8(value))
-    return total
-
-
-def _utf8(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass")
 
 
 def _join(first: str | None, second: str) -> str:

@@ -7,7 +7,7 @@ its token of the write budget already taken. Input: a pod's UID. Output: at most
 (desired state) and the freshest view of the pod, and what follows from the answer
 (the next flush booked on the writer's queue, a hold, a smaller patch).
 
-Rules (SPEC §3):
+Rules (docs/engine.md):
 - steady state is zero writes: no request when the pod already matches, and none for
   a pod the plan leaves alone (None: terminating, finished or unknown);
 - the newest desired state always wins: the plan is computed when the request is

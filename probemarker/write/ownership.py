@@ -3,7 +3,7 @@
 Stage: write (pure). Input: the text of the pod annotation `probemarker.io/owned`
 (or None). Output: a mapping `OwnerRef -> Owned`, and back to text. The record lets
 the daemon remove exactly what it wrote when a marker is deleted, a probe removed or
-a pod relabelled out, also when that happened while it was down (SPEC §3), and seed
+a pod relabelled out, also when that happened while it was down (docs/engine.md), and seed
 each probe's decided state after a restart (also for probes without a condition).
 
 Format (compact JSON, keys sorted, no spaces, so the same record is always the same
@@ -19,7 +19,7 @@ text and an unchanged record never causes a write):
 - `s`: the decided state, `S` (Succeeded) or `F` (Failed); required, but in an entry
   that holds nothing but `h` (a probe not decided yet whose command may still run);
 - `l`: the label keys it holds, each with the value it wrote; `a`: the annotation keys
-  it holds, each with a *token* of the value it wrote (`value_token`: the value itself
+  it holds, each with a *token* of the value it wrote (write/tokens.py: the value itself
   when it is at most 64 bytes and does not start with `#`, else `#` and 22 characters
   of its SHA-256, so a 4 KiB annotation costs 23 bytes here); `c`: the condition type
   it holds; `w`: the Warnings it stands under (`warned_slot`): a label whose value
@@ -41,10 +41,9 @@ text and an unchanged record never causes a write):
   `h` that names its command in its container). Left out when nothing is held.
 
 Why values and the UID: a key is removed only while it still holds the value the
-daemon wrote (`still_ours`), on the pod it wrote it to. A record copied onto another pod or
-edited by hand can then never make the daemon remove a key it did not write (`app`,
-`tier`: the pod's ReplicaSet and Services). A condition is ours only while its reason
-is one the daemon writes (`ProbeSucceeded`/`ProbeFailed`).
+daemon wrote, on the pod it wrote it to (the ownership rule, write/ours.py). A record
+copied onto another pod or edited by hand can then never make the daemon remove a key
+it did not write (`app`, `tier`: the pod's ReplicaSet and Services).
 
 Invariants: `parse_record` never raises. Input is untrusted (anyone who may edit the
 pod may edit it): an entry is kept whole or not at all, and only if it names a valid
@@ -61,8 +60,6 @@ prove we wrote). A typical entry is under 200 bytes, so that is hundreds of owne
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -80,27 +77,21 @@ from probemarker.api.names import (
 )
 from probemarker.kit.projection import Projector
 from probemarker.match.identity import DIGEST_CHARS, HeldCommand, OwnerRef
-from probemarker.watch.pods import PodView, pod_projector
+from probemarker.watch.pods import pod_projector
+from probemarker.write.tokens import is_token
 
 __all__ = [
-    "OUR_REASONS",
     "OWNED_KEY",
     "RECORD_LIMIT",
     "UID_MEMBER",
     "Owned",
     "OwnershipRecord",
-    "StillOwned",
     "fit_record",
-    "our_condition",
     "owners_text",
     "parse_record",
-    "pieces_token",
     "pod_projection",
     "read_keys",
     "render_record",
-    "still_ours",
-    "still_owned",
-    "value_token",
     "warned_slot",
     "with_held",
 ]
@@ -116,10 +107,6 @@ _PARSE_LIMIT: Final = rules.TOTAL_ANNOTATION_BYTES
 _STATES: Final = {"S": ProbeState.SUCCEEDED, "F": ProbeState.FAILED}
 _CODES: Final = {state: code for code, state in _STATES.items()}
 _PROBLEMS_SHOWN: Final = 3
-_LITERAL_LIMIT: Final = 64  # bytes of a value recorded as itself
-_DIGEST_MARK: Final = "#"
-_DIGEST_CHARS: Final = 22  # of unpadded base64url: 132 bits of SHA-256
-_DIGEST_RE: Final = f"^#[-_A-Za-z0-9]{{{_DIGEST_CHARS}}}$"
 _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
 # Slots of one entry's `w`: one owner has at most 32 keys a kind in each of two
 # policies and one condition (the CRD's bounds), so more is not ours.
@@ -127,47 +114,6 @@ _WARNED_LIMIT: Final = 256
 _COMMAND_RE: Final = f"^[-_A-Za-z0-9]{{{DIGEST_CHARS}}}$"
 _CONTAINER_RE: Final = "^[-_A-Za-z0-9]{1,16}$"
 _LATEST: Final = 10**11  # seconds since the epoch: year 5138, past any real clock
-
-
-def value_token(value: str) -> str:
-    """What the record keeps of a value: itself when short, else a digest of it.
-
-    A literal token never starts with `#` (such a value is digested), so the two
-    forms cannot be mistaken for one another.
-    """
-    data = value.encode("utf-8", "surrogatepass")
-    if len(data) <= _LITERAL_LIMIT and not value.startswith(_DIGEST_MARK):
-        return value
-    return _digest_token(hashlib.sha256(data).digest())
-
-
-def pieces_token(pieces: Iterable[str]) -> str:
-    """`value_token` of the value the `pieces` join to (`api.template.render_pieces`),
-    without joining them: the same token, one piece at a time."""
-    digest = hashlib.sha256()
-    head: list[bytes] = []  # the first bytes, while the value may be a literal token
-    size = 0
-    for piece in pieces:
-        data = piece.encode("utf-8", "surrogatepass")
-        digest.update(data)
-        size += len(data)
-        if size <= _LITERAL_LIMIT:
-            head.append(data)
-    if size <= _LITERAL_LIMIT:
-        return value_token(b"".join(head).decode("utf-8", "surrogatepass"))
-    return _digest_token(digest.digest())
-
-
-def _digest_token(sha256: bytes) -> str:
-    """The token of a value that is not its own (`value_token`), from its SHA-256."""
-    text = base64.urlsafe_b64encode(sha256).decode("ascii")
-    return _DIGEST_MARK + text[:_DIGEST_CHARS]
-
-
-def still_ours(current: str | None, token: str) -> bool:
-    """Whether a key whose value is `current` (None: absent) still holds what was
-    recorded as `token`, i.e. what the daemon wrote."""
-    return current is not None and value_token(current) == token
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,9 +201,7 @@ def _key_problem(key: str, *, annotation: bool) -> bool:
 def _token_problem(token: str, *, annotation: bool) -> bool:
     if not annotation:
         return bool(label_value_problems(token))
-    if token.startswith(_DIGEST_MARK):
-        return not matches(_DIGEST_RE, token)
-    return len(token.encode("utf-8", "surrogatepass")) > _LITERAL_LIMIT
+    return not is_token(token)
 
 
 def _keys(value: Any, field: str, *, annotation: bool) -> Mapping[str, str]:
@@ -390,46 +334,6 @@ def read_keys(metadata: Mapping[str, Any]) -> tuple[str, ...]:
         if isinstance(written, dict):
             keys.update(k for k in written if isinstance(k, str))
     return tuple(sorted(keys))
-
-
-def our_condition(pod: PodView, type_: str) -> Mapping[str, Any] | None:
-    """The pod's condition of `type_` if it is one the daemon writes (by its reason)."""
-    found = pod.condition(type_)
-    return found if found is not None and found.get("reason") in OUR_REASONS else None
-
-
-@dataclass(frozen=True, slots=True)
-class StillOwned:
-    """What an owner's entry names that the pod still shows as the owner wrote it.
-
-    The ownership rule: an owner holds a label or an annotation while the pod's value is
-    still the one its entry recorded (`still_ours`), and its condition while the pod's
-    condition of that type has one of our reasons. A key someone else changed since is
-    no longer the owner's: it is never kept, handed over or removed for it."""
-
-    labels: Mapping[str, str]  # key -> the value on the pod
-    annotations: Mapping[str, str]  # key -> the value on the pod
-    condition: tuple[str, str] | None = None  # (type, status) on the pod
-
-
-def still_owned(pod: PodView, record: Mapping[OwnerRef, Owned]) -> dict[OwnerRef, StillOwned]:
-    """For each owner of `record`, what the pod still shows as it wrote it."""
-    out: dict[OwnerRef, StillOwned] = {}
-    for owner, owned in record.items():
-        labels = {
-            k: v
-            for k, t in owned.labels.items()
-            if (v := pod.labels.get(k)) is not None and still_ours(v, t)
-        }
-        annotations = {
-            k: v
-            for k, t in owned.annotations.items()
-            if (v := pod.annotations.value(k)) is not None and still_ours(v, t)
-        }
-        found = None if owned.condition is None else our_condition(pod, owned.condition)
-        condition = None if found is None else (str(owned.condition), str(found.get("status")))
-        out[owner] = StillOwned(labels, annotations, condition)
-    return out
 
 
 pod_projection: Projector = pod_projector(read_keys)

@@ -13,7 +13,7 @@ the pod as stored at that moment, all or nothing):
   missing member tests equal to null), so a label added meanwhile is never wiped;
 - `remove` fails on a missing member, so it is sent only for keys present, and it
   follows a `test` that the key still holds the value the plan saw: the plan removes a
-  key only while it holds what the daemon wrote (desired.py), and a user who changed it
+  key only while it holds what the daemon wrote (ours.py, the ownership rule), and a user who changed it
   since (a change the daemon's watch has not brought yet) fails the patch, which is
   re-read and planned again, instead of losing the value;
 - of the annotations the view has a summary (kit/annotations.py): whether a key
@@ -28,14 +28,14 @@ the pod as stored at that moment, all or nothing):
 - A condition is changed only when status, reason or message differ; its
   lastTransitionTime moves to `now` only when its status does (Kubernetes' API
   convention: the time of the last transition from one status to another), its
-  lastProbeTime when status or message do (SPEC §3). A second condition of one of our
+  lastProbeTime when status or message do (docs/engine.md). A second condition of one of our
   types (never written by us) is removed.
 - Every patch starts with guards (`guards`): a `test` of `metadata.uid`, so a patch
   planned for one pod never lands on a pod re-created under the same name meanwhile
   (a failed test is a 422: the writer re-reads and finds another UID), a `test` that
   `metadata.deletionTimestamp` is still absent and one that `status.phase` is still
   the phase the plan saw, so nothing is written to a pod that started terminating or
-  finished while the request was on its way (SPEC §3: such a pod keeps what it shows).
+  finished while the request was on its way (docs/engine.md: such a pod keeps what it shows).
 
 Invariants: ops are ordered deterministically (sorted keys); applying the patch and
 building it again gives `[]`; keys and condition types absent from `desired` are

@@ -13,7 +13,7 @@ Rules:
 - a deferred pod is due no sooner than its deferral ends, whatever the marks;
 - one flush per pod at a time: a mark during a flush makes the pod due again as soon
   as it ends, and a flush asked for at a time during a flush is booked when it ends;
-- fair by namespace (SPEC §5): a pod that is due waits in its namespace's line
+- fair by namespace (docs/security.md): a pod that is due waits in its namespace's line
   (`kit/fairqueue.py`, the flow given at its first mark), and the lines take turns,
   one flush each, whenever the writer has a token of the write budget and a slot.
   With N namespaces waiting, each gets at least one flush in every N: a due pod waits

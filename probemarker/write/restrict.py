@@ -5,7 +5,7 @@ Stage: write (pure). Input: a `DesiredPod` and the pod it is for. Output: a
 
 - `defer_messages`: a condition whose status and reason stay as they are keeps the
   message it shows. The writer sends that version while the pod is within its
-  message-refresh interval (SPEC §3: a message-only change is published at most once
+  message-refresh interval (docs/engine.md: a message-only change is published at most once
   per interval, a transition at once), so a probe whose output changes every run
   (`{"status":"ok","uptime":...}`) costs one write per interval, not one per period.
 - `message_due`: when that interval ends for a pod. It counts from the daemon's last
@@ -14,11 +14,11 @@ Stage: write (pure). Input: a `DesiredPod` and the pod it is for. Output: a
   its predecessor last wrote, and the pod it first sees already shows a message: so
   counting from then, a restart never publishes a message sooner than steady state
   would, and writes at once only where a *state* (label, annotation, condition status
-  or reason) differs. SPEC §3: "a restart causes no flapping and no writes".
+  or reason) differs: a restart causes no flapping and no writes (docs/engine.md).
 - `restrict(desired, pod, scope)`: the parts a refused patch leaves out. A 422 that is
   not a failed `test` means the patched pod would be invalid, most often because its
   annotations would pass the API server's 256 KiB total. The writer then steps down,
-  one `Scope` at a time, so that what can be written still is (SPEC §3: one refused
+  one `Scope` at a time, so that what can be written still is (docs/engine.md: one refused
   key never blocks the pod's conditions):
 
   | scope | written |
@@ -42,15 +42,10 @@ from typing import Any
 
 from probemarker.watch.pods import PodView
 from probemarker.write.desired import DesiredCondition, DesiredPod
-from probemarker.write.ownership import (
-    OWNED_KEY,
-    Owned,
-    parse_record,
-    render_record,
-    still_ours,
-    value_token,
-)
+from probemarker.write.ours import still_ours
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, render_record
 from probemarker.write.patch import condition_text
+from probemarker.write.tokens import value_token
 
 __all__ = ["Scope", "defer_messages", "message_due", "restrict"]
 

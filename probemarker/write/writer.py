@@ -6,7 +6,7 @@ result changes, a probe starts or stops, or the pod itself changes). Output: flu
 each done by write/flush.py (at most one `pods/status` JSON patch per pod per flush,
 with the newest desired state; retries, re-reads and refusals are its).
 
-Rules (SPEC §3, §5):
+Rules (docs/engine.md, docs/security.md):
 - coalescing: a pod is flushed `coalesce` seconds after its first mark, so results
   arriving together (five probes flipping at once) become one request
   (write/queue.py); a mark during a flush flushes the pod again afterwards;

@@ -13,7 +13,8 @@ import anyio.lowlevel
 import pytest
 
 from probemarker.api.model import Handler, ProbeSpec, TCPSocketAction
-from probemarker.engine.engine import Engine, EngineSettings
+from probemarker.engine.dials import EngineSettings
+from probemarker.engine.engine import Engine
 from probemarker.kube.watch.cache import Entry, entry_of
 from probemarker.kube.write.events import ObjectRef
 from probemarker.match.identity import HeldCommand

@@ -17,7 +17,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from probemarker import __version__
-from probemarker.engine.engine import EngineStats
+from probemarker.engine.dials import EngineStats
 from probemarker.kit.histogram import Histogram
 from probemarker.kube.watch.informertypes import InformerCounters
 from probemarker.kube.write.events import EventStats

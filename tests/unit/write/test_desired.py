@@ -12,9 +12,8 @@ import pytest
 from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.match.identity import OwnerRef
 from probemarker.watch.pods import pod_view
+from probemarker.write.claims import MESSAGE_LIMIT, RECORD_OWNER
 from probemarker.write.desired import (
-    MESSAGE_LIMIT,
-    RECORD_OWNER,
     Conflict,
     Decided,
     DesiredCondition,
@@ -27,9 +26,9 @@ from probemarker.write.ownership import (
     parse_record,
     pod_projection,
     render_record,
-    value_token,
 )
 from probemarker.write.patch import build_patch
+from probemarker.write.tokens import value_token
 from tests.unit.write.helpers import (
     NOW,
     F,

@@ -6,6 +6,7 @@ import orjson
 import pytest
 
 from probemarker.match.identity import HeldCommand, OwnerRef, command_digest, container_mark
+from probemarker.write.ours import still_ours
 from probemarker.write.ownership import (
     OWNED_KEY,
     RECORD_LIMIT,
@@ -14,10 +15,9 @@ from probemarker.write.ownership import (
     owners_text,
     parse_record,
     render_record,
-    still_ours,
-    value_token,
     with_held,
 )
+from probemarker.write.tokens import value_token
 from tests.unit.write.helpers import UID, F, S, owner
 
 LONG = "x" * 4096

@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 
 from probemarker.watch.pods import pod_view
 from probemarker.write.desired import DesiredCondition, DesiredPod, desired_state
+from probemarker.write.ours import still_ours
 from probemarker.write.ownership import (
     OWNED_KEY,
     Owned,
     parse_record,
     pod_projection,
     render_record,
-    still_ours,
 )
 from probemarker.write.patch import build_patch, changes_of
 from probemarker.write.restrict import Scope, restrict

@@ -17,8 +17,10 @@ import pytest
 from probemarker.api.rules import MAX_LABEL_VALUE_LENGTH, TOTAL_ANNOTATION_BYTES
 from probemarker.api.template import render, rendered_size
 from probemarker.kit.text import shown
-from probemarker.write.desired import Decided, desired_state, size_problem
-from probemarker.write.ownership import Owned, pieces_token, value_token
+from probemarker.write.desired import Decided, desired_state
+from probemarker.write.ownership import Owned
+from probemarker.write.room import size_problem
+from probemarker.write.tokens import pieces_token, value_token
 from tests.unit.write.helpers import S, owner, spec, view
 
 ACTION = "{{.Result}}"

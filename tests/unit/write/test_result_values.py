@@ -10,9 +10,11 @@ from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
 from probemarker.kit.annotations import annotations_size
 from probemarker.watch.pods import pod_view
-from probemarker.write.desired import Decided, InvalidValue, annotation_bytes, desired_state
-from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, pod_projection, value_token
+from probemarker.write.desired import Decided, InvalidValue, desired_state
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, pod_projection
 from probemarker.write.patch import build_patch
+from probemarker.write.room import annotation_bytes
+from probemarker.write.tokens import value_token
 from tests.unit.write.helpers import NOW, UID, F, S, apply, owner, raw_pod, spec, view
 
 MAP = spec(ok={"game/map": "{{.Result}}", "game/up": "yes"}, bad={"game/map": "down-{{ .Result }}"})

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
-from probemarker.write.desired import Decided, annotation_bytes, desired_state
+from probemarker.write.desired import Decided, desired_state
+from probemarker.write.room import annotation_bytes
 from tests.unit.write.helpers import S, owner, spec, view
 
 # A 243-character DNS prefix: a key of 250 bytes, which the record repeats in full.
