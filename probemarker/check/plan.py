@@ -36,7 +36,7 @@ from probemarker.api.model import (
 )
 from probemarker.api.template import render, uses_result
 from probemarker.decide.decide import Gate, gate, not_running, result_of, state_of
-from probemarker.match.identity import OwnerRef, ProbeKey
+from probemarker.identity.probes import OwnerRef, ProbeKey
 from probemarker.match.match import match_pod, selector_matches
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.watch.pods import ContainerFacts, PodView

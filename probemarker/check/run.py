@@ -35,9 +35,9 @@ from probemarker.check.report import (
     render_text,
 )
 from probemarker.daemon.settings import RunSettings
+from probemarker.identity.probes import ProbeKey
 from probemarker.kube.connect.errors import ApiNotFound
 from probemarker.kube.connect.resources import PODS
-from probemarker.match.identity import ProbeKey
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.runner import action_kind
 from probemarker.watch.pods import PodView, pod_view

@@ -53,9 +53,10 @@ from probemarker.engine.inspection import Inspection
 from probemarker.engine.report import EventSink, Reporter
 from probemarker.engine.seen import LastRun, PodSeen
 from probemarker.engine.table import PodEntry, ProbeEntry
+from probemarker.identity.commands import HeldCommand
+from probemarker.identity.probes import OwnerRef, ProbeKey
 from probemarker.kit.clock import Clock
 from probemarker.kube.watch.cache import Entry, ObjectKey
-from probemarker.match.identity import HeldCommand, OwnerRef, ProbeKey
 from probemarker.match.match import diff_matches, match_pod
 from probemarker.probe.handler import probe_target
 from probemarker.probe.outcome import Outcome, Result

@@ -25,8 +25,8 @@ from probemarker.api.model import MarkerRef
 from probemarker.decide.decide import ThresholdState
 from probemarker.engine.seen import PodSeen, ProbeSeen, waiting_of
 from probemarker.engine.table import PodEntry, ProbeEntry
+from probemarker.identity.probes import ProbeKey
 from probemarker.kube.watch.cache import ObjectKey
-from probemarker.match.identity import ProbeKey
 from probemarker.match.match import selector_matches
 from probemarker.probe.runner import ProbeRunner, action_kind
 from probemarker.schedule.dispatcher import Dispatcher

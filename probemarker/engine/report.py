@@ -25,9 +25,9 @@ import structlog
 
 from probemarker.api import rules
 from probemarker.api.model import MarkerRef, ProbeState
+from probemarker.identity.probes import ProbeKey
 from probemarker.kit.text import shown, trim_utf8
 from probemarker.kube.write.events import ObjectRef
-from probemarker.match.identity import ProbeKey
 from probemarker.watch.pods import PodView
 from probemarker.write.desired import Conflict, InvalidValue
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from probemarker.api.model import ProbeSpec, Timing
 from probemarker.decide.decide import ThresholdState
-from probemarker.match.identity import ProbeKey
+from probemarker.identity.probes import ProbeKey
 from probemarker.probe.outcome import Outcome
 from probemarker.watch.pods import ContainerFacts, PodView
 from probemarker.write.desired import DesiredPod

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field, replace
 from probemarker.api.model import ProbeSpec
 from probemarker.decide.decide import Decision, ThresholdState, observe, seed
 from probemarker.engine.seen import LastRun
+from probemarker.identity.probes import OwnerRef, ProbeKey
 from probemarker.kube.watch.cache import ObjectKey
-from probemarker.match.identity import OwnerRef, ProbeKey
 from probemarker.watch.pods import ContainerFacts, PodView
 from probemarker.write.desired import InvalidValue
 from probemarker.write.ownership import Owned

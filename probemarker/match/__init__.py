@@ -1,2 +1,2 @@
-"""Match: which markers' probes apply to which containers of a pod (`match.py`), and the
-identities that name a probe on a pod from here on (`identity.py`, docs/engine.md). Pure."""
+"""Match: which markers' probes apply to which containers of a pod, and the diff between
+two sets of them (`match.py`; the identities it names them by are identity/'s). Pure."""

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from probemarker.api.model import LabelSelector, Marker, ProbeSpec, SelectorRequirement
-from probemarker.match.identity import ProbeKey
+from probemarker.identity.probes import ProbeKey
 from probemarker.watch.pods import PodView
 
 

@@ -51,6 +51,8 @@ from collections.abc import Sequence
 from typing import Self
 
 from probemarker.api.model import ExecAction, Handler
+from probemarker.identity.commands import HeldCommand, command_digest, container_mark
+from probemarker.identity.probes import ProbeKey
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.exec.execresult import (
     ExecExited,
@@ -60,7 +62,6 @@ from probemarker.kube.exec.execresult import (
     TransportFailure,
 )
 from probemarker.kube.exec.execstream import ExecSettings, run_exec
-from probemarker.match.identity import HeldCommand, ProbeKey, command_digest, container_mark
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.holds import CommandHolds
 from probemarker.probe.holdtable import CommandKey

@@ -17,7 +17,8 @@ from types import MappingProxyType
 from typing import Protocol, Self, runtime_checkable
 
 from probemarker.api.model import Handler
-from probemarker.match.identity import HeldCommand, ProbeKey
+from probemarker.identity.commands import HeldCommand
+from probemarker.identity.probes import ProbeKey
 from probemarker.probe.outcome import Outcome
 from probemarker.watch.pods import ContainerFacts, PodUID, PodView
 

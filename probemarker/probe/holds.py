@@ -107,9 +107,9 @@ from typing import Any, Self
 
 import structlog
 
+from probemarker.identity.commands import HeldCommand
 from probemarker.kit.clock import MONOTONIC, Clock
 from probemarker.kit.repeats import Repeats
-from probemarker.match.identity import HeldCommand
 from probemarker.probe.holdtable import (
     CommandKey,
     Hold,

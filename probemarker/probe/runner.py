@@ -43,7 +43,8 @@ import anyio.lowlevel
 import structlog
 
 from probemarker.api.model import Handler, ProbeSpec
-from probemarker.match.identity import HeldCommand, ProbeKey
+from probemarker.identity.commands import HeldCommand
+from probemarker.identity.probes import ProbeKey
 from probemarker.probe.handler import HoldsCommands, ProbeHandler, ProbeTarget
 from probemarker.probe.limits import RUNNER_GRACE, runner_wait
 from probemarker.probe.outcome import Outcome

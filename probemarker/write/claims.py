@@ -51,8 +51,8 @@ from typing import Any, Final
 
 from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.template import render, render_pieces, uses_result
+from probemarker.identity.probes import OwnerRef
 from probemarker.kit.text import trim_utf8
-from probemarker.match.identity import OwnerRef
 from probemarker.watch.pods import PodView
 from probemarker.write.ours import StillOwned
 from probemarker.write.ownership import OWNED_KEY, Owned, warned_slot

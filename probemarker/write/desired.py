@@ -44,7 +44,8 @@ from functools import partial
 from types import MappingProxyType
 
 from probemarker.api.model import ProbeSpec
-from probemarker.match.identity import HeldCommand, OwnerRef
+from probemarker.identity.commands import HeldCommand
+from probemarker.identity.probes import OwnerRef
 from probemarker.watch.pods import PodView
 from probemarker.write.claims import (
     Claims,

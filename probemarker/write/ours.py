@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from probemarker.match.identity import OwnerRef
+from probemarker.identity.probes import OwnerRef
 from probemarker.watch.pods import PodView
 from probemarker.write.ownership import Owned
 from probemarker.write.tokens import value_token

@@ -75,8 +75,9 @@ from probemarker.api.names import (
     label_value_problems,
     qualified_name_problems,
 )
+from probemarker.identity.commands import DIGEST_CHARS, HeldCommand
+from probemarker.identity.probes import OwnerRef
 from probemarker.kit.projection import Projector
-from probemarker.match.identity import DIGEST_CHARS, HeldCommand, OwnerRef
 from probemarker.watch.pods import pod_projector
 from probemarker.write.tokens import is_token
 

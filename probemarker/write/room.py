@@ -34,7 +34,7 @@ import orjson
 from probemarker.api.names import label_value_problems
 from probemarker.api.rules import MAX_LABEL_VALUE_LENGTH, TOTAL_ANNOTATION_BYTES
 from probemarker.api.template import rendered_size
-from probemarker.match.identity import OwnerRef
+from probemarker.identity.probes import OwnerRef
 from probemarker.watch.pods import PodView
 from probemarker.write.ownership import Owned, OwnershipRecord
 

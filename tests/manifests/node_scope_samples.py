@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from probemarker.api.model import ProbeState
-from probemarker.match.identity import OwnerRef
+from probemarker.identity.probes import OwnerRef
 from probemarker.sim.server.discovery.catalog import PODS
 from probemarker.sim.store.patch import apply_json_patch
 from probemarker.sim.store.strategy import keep_system_meta, status_write

@@ -22,7 +22,7 @@ from probemarker.api.model import (
     Timing,
 )
 from probemarker.check import plan
-from probemarker.match.identity import OwnerRef, ProbeKey
+from probemarker.identity.probes import OwnerRef, ProbeKey
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.watch.pods import ContainerFacts, PodUID, pod_view
 from probemarker.write.ownership import OWNED_KEY, Owned, pod_projection, render_record

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from probemarker.check import plan
-from probemarker.match.identity import HeldCommand, OwnerRef
+from probemarker.identity.commands import HeldCommand
+from probemarker.identity.probes import OwnerRef
 from probemarker.probe.outcome import Outcome
 from probemarker.watch.pods import PodView, pod_view
 from probemarker.write.ownership import OWNED_KEY, Owned, pod_projection, render_record

@@ -15,9 +15,9 @@ import pytest
 from probemarker.api.model import Handler, ProbeSpec, TCPSocketAction
 from probemarker.engine.dials import EngineSettings
 from probemarker.engine.engine import Engine
+from probemarker.identity.commands import HeldCommand
 from probemarker.kube.watch.cache import Entry, entry_of
 from probemarker.kube.write.events import ObjectRef
-from probemarker.match.identity import HeldCommand
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.probe.runner import ProbeRunner

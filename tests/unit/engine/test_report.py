@@ -11,8 +11,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from probemarker.engine.report import Reporter
+from probemarker.identity.probes import OwnerRef
 from probemarker.kit.text import SHOWN_LIMIT
-from probemarker.match.identity import OwnerRef
 from probemarker.watch.pods import pod_view
 from probemarker.write.desired import Conflict, InvalidValue
 from probemarker.write.ownership import pod_projection

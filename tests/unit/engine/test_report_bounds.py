@@ -11,9 +11,9 @@ from structlog.testing import capture_logs
 
 from probemarker.api.model import MarkerRef
 from probemarker.engine.report import SHOWN_TEXT, Reporter
+from probemarker.identity.probes import OwnerRef
 from probemarker.kit.text import SHOWN_LIMIT as SHOWN_VALUE
 from probemarker.kube.write.events import ObjectRef
-from probemarker.match.identity import OwnerRef
 from probemarker.watch.pods import pod_view
 from probemarker.write.desired import Conflict, InvalidValue
 from probemarker.write.ownership import pod_projection

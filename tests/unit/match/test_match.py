@@ -8,7 +8,7 @@ import pytest
 
 from probemarker.api.model import LabelSelector, Marker, SelectorRequirement
 from probemarker.api.parse import parse_marker
-from probemarker.match.identity import ProbeKey
+from probemarker.identity.probes import ProbeKey
 from probemarker.match.match import diff_matches, match_pod, requirement_matches, selector_matches
 from probemarker.watch.pods import PodUID, pod_view
 from probemarker.write.ownership import pod_projection

@@ -18,10 +18,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from probemarker import __version__
 from probemarker.engine.dials import EngineStats
+from probemarker.identity.commands import HeldCommand
 from probemarker.kit.histogram import Histogram
 from probemarker.kube.watch.informertypes import InformerCounters
 from probemarker.kube.write.events import EventStats
-from probemarker.match.identity import HeldCommand
 from probemarker.observe.clientmetrics import InformerSnapshot, error_label
 from probemarker.observe.connections import Eviction, ServerStats
 from probemarker.observe.metrics import Snapshot, build_registry

@@ -12,8 +12,8 @@ from probemarker.api import rules
 from probemarker.api.model import ExecAction, MarkerPolicy, MarkerRef, ProbeSpec, ProbeState, Timing
 from probemarker.decide.decide import Decision, ThresholdState
 from probemarker.engine.seen import LastRun, PodSeen, ProbeSeen, Waiting
+from probemarker.identity.probes import ProbeKey
 from probemarker.kit.text import SHOWN_LIMIT
-from probemarker.match.identity import ProbeKey
 from probemarker.observe.snapshot import PROBE_BYTES, SNAPSHOT_VERSION, build_snapshot, time_text
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.watch.pods import PodUID, pod_view

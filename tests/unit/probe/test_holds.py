@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from structlog.testing import capture_logs
 
-from probemarker.match.identity import HeldCommand
+from probemarker.identity.commands import HeldCommand
 from probemarker.probe.holds import CommandHolds
 from probemarker.probe.holdtable import CommandKey, HoldSettings
 from probemarker.watch.pods import PodUID

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from probemarker.api.model import ExecAction, MarkerPolicy, ProbeSpec, ProbeState, Timing
-from probemarker.match.identity import OwnerRef
+from probemarker.identity.probes import OwnerRef
 from probemarker.sim.store.objmeta import prune_empty
 from probemarker.sim.store.patch import apply_json_patch
 from probemarker.watch.pods import PodView, pod_view

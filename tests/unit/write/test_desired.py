@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from probemarker.api.model import ProbeSpec, ProbeState
-from probemarker.match.identity import OwnerRef
+from probemarker.identity.probes import OwnerRef
 from probemarker.watch.pods import pod_view
 from probemarker.write.claims import MESSAGE_LIMIT, RECORD_OWNER
 from probemarker.write.desired import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from probemarker.match.identity import HeldCommand, command_digest
+from probemarker.identity.commands import HeldCommand, command_digest
 from probemarker.watch.pods import pod_view
 from probemarker.write.desired import desired_state
 from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, pod_projection

@@ -5,7 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from probemarker.match.identity import HeldCommand, OwnerRef, command_digest, container_mark
+from probemarker.identity.commands import HeldCommand, command_digest, container_mark
+from probemarker.identity.probes import OwnerRef
 from probemarker.write.ours import still_ours
 from probemarker.write.ownership import (
     OWNED_KEY,
