@@ -270,7 +270,7 @@ def _cpu() -> float:
 def _ours(lines: list[bytes]) -> None:
     from probemarker.kube.watch.cache import Store, entry_of
     from probemarker.kube.watch.watchevents import ObjectEvent, parse_watch_line
-    from probemarker.write.ownership import pod_projection
+    from probemarker.watch.pods import pod_projection
 
     store: Store[dict[str, Any]] = Store()
     for line in lines:
@@ -399,7 +399,7 @@ async def live_ours(
     from probemarker.kube.connect.client import KubeClient
     from probemarker.kube.connect.config import load_kubeconfig
     from probemarker.kube.watch.informer import PODS, Informer
-    from probemarker.write.ownership import pod_projection
+    from probemarker.watch.pods import pod_projection
 
     seen = 0
     progress = asyncio.Event()
@@ -516,7 +516,7 @@ def _hold(kind: str, lines: list[bytes]) -> object:
         return asyncio.run(_hold_models(lines))
     from probemarker.kube.watch.cache import Store, entry_of
     from probemarker.kube.watch.watchevents import ObjectEvent, parse_watch_line
-    from probemarker.write.ownership import pod_projection
+    from probemarker.watch.pods import pod_projection
 
     project = pod_projection if kind == "probemarker projections" else (lambda obj: obj)
     store: Store[Any] = Store()

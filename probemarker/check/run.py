@@ -40,8 +40,7 @@ from probemarker.kube.connect.errors import ApiNotFound
 from probemarker.kube.connect.resources import PODS
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.probe.runner import action_kind
-from probemarker.watch.pods import PodView, pod_view
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import PodView, pod_projection, pod_view
 
 __all__ = ["CheckOptions", "run_check"]
 

@@ -73,8 +73,7 @@ from probemarker.probe.cri import CRIExecHandler
 from probemarker.probe.holdtable import CommandKey
 from probemarker.probe.runner import ProbeRunner
 from probemarker.watch.markers import marker_projection, marker_resource
-from probemarker.watch.pods import PodUID
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import PodUID, pod_projection
 from probemarker.write.writer import PodWriter, WriterSettings
 
 log = structlog.get_logger("probemarker.app")

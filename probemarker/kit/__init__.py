@@ -5,8 +5,8 @@
 - `printable`: text escaped for a terminal, a log line or an event (`printable`,
   `printable_json`);
 - `histogram`, `repeats`: a fixed-bucket histogram, and "once per interval" for logs;
-- `annotations`, `projection`: what an informer keeps of an object (a field projection,
-  a summary of the annotations);
+- `projection`: what an informer keeps of an object (a field projection; a pod's is
+  watch/pods.py's);
 - `backoff`: capped exponential backoff with jitter;
 - `shares`, `fairqueue`: the shares of a budget namespaces use at once, and fair
   queuing by flow (a FIFO per namespace, served in turn).

@@ -1,19 +1,20 @@
-"""A typed, read-only view of the pod fields the engine reads.
+"""What the daemon reads of a pod, in one room: the fields it keeps (`POD_FIELDS`), the
+projection its informer and `check` keep of each pod (`pod_projection`), and the typed,
+read-only view the stages read (`PodView`, `ContainerFacts`).
 
-Stage: values (pure). Input: a pod projection (write/ownership.py `pod_projection`: the
-fields of `POD_FIELDS` and a summary of the annotations), or a whole pod
-as the API server sends it (its annotations are summarized keeping no value). Output:
-`PodView` and `ContainerFacts`. Every field is read defensively: a pod with no labels,
+Stage: values (pure). Input: a pod projection (`pod_projection`: the fields of
+`POD_FIELDS` and a summary of the annotations), or a whole pod as the API server sends
+it (its annotations are summarized keeping no value). Output: `PodView` and
+`ContainerFacts`. Every field is read defensively: a pod with no labels,
 no annotations, no status or odd values (Kruise panicked on pods without labels,
 kruise#2499/#2527) reads as empty, never raises. Timestamps are RFC 3339 strings from
 the API server, parsed to Unix seconds.
 
-Of the annotations the view has an `AnnotationSummary` (kit/annotations.py): of a
-projection, the values of the ownership record and of the keys it names (all the
-daemon ever reads values of; which they are is the record's business, so the
-projection is made beside it, in write/ownership.py), a fingerprint of every
-annotation (whether a key holds a given value) and their total size; never the other
-values.
+Of the annotations the view has an `AnnotationSummary` (watch/annotations.py): of a
+projection, the values of the ownership record's annotation (`OWNED_KEY`) and of the
+keys the record names (`read_keys`: all the daemon ever reads values of), a
+fingerprint of every annotation (whether a key carries a given value) and their total
+size; never the other values.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any, NewType
+from typing import Any, Final, NewType
 
-from probemarker.kit.annotations import AnnotationSummary, summarize
+import orjson
+
+from probemarker.api import rules
 from probemarker.kit.projection import (
     IDENTITY_FIELDS,
     KeepAnnotations,
@@ -32,6 +35,7 @@ from probemarker.kit.projection import (
     compile_fields,
     project,
 )
+from probemarker.watch.annotations import AnnotationSummary, summarize
 
 PodUID = NewType("PodUID", str)
 
@@ -183,8 +187,8 @@ def _annotations(meta: Mapping[str, Any]) -> AnnotationSummary:
     found = meta.get("annotations")
     if isinstance(found, AnnotationSummary):
         return found
-    # A whole pod: fingerprints and sizes, no value (which values a view keeps is the
-    # ownership record's business: view `write.ownership.pod_projection(pod)` to read it).
+    # A whole pod: fingerprints and sizes, no value (view `pod_projection(pod)` to keep
+    # the values the daemon reads).
     return summarize(found)
 
 
@@ -210,8 +214,8 @@ def pod_projector(keep: KeepAnnotations) -> Projector:
     """The projection of a pod: POD_FIELDS, and at `metadata.annotations` the summary
     of its annotations keeping the values of the keys `keep(metadata)` names, not the
     map: a pod's annotations are often most of its size (32 KiB of them on each of 500
-    pods made the daemon's store most of its memory, issue 22). Which keys the daemon
-    keeps is the ownership record's business: write/ownership.py `pod_projection`."""
+    pods made the daemon's store most of its memory, issue 22). The daemon's own is
+    `pod_projection` (`keep`: `read_keys`)."""
     spec = compile_fields(POD_FIELDS)
 
     def apply(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -222,3 +226,42 @@ def pod_projector(keep: KeepAnnotations) -> Projector:
         return out
 
     return apply
+
+
+# The annotation the ownership record lives in (write/ownership.py says what it holds),
+# its member that names the pod it was written for, and the most of it that is parsed.
+# The daemon reads the values of this annotation and of the keys the record names.
+OWNED_KEY: Final = f"{rules.GROUP}/owned"
+UID_MEMBER: Final = "#uid"  # never an owner: an owner's marker name is not empty
+RECORD_PARSE_LIMIT: Final = rules.TOTAL_ANNOTATION_BYTES
+
+
+def read_keys(metadata: Mapping[str, Any]) -> tuple[str, ...]:
+    """The annotation keys whose values the daemon reads on the pod with this
+    `metadata`: the record's own key, and every annotation key its record names for
+    this pod (a superset of what `parse_record` accepts: an entry is not validated
+    here). The pod projection keeps these values and only fingerprints of the rest
+    (watch/annotations.py): the ownership rule (write/ours.py) reads values only to check
+    that a recorded key still holds what was written, and the record names all of those."""
+    annotations = metadata.get("annotations")
+    text = annotations.get(OWNED_KEY) if isinstance(annotations, dict) else None
+    if not isinstance(text, str) or len(text) > RECORD_PARSE_LIMIT:
+        return (OWNED_KEY,)
+    try:
+        raw = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return (OWNED_KEY,)
+    if not isinstance(raw, dict) or raw.get(UID_MEMBER) != metadata.get("uid"):
+        return (OWNED_KEY,)  # not trusted: parse_record reads nothing of it
+    keys = {OWNED_KEY}
+    for entry in raw.values():
+        written = entry.get("a") if isinstance(entry, dict) else None
+        if isinstance(written, dict):
+            keys.update(k for k in written if isinstance(k, str))
+    return tuple(sorted(keys))
+
+
+pod_projection: Projector = pod_projector(read_keys)
+"""What the daemon keeps of a pod (its informer's projection, and what `check` reads):
+`watch.pods.POD_FIELDS`, and of the annotations the values of this record and of
+the keys it names (`read_keys`), fingerprints of the rest."""

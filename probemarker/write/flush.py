@@ -72,9 +72,8 @@ from probemarker.kube.connect.errors import (
 )
 from probemarker.kube.connect.resources import PODS
 from probemarker.kube.write.statuswrite import patch_pod_status
-from probemarker.watch.pods import PodUID, PodView, pod_view
+from probemarker.watch.pods import PodUID, PodView, pod_projection, pod_view
 from probemarker.write.desired import DesiredPod
-from probemarker.write.ownership import pod_projection
 from probemarker.write.patch import build_patch, changes_of
 from probemarker.write.queue import FlushQueue
 from probemarker.write.restrict import Scope, defer_messages, message_due, restrict

@@ -77,8 +77,7 @@ from probemarker.api.names import (
 )
 from probemarker.identity.commands import DIGEST_CHARS, HeldCommand
 from probemarker.identity.probes import OwnerRef
-from probemarker.kit.projection import Projector
-from probemarker.watch.pods import pod_projector
+from probemarker.watch.pods import OWNED_KEY, RECORD_PARSE_LIMIT, UID_MEMBER
 from probemarker.write.tokens import is_token
 
 __all__ = [
@@ -90,21 +89,16 @@ __all__ = [
     "fit_record",
     "owners_text",
     "parse_record",
-    "pod_projection",
-    "read_keys",
     "render_record",
     "warned_slot",
     "with_held",
 ]
 
-OWNED_KEY: Final = f"{rules.GROUP}/owned"
 RECORD_LIMIT: Final = 64 * 1024  # bytes of rendered record
-UID_MEMBER: Final = "#uid"  # never an owner: an owner's marker name is not empty
 # The reasons of the conditions the daemon writes (desired.py); a condition with
 # another reason is not ours, whatever a record says.
 OUR_REASONS: Final = frozenset({"ProbeSucceeded", "ProbeFailed"})
 # Nothing longer can be on a pod (all annotations together are capped at 256 KiB).
-_PARSE_LIMIT: Final = rules.TOTAL_ANNOTATION_BYTES
 _STATES: Final = {"S": ProbeState.SUCCEEDED, "F": ProbeState.FAILED}
 _CODES: Final = {state: code for code, state in _STATES.items()}
 _PROBLEMS_SHOWN: Final = 3
@@ -279,8 +273,8 @@ def parse_record(text: str | None, *, pod_uid: str) -> tuple[dict[OwnerRef, Owne
     if text is None:
         return {}, None
     where = f"annotation {OWNED_KEY}"
-    if len(text) > _PARSE_LIMIT:
-        return {}, f"{where} ignored: {len(text)} characters, more than {_PARSE_LIMIT}"
+    if len(text) > RECORD_PARSE_LIMIT:
+        return {}, f"{where} ignored: {len(text)} characters, more than {RECORD_PARSE_LIMIT}"
     try:
         raw = orjson.loads(text)
     except orjson.JSONDecodeError as e:
@@ -310,37 +304,6 @@ def parse_record(text: str | None, *, pod_uid: str) -> tuple[dict[OwnerRef, Owne
         f" (and {len(problems) - _PROBLEMS_SHOWN} more)" if len(problems) > _PROBLEMS_SHOWN else ""
     )
     return record, f"{where}: dropped {len(problems)} malformed entries: {shown}{more}"
-
-
-def read_keys(metadata: Mapping[str, Any]) -> tuple[str, ...]:
-    """The annotation keys whose values the daemon reads on the pod with this
-    `metadata`: the record's own key, and every annotation key its record names for
-    this pod (a superset of what `parse_record` accepts: an entry is not validated
-    here). The pod projection keeps these values and only fingerprints of the rest
-    (kit/annotations.py): desired.py and restrict.py read values only to check that a
-    recorded key still holds what was written, and the record names all of those."""
-    annotations = metadata.get("annotations")
-    text = annotations.get(OWNED_KEY) if isinstance(annotations, dict) else None
-    if not isinstance(text, str) or len(text) > _PARSE_LIMIT:
-        return (OWNED_KEY,)
-    try:
-        raw = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return (OWNED_KEY,)
-    if not isinstance(raw, dict) or raw.get(UID_MEMBER) != metadata.get("uid"):
-        return (OWNED_KEY,)  # not trusted: parse_record reads nothing of it
-    keys = {OWNED_KEY}
-    for entry in raw.values():
-        written = entry.get("a") if isinstance(entry, dict) else None
-        if isinstance(written, dict):
-            keys.update(k for k in written if isinstance(k, str))
-    return tuple(sorted(keys))
-
-
-pod_projection: Projector = pod_projector(read_keys)
-"""What the daemon keeps of a pod (its informer's projection, and what `check` reads):
-`watch.pods.POD_FIELDS`, and of the annotations the values of this record and of
-the keys it names (`read_keys`), fingerprints of the rest."""
 
 
 def _json_entry(owned: Owned) -> dict[str, Any]:

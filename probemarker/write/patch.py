@@ -16,7 +16,7 @@ the pod as stored at that moment, all or nothing):
   key only while it holds what the daemon wrote (ours.py, the ownership rule), and a user who changed it
   since (a change the daemon's watch has not brought yet) fails the patch, which is
   re-read and planned again, instead of losing the value;
-- of the annotations the view has a summary (kit/annotations.py): whether a key
+- of the annotations the view has a summary (watch/annotations.py): whether a key
   is there and whether it holds the value to write are answered for any key without
   its value, and whether the map is there by its count;
 - `status.conditions` is a list the kubelet writes too, so ops address it by index,
@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from probemarker.kit.annotations import AnnotationSummary
+from probemarker.watch.annotations import AnnotationSummary
 from probemarker.watch.pods import PodView
 from probemarker.write.desired import DesiredCondition, DesiredPod
 from probemarker.write.ownership import OWNED_KEY

@@ -4,7 +4,7 @@ changes none of its writes.
 
 The daemon keeps the values of its ownership record and of the keys the record names,
 a 16-byte fingerprint of every other key and (key, value), and the annotations' total
-size (kit/annotations.py); a re-list reads the answer item by item.
+size (watch/annotations.py); a re-list reads the answer item by item.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from probemarker.daemon.app import Daemon
-from probemarker.kit.annotations import AnnotationSummary
 from probemarker.sim.store.resourcetype import NAMESPACES
+from probemarker.watch.annotations import AnnotationSummary
 from tests.integration.world import (
     OWNED,
     World,

@@ -24,7 +24,7 @@ from probemarker.sim import SimCluster
 from probemarker.sim.errors import NotFound
 from probemarker.sim.server.discovery.catalog import NAMESPACES as SIM_NAMESPACES
 from probemarker.sim.server.discovery.catalog import PODS as SIM_PODS
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import pod_projection
 from tests.sim.server_helpers import pod_manifest
 
 Projection = dict[str, Any]

@@ -21,7 +21,7 @@ from probemarker.kube.watch.cache import ChangeKind, ObjectKey
 from probemarker.kube.watch.informer import PODS, Informer, InformerSettings
 from probemarker.sim import SimCluster
 from probemarker.sim.server.discovery.catalog import PODS as SIM_PODS
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import pod_projection
 from tests.kube.informer_world import (
     FAST,
     Collector,

@@ -24,7 +24,7 @@ from probemarker.kube.watch.watchevents import (
     ObjectEvent,
     parse_watch_line,
 )
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import pod_projection
 
 POD: dict[str, Any] = {
     "apiVersion": "v1",

@@ -24,7 +24,7 @@ from aiohttp.test_utils import TestServer
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.config import Connection
 from probemarker.kube.watch.informer import PODS, Informer, InformerSettings
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import pod_projection
 
 SETTINGS = InformerSettings(watch_timeout_min=300, watch_timeout_max=300, page_size=0)
 NOTE = "n" * 32_768  # a pod's 32 KiB of annotations

@@ -19,9 +19,8 @@ from probemarker.identity.probes import OwnerRef
 from probemarker.sim.server.discovery.catalog import PODS
 from probemarker.sim.store.patch import apply_json_patch
 from probemarker.sim.store.strategy import keep_system_meta, status_write
-from probemarker.watch.pods import pod_view
+from probemarker.watch.pods import pod_projection, pod_view
 from probemarker.write.desired import Decided, desired_state
-from probemarker.write.ownership import pod_projection
 from probemarker.write.patch import build_patch
 from tests.unit.write.helpers import spec
 

@@ -32,7 +32,7 @@ from probemarker.kube.write.statuswrite import patch_pod_status
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
 from probemarker.sim.server.harness.accounting import RequestRecord
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import pod_projection
 from tests.rbac_check import PolicyRule, disallowed, load_cluster_role
 
 TOKEN = "probemarker-sa-token"

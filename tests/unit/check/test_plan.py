@@ -24,8 +24,8 @@ from probemarker.api.model import (
 from probemarker.check import plan
 from probemarker.identity.probes import OwnerRef, ProbeKey
 from probemarker.probe.outcome import Outcome, Result
-from probemarker.watch.pods import ContainerFacts, PodUID, pod_view
-from probemarker.write.ownership import OWNED_KEY, Owned, pod_projection, render_record
+from probemarker.watch.pods import ContainerFacts, PodUID, pod_projection, pod_view
+from probemarker.write.ownership import OWNED_KEY, Owned, render_record
 
 UID = PodUID("uid-1")
 

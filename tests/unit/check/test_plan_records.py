@@ -9,8 +9,8 @@ from probemarker.check import plan
 from probemarker.identity.commands import HeldCommand
 from probemarker.identity.probes import OwnerRef
 from probemarker.probe.outcome import Outcome
-from probemarker.watch.pods import PodView, pod_view
-from probemarker.write.ownership import OWNED_KEY, Owned, pod_projection, render_record
+from probemarker.watch.pods import PodView, pod_projection, pod_view
+from probemarker.write.ownership import OWNED_KEY, Owned, render_record
 from tests.unit.check.test_plan import ROLE, ROLE_KEY, UID, marker, pod
 
 HELD = HeldCommand(command="A" * 16, container="0123456789ab", started=1_700_000_000)

@@ -23,8 +23,7 @@ from probemarker.probe.outcome import Outcome
 from probemarker.probe.runner import ProbeRunner
 from probemarker.probe.tcp import TCPSocketHandler
 from probemarker.watch.markers import marker_projection
-from probemarker.watch.pods import PodUID
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import PodUID, pod_projection
 from probemarker.write.patch import build_patch
 from tests.fakes import FakeClock, until
 

@@ -12,8 +12,7 @@ from probemarker.engine.seen import Waiting, waiting_of
 from probemarker.kube.watch.cache import entry_of
 from probemarker.probe.outcome import Outcome
 from probemarker.watch.markers import marker_projection
-from probemarker.watch.pods import ContainerFacts, PodView, pod_view
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import ContainerFacts, PodView, pod_projection, pod_view
 from tests.fakes import until
 from tests.unit.engine.test_engine import START, Runner, marker_entry, pod_entry, pod_raw, running
 

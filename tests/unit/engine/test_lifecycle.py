@@ -16,8 +16,7 @@ from structlog.testing import capture_logs
 from probemarker.kube.watch.cache import Entry, entry_of
 from probemarker.probe.outcome import Outcome
 from probemarker.sim.store.objmeta import prune_empty
-from probemarker.watch.pods import PodUID
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import PodUID, pod_projection
 from probemarker.write.patch import build_patch
 from tests.unit.engine.test_engine import Rig, Runner, marker_entry, pod_entry, pod_raw, running
 from tests.unit.write.helpers import apply

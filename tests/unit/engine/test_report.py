@@ -13,9 +13,8 @@ from structlog.testing import capture_logs
 from probemarker.engine.report import Reporter
 from probemarker.identity.probes import OwnerRef
 from probemarker.kit.text import SHOWN_LIMIT
-from probemarker.watch.pods import pod_view
+from probemarker.watch.pods import pod_projection, pod_view
 from probemarker.write.desired import Conflict, InvalidValue
-from probemarker.write.ownership import pod_projection
 from tests.unit.engine.test_engine import Sink, pod_raw
 
 HUGE = "r" * 1024 * 372  # "{{.Result}}" * 372 with a 1 KiB answer

@@ -14,9 +14,8 @@ from probemarker.engine.report import SHOWN_TEXT, Reporter
 from probemarker.identity.probes import OwnerRef
 from probemarker.kit.text import SHOWN_LIMIT as SHOWN_VALUE
 from probemarker.kube.write.events import ObjectRef
-from probemarker.watch.pods import pod_view
+from probemarker.watch.pods import pod_projection, pod_view
 from probemarker.write.desired import Conflict, InvalidValue
-from probemarker.write.ownership import pod_projection
 from tests.unit.write.helpers import raw_pod
 
 HUGE = "v" * 200_000  # an annotation value in a markerPolicy may be this long

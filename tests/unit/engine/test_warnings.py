@@ -12,8 +12,7 @@ from probemarker.kube.watch.cache import Entry, entry_of
 from probemarker.probe.outcome import Outcome
 from probemarker.sim.store.objmeta import prune_empty
 from probemarker.watch.markers import marker_projection
-from probemarker.watch.pods import PodUID
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import PodUID, pod_projection
 from probemarker.write.patch import build_patch
 from tests.unit.engine.test_engine import Runner, Sink, pod_raw, running
 from tests.unit.write.helpers import apply

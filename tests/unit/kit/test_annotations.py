@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from probemarker.kit.annotations import (
+from probemarker.watch.annotations import (
     EMPTY,
     AnnotationSummary,
     UnknownAnnotation,
     annotations_size,
     summarize,
 )
-from probemarker.watch.pods import pod_view
-from probemarker.write.ownership import OWNED_KEY, pod_projection, read_keys
+from probemarker.watch.pods import pod_projection, pod_view, read_keys
+from probemarker.write.ownership import OWNED_KEY
 
 NOTES = {"a.io/x": "1", "b.io/long": "y" * 5000, "c.io/uni": "é€𝄞"}
 

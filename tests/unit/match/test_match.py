@@ -10,8 +10,7 @@ from probemarker.api.model import LabelSelector, Marker, SelectorRequirement
 from probemarker.api.parse import parse_marker
 from probemarker.identity.probes import ProbeKey
 from probemarker.match.match import diff_matches, match_pod, requirement_matches, selector_matches
-from probemarker.watch.pods import PodUID, pod_view
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import PodUID, pod_projection, pod_view
 
 
 def marker(name: str = "m", namespace: str = "ns", selector: Any = None, **probe: Any) -> Marker:

@@ -16,9 +16,8 @@ from probemarker.identity.probes import ProbeKey
 from probemarker.kit.text import SHOWN_LIMIT
 from probemarker.observe.snapshot import PROBE_BYTES, SNAPSHOT_VERSION, build_snapshot, time_text
 from probemarker.probe.outcome import Outcome, Result
-from probemarker.watch.pods import PodUID, pod_view
+from probemarker.watch.pods import PodUID, pod_projection, pod_view
 from probemarker.write.desired import DesiredPod, InvalidValue
-from probemarker.write.ownership import pod_projection
 from probemarker.write.pending import PendingWrite, WriteWait
 from tests.unit.engine.test_engine import pod_raw
 

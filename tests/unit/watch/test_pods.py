@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from probemarker.watch.pods import parse_time, pod_view
-from probemarker.write.ownership import pod_projection
+from probemarker.watch.pods import parse_time, pod_projection, pod_view
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ from probemarker.api.model import ExecAction, MarkerPolicy, ProbeSpec, ProbeStat
 from probemarker.identity.probes import OwnerRef
 from probemarker.sim.store.objmeta import prune_empty
 from probemarker.sim.store.patch import apply_json_patch
-from probemarker.watch.pods import PodView, pod_view
+from probemarker.watch.pods import PodView, pod_projection, pod_view
 from probemarker.write.desired import Decided
-from probemarker.write.ownership import OWNED_KEY, Owned, pod_projection, render_record
+from probemarker.write.ownership import OWNED_KEY, Owned, render_record
 
 S, F = ProbeState.SUCCEEDED, ProbeState.FAILED
 NOW = "2026-11-23T10:00:00Z"

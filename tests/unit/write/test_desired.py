@@ -11,7 +11,7 @@ import pytest
 
 from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.identity.probes import OwnerRef
-from probemarker.watch.pods import pod_view
+from probemarker.watch.pods import pod_projection, pod_view
 from probemarker.write.claims import MESSAGE_LIMIT, RECORD_OWNER
 from probemarker.write.desired import (
     Conflict,
@@ -20,13 +20,7 @@ from probemarker.write.desired import (
     DesiredPod,
     desired_state,
 )
-from probemarker.write.ownership import (
-    OWNED_KEY,
-    Owned,
-    parse_record,
-    pod_projection,
-    render_record,
-)
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, render_record
 from probemarker.write.patch import build_patch
 from probemarker.write.tokens import value_token
 from tests.unit.write.helpers import (

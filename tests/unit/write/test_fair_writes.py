@@ -18,10 +18,9 @@ import pytest
 from structlog.testing import capture_logs
 
 from probemarker.kube.write.ratelimit import TokenBucket
-from probemarker.watch.pods import PodUID, PodView, pod_view
+from probemarker.watch.pods import PodUID, PodView, pod_projection, pod_view
 from probemarker.write.desired import DesiredPod, desired_state
 from probemarker.write.flush import LOGGED_KEYS, logged_changes
-from probemarker.write.ownership import pod_projection
 from probemarker.write.pending import WriteWait
 from probemarker.write.writer import PodWriter, WriterSettings
 from tests.fakes import FakeClock, until

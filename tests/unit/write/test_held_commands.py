@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from probemarker.identity.commands import HeldCommand, command_digest
-from probemarker.watch.pods import pod_view
+from probemarker.watch.pods import pod_projection, pod_view
 from probemarker.write.desired import desired_state
-from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, pod_projection
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record
 from probemarker.write.patch import build_patch
 from tests.unit.write.helpers import NOW, UID, F, apply, decided, owner, raw_pod, spec
 

@@ -15,9 +15,9 @@ import pytest
 
 from probemarker.api.model import ProbeState
 from probemarker.kube.write.ratelimit import TokenBucket
-from probemarker.watch.pods import PodUID, PodView, pod_view
+from probemarker.watch.pods import PodUID, PodView, pod_projection, pod_view
 from probemarker.write.desired import DesiredPod, desired_state
-from probemarker.write.ownership import Owned, pod_projection
+from probemarker.write.ownership import Owned
 from probemarker.write.restrict import message_due
 from probemarker.write.writer import PodWriter, WriterSettings
 from tests.fakes import FakeClock, until

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from probemarker.sim.errors import PatchFailed
-from probemarker.watch.pods import pod_view
+from probemarker.watch.pods import pod_projection, pod_view
 from probemarker.write.desired import DesiredCondition, DesiredPod
-from probemarker.write.ownership import OWNED_KEY, pod_projection
+from probemarker.write.ownership import OWNED_KEY
 from probemarker.write.patch import build_patch, changes_of, escape_pointer
 from tests.unit.write.helpers import EARLIER, NOW, apply, condition, raw_pod, view
 

@@ -9,16 +9,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probemarker.watch.pods import pod_view
+from probemarker.watch.pods import pod_projection, pod_view
 from probemarker.write.desired import DesiredCondition, DesiredPod, desired_state
 from probemarker.write.ours import still_ours
-from probemarker.write.ownership import (
-    OWNED_KEY,
-    Owned,
-    parse_record,
-    pod_projection,
-    render_record,
-)
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, render_record
 from probemarker.write.patch import build_patch, changes_of
 from probemarker.write.restrict import Scope, restrict
 from tests.unit.write.helpers import NOW, UID, F, S, apply, decided, owner, raw_pod, spec

@@ -8,10 +8,10 @@ import pytest
 
 from probemarker.api.model import ProbeSpec, ProbeState
 from probemarker.api.rules import TOTAL_ANNOTATION_BYTES
-from probemarker.kit.annotations import annotations_size
-from probemarker.watch.pods import pod_view
+from probemarker.watch.annotations import annotations_size
+from probemarker.watch.pods import pod_projection, pod_view
 from probemarker.write.desired import Decided, InvalidValue, desired_state
-from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, pod_projection
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record
 from probemarker.write.patch import build_patch
 from probemarker.write.room import annotation_bytes
 from probemarker.write.tokens import value_token

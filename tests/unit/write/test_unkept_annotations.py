@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from probemarker.kit.annotations import summarize
 from probemarker.sim.errors import PatchFailed
-from probemarker.watch.pods import pod_view
+from probemarker.watch.annotations import summarize
+from probemarker.watch.pods import pod_projection, pod_view, read_keys
 from probemarker.write.desired import desired_state
-from probemarker.write.ownership import OWNED_KEY, Owned, parse_record, pod_projection, read_keys
+from probemarker.write.ownership import OWNED_KEY, Owned, parse_record
 from probemarker.write.patch import build_patch
 from probemarker.write.restrict import Scope, restrict
 from tests.unit.write.helpers import NOW, UID, S, apply, decided, owner, raw_pod, spec
