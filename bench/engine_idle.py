@@ -363,8 +363,8 @@ async def _floor_main(
 
     from probemarker.daemon.settings import RunSettings
     from probemarker.kube.connect.client import KubeClient
-    from probemarker.kube.exec.execresult import ExecExited
-    from probemarker.kube.exec.execstream import run_exec
+    from probemarker.probe.execresult import ExecExited
+    from probemarker.probe.execstream import run_exec
     from probemarker.schedule.timing import first_due
 
     step = RunSettings().probe_phase_step_seconds  # the daemon's phases, the same groups

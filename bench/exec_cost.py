@@ -45,8 +45,8 @@ import aiohttp
 
 from probemarker.kube.connect.client import ClientSettings, KubeClient
 from probemarker.kube.connect.config import Connection, load_kubeconfig
-from probemarker.kube.exec.execresult import ExecExited
-from probemarker.kube.exec.execstream import V4, V5, run_exec
+from probemarker.probe.execresult import ExecExited
+from probemarker.probe.execstream import V4, V5, run_exec
 
 SIM_TOKEN = "bench-token"
 SIM_POD = ("default", "exec-target", "main")

@@ -1,6 +1,6 @@
 """The client layer: everything the daemon says to the API server goes through here.
 
-Four rooms, one activity each, each resting on `connect`:
+Three rooms, one activity each, the other two resting on `connect`:
 - `connect/`: where the API server is (kubeconfig or in-cluster: `config`,
   `kubeconfig`, `kubecontext`) -> `Connection`; the Authorization header, re-read as
   tokens rotate (`credentials`, `execcredential`); TLS session resumption
@@ -10,10 +10,11 @@ Four rooms, one activity each, each resting on `connect`:
   (`errors`); the resources the daemon names (`resources`);
 - `watch/`: list+watch informers (`informer`, `informertypes`, `informerfailures`),
   the watch event parser (`watchevents`) and their store (`cache`);
-- `exec/`: the `pods/exec` stream (`execstream`) and what it reports (`execresult`);
 - `write/`: pods/status patches (`statuswrite`), events (`events`), and the
   client-side write budget (`ratelimit`).
 
+The `pods/exec` stream is the api backend's exec transport, so it is probe/'s
+(`probe/execstream.py`, `probe/execresult.py`), beside the other probes' transports.
 Nothing here imports `probemarker.sim` or a stage of the daemon; only `api/` and
 `kit/` below it.
 """

@@ -60,7 +60,7 @@ next slot is booked on the grid when the run ends): never a second command in th
 container while the call is outstanding.
 
 Output: 1 KiB kept per stream, the rest counted, as the api backend keeps it
-(`kube.exec.execresult.CappedOutput`); the runtime sends at most the receive cap.
+(`probe.execresult.CappedOutput`); the runtime sends at most the receive cap.
 """
 
 from __future__ import annotations
@@ -78,9 +78,9 @@ from probemarker.cri.client import (
     RuntimeClient,
     RuntimeInfo,
 )
-from probemarker.kube.exec.execresult import CappedOutput, ExecExited
 from probemarker.probe.criid import confirmation_problem, container_ref
 from probemarker.probe.exec import exec_outcome
+from probemarker.probe.execresult import CappedOutput, ExecExited
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.limits import EXEC_GRACE, client_wait
 from probemarker.probe.outcome import Outcome

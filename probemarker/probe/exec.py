@@ -3,7 +3,7 @@
 Stage: probe. Input: an `ExecAction`, the `ProbeTarget` and the run's time limit.
 Output: an `Outcome`, never an exception but cancellation (and a `TypeError` for an
 action that is not exec, which is a bug in the caller). The stream itself is
-`probemarker.kube.exec.execstream.run_exec`; this module only maps its result:
+`probemarker.probe.execstream.run_exec`; this module only maps its result:
 
 | exec result | outcome | message |
 |---|---|---|
@@ -54,14 +54,14 @@ from probemarker.api.model import ExecAction, Handler
 from probemarker.identity.commands import HeldCommand, command_digest, container_mark
 from probemarker.identity.probes import ProbeKey
 from probemarker.kube.connect.client import KubeClient
-from probemarker.kube.exec.execresult import (
+from probemarker.probe.execresult import (
     ExecExited,
     ExecNotStarted,
     ExecResult,
     ExecTransportError,
     TransportFailure,
 )
-from probemarker.kube.exec.execstream import ExecSettings, run_exec
+from probemarker.probe.execstream import ExecSettings, run_exec
 from probemarker.probe.handler import OwnsConnections, ProbeTarget
 from probemarker.probe.holds import CommandHolds
 from probemarker.probe.holdtable import CommandKey

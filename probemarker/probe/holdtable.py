@@ -62,7 +62,7 @@ class CommandKey:
 
 
 class Holdable(Protocol):
-    """A stream whose command may still run (`kube.exec.execstream.HeldStream`)."""
+    """A stream whose command may still run (`probe.execstream.HeldStream`)."""
 
     async def finish(self) -> bool:
         """Read until the stream ends; close it. True when the command's exit status

@@ -13,7 +13,7 @@ Stage: probe (pure). The words, as the daemon's modules use them:
 The graces past the time limit, all of them:
 - `EXEC_GRACE` (`--exec-grace-seconds`, 10 s by default): an exec run waits this long
   past its time limit for the runtime's verdict, through `pods/exec` (probe/exec.py:
-  the handshake and the server's first frame may come late, kube/exec/execstream.py)
+  the handshake and the server's first frame may come late, probe/execstream.py)
   or the CRI (probe/cri.py: ExecSync's call). The kubelet waits for the runtime the
   same way: the command's limit is the runtime's to enforce.
 - `RUNNER_GRACE` (0.5 s): the runner's safety net past a handler's own bound

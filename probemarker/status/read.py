@@ -9,7 +9,7 @@ Three ways to read:
 - from the cluster (the default): LIST the daemon pods (`--daemon-namespace`,
   `--daemon-selector`) with the user's own credentials, and for each one (on
   `--node` only, when given) run `probemarker status --local` in its container
-  through `pods/exec` (the daemon's own exec client, kube/exec/). So reading needs
+  through `pods/exec` (the daemon's own exec client, probe/execstream.py). So reading needs
   `list` on pods and `get` + `create` on pods/exec in the daemon's namespace, nothing
   on the nodes (docs/rbac.md). Nodes are asked `NODES_AT_ONCE` at a time;
 - `--socket PATH`: a daemon run locally with `--status-socket PATH`;
@@ -35,8 +35,8 @@ from probemarker.kube.connect.client import ClientSettings, KubeClient
 from probemarker.kube.connect.config import ConnectionSettings, connect
 from probemarker.kube.connect.errors import ApiForbidden, ApiNotFound
 from probemarker.kube.connect.resources import PODS
-from probemarker.kube.exec.execresult import ExecExited, ExecNotStarted
-from probemarker.kube.exec.execstream import ExecSettings, run_exec
+from probemarker.probe.execresult import ExecExited, ExecNotStarted
+from probemarker.probe.execstream import ExecSettings, run_exec
 from probemarker.status.local import (
     ANSWER_LIMIT,
     DAEMON_CONTAINER,

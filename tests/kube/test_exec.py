@@ -18,14 +18,14 @@ import pytest
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.kube.connect.errors import RequestInfo
-from probemarker.kube.exec.execresult import (
+from probemarker.probe.execresult import (
     ExecExited,
     ExecNotStarted,
     ExecResult,
     ExecTransportError,
     TransportFailure,
 )
-from probemarker.kube.exec.execstream import V4, ExecSettings, run_exec
+from probemarker.probe.execstream import V4, ExecSettings, run_exec
 from probemarker.probe.limits import EXEC_GRACE, client_wait
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecIO, ExecRequest, SubprocessRunner

@@ -10,13 +10,13 @@ from aiohttp.test_utils import TestServer
 
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.config import Connection
-from probemarker.kube.exec.execresult import (
+from probemarker.probe.execresult import (
     ExecExited,
     ExecResult,
     ExecTransportError,
     TransportFailure,
 )
-from probemarker.kube.exec.execstream import V5, run_exec
+from probemarker.probe.execstream import V5, run_exec
 
 Script = Callable[[web.WebSocketResponse], Awaitable[None]]
 

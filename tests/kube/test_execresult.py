@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from probemarker.kube.exec.execresult import (
+from probemarker.probe.execresult import (
     CappedOutput,
     ExecExited,
     ExecFrames,
@@ -15,7 +15,7 @@ from probemarker.kube.exec.execresult import (
     TransportFailure,
     parse_status,
 )
-from probemarker.kube.exec.execstream import V4, ExecSettings
+from probemarker.probe.execstream import V4, ExecSettings
 
 PROTOCOL = TransportFailure.PROTOCOL
 

@@ -22,13 +22,13 @@ from probemarker.kit.projection import IDENTITY_FIELDS, projector
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.kube.connect.errors import RequestInfo
-from probemarker.kube.exec.execresult import ExecExited
-from probemarker.kube.exec.execstream import run_exec
 from probemarker.kube.watch.cache import ChangeKind
 from probemarker.kube.watch.informer import PODS, Informer, Resource
 from probemarker.kube.write.events import EventRecorder, ObjectRef
 from probemarker.kube.write.ratelimit import TokenBucket
 from probemarker.kube.write.statuswrite import patch_pod_status
+from probemarker.probe.execresult import ExecExited
+from probemarker.probe.execstream import run_exec
 from probemarker.sim import SimCluster
 from probemarker.sim.exec.runners import ExecReply, ExecRequest
 from probemarker.sim.server.harness.accounting import RequestRecord

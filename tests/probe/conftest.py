@@ -17,8 +17,8 @@ from probemarker.api.model import ExecAction, ProbeSpec, Timing
 from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.config import load_kubeconfig
 from probemarker.kube.connect.errors import RequestInfo
-from probemarker.kube.exec.execstream import ExecSettings
 from probemarker.probe.exec import ExecHandler
+from probemarker.probe.execstream import ExecSettings
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.limits import EXEC_GRACE
 from probemarker.probe.outcome import Outcome

@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from probemarker.kube.exec.execstream import V4, ExecSettings
+from probemarker.probe.execstream import V4, ExecSettings
 from probemarker.probe.outcome import Outcome, Result
 from probemarker.sim.exec.runners import ExecIO, ExecRequest
 from tests.probe.conftest import NAMESPACE, POD, Probes

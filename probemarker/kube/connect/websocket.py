@@ -1,7 +1,7 @@
 """An open WebSocket to the API server, as `pods/exec` reads and writes it.
 
 Stage: inside `probemarker.kube.connect`, opened by `KubeClient.websocket` (client.py)
-and used by `kube/exec/`. Input: aiohttp's client WebSocket. Output: data messages
+and used by the `pods/exec` stream (`probe/execstream.py`). Input: aiohttp's client WebSocket. Output: data messages
 (`WsMessage`) and how the connection ended (`WsClose`), never aiohttp's types or
 exceptions (those go through sessions.py's `mapped`).
 """

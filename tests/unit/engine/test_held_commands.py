@@ -16,8 +16,8 @@ from probemarker.api.model import ExecAction
 from probemarker.identity.commands import HeldCommand, command_digest
 from probemarker.identity.probes import OwnerRef
 from probemarker.kube.connect.client import KubeClient
-from probemarker.kube.exec.execresult import ExecResult, ExecTransportError, TransportFailure
 from probemarker.probe.exec import ExecHandler
+from probemarker.probe.execresult import ExecResult, ExecTransportError, TransportFailure
 from probemarker.probe.holds import CommandHolds, HoldSlot
 from probemarker.probe.holdtable import CommandKey
 from probemarker.probe.outcome import Outcome

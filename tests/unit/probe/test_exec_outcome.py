@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from probemarker.api.model import HTTPGetAction, TCPSocketAction
-from probemarker.kube.exec.execresult import (
+from probemarker.probe.exec import ExecHandler, exec_outcome
+from probemarker.probe.execresult import (
     ExecExited,
     ExecNotStarted,
     ExecResult,
     ExecTransportError,
     TransportFailure,
 )
-from probemarker.probe.exec import ExecHandler, exec_outcome
 from probemarker.probe.handler import ProbeTarget
 from probemarker.probe.outcome import Outcome
 from probemarker.watch.pods import PodUID

@@ -52,7 +52,7 @@ from probemarker.kube.connect.client import KubeClient
 from probemarker.kube.connect.errors import ApiError, ApiForbidden, ApiTimeout, KubeError
 from probemarker.kube.connect.resources import PODS
 from probemarker.kube.connect.websocket import WebSocket, WsClose
-from probemarker.kube.exec.execresult import (
+from probemarker.probe.execresult import (
     ExecFrames,
     ExecResult,
     ExecTransportError,
