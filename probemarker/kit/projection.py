@@ -12,7 +12,7 @@ walked into that holds none of the selected fields is left out too (a pod withou
 `status` and one whose `status` has only unselected fields project the same).
 
 A projection may put a value of its own at a path: the pod projection
-(watch/pods.py `pod_projector`) puts a `kit.annotations.AnnotationSummary` at
+(watch/pods.py `pod_projector`) puts a `watch.annotations.AnnotationSummary` at
 `metadata.annotations` instead of the map.
 
 Invariants:
