@@ -49,10 +49,11 @@ def _modules(name: str) -> list[str]:
     )
 
 
-PURE = [module for name in _contract(CONTRACT)["source_modules"] for module in _modules(name)]
+PURE_STAGES = _contract(CONTRACT)
+PURE = [module for name in PURE_STAGES["source_modules"] for module in _modules(name)]
 # Libraries that do I/O, and our modules that do: what the contract forbids them.
-IO = tuple(m for m in _contract(CONTRACT)["forbidden_modules"] if not m.startswith("probemarker"))
-OURS_IO = tuple(m for m in _contract(CONTRACT)["forbidden_modules"] if m.startswith("probemarker"))
+IO = tuple(m for m in PURE_STAGES["forbidden_modules"] if not m.startswith("probemarker"))
+OURS_IO = tuple(m for m in PURE_STAGES["forbidden_modules"] if m.startswith("probemarker"))
 
 _LOADED = """
 import json, sys
